@@ -1,0 +1,6 @@
+"""Broker concern: the embedded Tansu broker and the one module that talks to any broker."""
+
+from streamscale.broker.access import BrokerAccess, TopicNotFound
+from streamscale.broker.embedded import BrokerError, EmbeddedBroker, resolve_bootstrap
+
+__all__ = ["BrokerAccess", "BrokerError", "EmbeddedBroker", "TopicNotFound", "resolve_bootstrap"]

@@ -1,0 +1,225 @@
+"""The one place that talks to the broker's admin side and works around broker gaps.
+
+Known gaps of the embedded broker (Tansu, measured with confluent-kafka 2.16):
+
+* ListOffsets(latest) answers the base offset of the partition's *last batch* + 1,
+  not the log end: a partition holding 25,005 records answered 25,001. The high
+  watermark that Fetch responses carry is right. :meth:`BrokerAccess.end_offsets`
+  therefore starts from ListOffsets and then fetches from that offset to read
+  the high watermark; the answer is exact on Tansu and on Apache Kafka alike.
+* A metadata request naming a topic creates it. Existence checks here list all
+  topics instead, so asking about a topic never creates it.
+* CreatePartitions is unsupported (raises :class:`UnsupportedByBroker`).
+* Deleting a topic crashes any librdkafka client (2.16) that still knows the topic: its next
+  metadata answer names the topic with a null name and librdkafka dereferences it
+  (strcmp(NULL) in rd_kafka_metadata_cache_find; gdb backtrace). So no client here outlives
+  the call that needed it (the end-offset probe is closed after every use), and topics are
+  deleted only after the processes that read or wrote them (Spark workers, generators) are gone.
+* DescribeLogDirs cannot be asked through confluent-kafka at all, so per-partition
+  log sizes are not available; :meth:`supports_log_dirs` says so and callers
+  estimate bytes from offset deltas times measured record sizes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+
+from streamscale.errors import StreamscaleError, UnsupportedByBroker
+
+
+class TopicNotFound(StreamscaleError):
+    pass
+
+
+_OFFSET_INVALID = -1001
+
+
+class BrokerAccess:
+    def __init__(self, bootstrap: str, client_config: dict | None = None, timeout: float = 15.0):
+        self.bootstrap = bootstrap
+        self.client_config = dict(client_config or {})
+        self.timeout = timeout
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, **self.client_config})
+
+    # -- topics ---------------------------------------------------------------------------
+    def topics(self) -> dict[str, int]:
+        """All topics with their partition counts (never creates a topic)."""
+        md = self.admin.list_topics(timeout=self.timeout)
+        return {name: len(t.partitions) for name, t in md.topics.items()
+                if t.error is None and not name.startswith("__")}
+
+    def topic_exists(self, topic: str) -> bool:
+        return topic in self.topics()
+
+    def partitions(self, topic: str) -> list[int]:
+        md = self.admin.list_topics(timeout=self.timeout)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            raise TopicNotFound(f"topic '{topic}' does not exist on {self.bootstrap}")
+        return sorted(t.partitions)
+
+    def create_topic(self, topic: str, partitions: int = 1, replication_factor: int = 1,
+                     config: dict | None = None, exist_ok: bool = False) -> None:
+        self.create_topics({topic: partitions}, replication_factor, config, exist_ok)
+
+    def create_topics(self, topics: dict[str, int], replication_factor: int = 1,
+                      config: dict | None = None, exist_ok: bool = False) -> None:
+        new = [NewTopic(t, num_partitions=p, replication_factor=replication_factor, config=config or {})
+               for t, p in topics.items()]
+        futures = self.admin.create_topics(new, operation_timeout=self.timeout)
+        for name, fut in futures.items():
+            try:
+                fut.result()
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    if exist_ok:
+                        continue
+                    raise StreamscaleError(f"topic '{name}' already exists") from exc
+                raise StreamscaleError(f"could not create topic '{name}': {err.str()}") from exc
+        self._await(lambda: all(self.topics().get(t) == p for t, p in topics.items()),
+                    f"topics {sorted(topics)} to appear")
+
+    def delete_topics(self, topics: Iterable[str], missing_ok: bool = True) -> None:
+        existing = self.topics()
+        names = [t for t in topics if t in existing]
+        missing = [t for t in topics if t not in existing]
+        if missing and not missing_ok:
+            raise TopicNotFound(f"topics {missing} do not exist")
+        if not names:
+            return
+        for name, fut in self.admin.delete_topics(names, operation_timeout=self.timeout).items():
+            try:
+                fut.result()
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise StreamscaleError(f"could not delete topic '{name}': {exc.args[0].str()}") from exc
+        self._await(lambda: not set(names) & set(self.topics()), f"topics {names} to disappear")
+
+    def create_partitions(self, topic: str, total: int) -> None:
+        try:
+            for fut in self.admin.create_partitions([NewPartitions(topic, total)]).values():
+                fut.result()
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError._UNSUPPORTED_FEATURE:
+                raise UnsupportedByBroker(
+                    f"the broker at {self.bootstrap} does not support CreatePartitions: "
+                    f"create the topic with {total} partitions instead") from exc
+            raise StreamscaleError(f"could not add partitions to '{topic}': {exc.args[0].str()}") from exc
+
+    @staticmethod
+    def supports_log_dirs() -> bool:
+        """DescribeLogDirs is not exposed by confluent-kafka's AdminClient (nor served by Tansu)."""
+        return hasattr(AdminClient, "describe_log_dirs")
+
+    # -- offsets --------------------------------------------------------------------------
+    def _list_offsets(self, topic: str, parts: list[int], spec, isolation: str) -> dict[int, int]:
+        from confluent_kafka import IsolationLevel
+
+        level = (IsolationLevel.READ_COMMITTED if isolation == "read_committed"
+                 else IsolationLevel.READ_UNCOMMITTED)
+        req = {TopicPartition(topic, p): spec for p in parts}
+        res = self.admin.list_offsets(req, isolation_level=level, request_timeout=self.timeout)
+        return {tp.partition: fut.result().offset for tp, fut in res.items()}
+
+    def start_offsets(self, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
+        return self._list_offsets(topic, self.partitions(topic), OffsetSpec.earliest(), isolation)
+
+    def listed_end_offsets(self, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
+        """What ListOffsets(latest) answers: too low on Tansu; use :meth:`end_offsets`."""
+        return self._list_offsets(topic, self.partitions(topic), OffsetSpec.latest(), isolation)
+
+    def end_offsets(self, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
+        """Exact log-end offsets (high watermark; last stable offset for read_committed)."""
+        parts = self.partitions(topic)
+        listed = self._list_offsets(topic, parts, OffsetSpec.latest(), isolation)
+        return self._fetch_watermarks(topic, listed, isolation)
+
+    def _probe(self, isolation: str) -> Consumer:
+        return Consumer({
+            "bootstrap.servers": self.bootstrap, **self.client_config,
+            "group.id": f"streamscale-probe-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False, "enable.partition.eof": True,
+            "isolation.level": isolation, "fetch.wait.max.ms": 10,
+            "max.partition.fetch.bytes": 1, "fetch.max.bytes": 1024 * 1024,
+            "queued.max.messages.kbytes": 1024, "allow.auto.create.topics": False,
+        })
+
+    def _fetch_watermarks(self, topic: str, listed: dict[int, int], isolation: str) -> dict[int, int]:
+        # A fetch from the listed offset is always in range (listed <= log end) and its
+        # response carries the true high watermark, which librdkafka caches.
+        probe = self._probe(isolation)
+        probe.assign([TopicPartition(topic, p, max(o, 0)) for p, o in listed.items()])
+        pending = set(listed)
+        result: dict[int, int] = {}
+        deadline = time.monotonic() + self.timeout
+        try:
+            while pending and time.monotonic() < deadline:
+                for msg in probe.consume(num_messages=len(pending) * 4, timeout=0.2):
+                    err = msg.error()
+                    if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                        raise StreamscaleError(f"fetching '{topic}' [{msg.partition()}]: {err.str()}")
+                    p = msg.partition()
+                    if p in pending:
+                        hi = probe.get_watermark_offsets(TopicPartition(topic, p), cached=True)[1]
+                        if hi != _OFFSET_INVALID:
+                            result[p] = max(hi, listed[p])
+                            pending.discard(p)
+        finally:
+            probe.close()  # see the module notes: a probe that outlives a topic deletion crashes
+        if pending:
+            raise StreamscaleError(
+                f"no fetch response for '{topic}' partitions {sorted(pending)} within {self.timeout} s; "
+                "refusing to guess end offsets (tail records could be lost)")
+        return dict(sorted(result.items()))
+
+    def committed_offsets(self, group: str, topic: str) -> dict[int, int]:
+        """Offsets the consumer group has committed (partitions without a commit are left out)."""
+        parts = [TopicPartition(topic, p) for p in self.partitions(topic)]
+        futs = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, parts)],
+                                                      request_timeout=self.timeout)
+        out: dict[int, int] = {}
+        for fut in futs.values():
+            for tp in fut.result().topic_partitions:
+                if tp.error is None and tp.offset >= 0:
+                    out[tp.partition] = tp.offset
+        return out
+
+    def commit_offsets(self, group: str, topic: str, offsets: dict[int, int]) -> None:
+        """Record a consumer group's progress (what a Spark query has processed), for lag monitoring."""
+        tps = [TopicPartition(topic, p, o) for p, o in offsets.items()]
+        futs = self.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)],
+                                                       request_timeout=self.timeout)
+        for fut in futs.values():
+            fut.result()
+
+    def lag(self, group: str, topic: str) -> dict[int, int]:
+        """Per-partition consumer lag: exact end offset minus committed offset."""
+        ends = self.end_offsets(topic)
+        committed = self.committed_offsets(group, topic)
+        start = self.start_offsets(topic) if len(committed) < len(ends) else {}
+        return {p: e - committed.get(p, start.get(p, 0)) for p, e in ends.items()}
+
+    # -- housekeeping ---------------------------------------------------------------------
+    def _await(self, cond, what: str) -> None:
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if cond():
+                return
+            time.sleep(0.05)
+        raise StreamscaleError(f"timed out after {self.timeout} s waiting for {what}")
+
+    def close(self) -> None:
+        # librdkafka handles destroyed during interpreter shutdown can crash: drop it now
+        self.admin = None
+
+    def __enter__(self) -> "BrokerAccess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

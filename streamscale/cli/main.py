@@ -1,0 +1,244 @@
+"""The ``streamscale`` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from streamscale.errors import StreamscaleError
+
+console = Console(stderr=True)
+out = Console()
+
+_app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                   help="Benchmark how PySpark Structured Streaming pipelines scale over a Kafka-protocol broker.")
+broker_app = typer.Typer(no_args_is_help=True, help="The embedded Kafka-protocol broker (Tansu).")
+topic_app = typer.Typer(no_args_is_help=True, help="Topics on the broker.")
+_app.add_typer(broker_app, name="broker")
+_app.add_typer(topic_app, name="topic")
+
+BOOTSTRAP_HELP = ("Kafka bootstrap servers of an external cluster (default: $STREAMSCALE_BOOTSTRAP_SERVERS, "
+                  "else the broker started by `streamscale broker start`)")
+Bootstrap = typer.Option(None, "--bootstrap-servers", "-b", help=BOOTSTRAP_HELP)
+
+
+# -- broker --------------------------------------------------------------------------------
+@broker_app.command("start")
+def broker_start(port: int = typer.Option(None, help="Port on 127.0.0.1 (default: a free one)")):
+    """Start the embedded broker in the background; prints its bootstrap address."""
+    from streamscale.broker.embedded import daemon_start
+
+    info = daemon_start(port)
+    out.print(f"broker running at [bold]{info.bootstrap}[/] (pid {info.pid}, log {info.log_path})")
+    out.print("data is kept in memory only; stop it with `streamscale broker stop`")
+
+
+@broker_app.command("stop")
+def broker_stop():
+    """Stop the embedded broker started by `broker start` (its data is lost)."""
+    from streamscale.broker.embedded import daemon_stop
+
+    info = daemon_stop()
+    out.print("no broker running" if info is None else f"stopped broker at {info.bootstrap} (pid {info.pid})")
+
+
+@broker_app.command("status")
+def broker_status():
+    """Is the embedded broker running? Exit code 0 if so, 1 if not."""
+    from streamscale.broker.access import BrokerAccess
+    from streamscale.broker.embedded import daemon_status
+
+    info = daemon_status()
+    if info is None:
+        out.print("no broker running")
+        raise typer.Exit(1)
+    with BrokerAccess(info.bootstrap) as access:
+        topics = access.topics()
+    out.print(f"broker running at {info.bootstrap} (pid {info.pid}), {len(topics)} topics, log {info.log_path}")
+
+
+# -- topics --------------------------------------------------------------------------------
+@topic_app.command("create")
+def topic_create(name: str, partitions: int = typer.Option(8, "--partitions", "-p", min=1),
+                 exist_ok: bool = typer.Option(False, "--exist-ok"), bootstrap: str = Bootstrap):
+    """Create a topic."""
+    from streamscale.broker import BrokerAccess, resolve_bootstrap
+
+    with BrokerAccess(resolve_bootstrap(bootstrap)) as access:
+        access.create_topic(name, partitions, exist_ok=exist_ok)
+    out.print(f"topic {name}: {partitions} partitions")
+
+
+@topic_app.command("delete")
+def topic_delete(names: list[str], bootstrap: str = Bootstrap):
+    """Delete topics (on the embedded broker this frees their memory)."""
+    from streamscale.broker import BrokerAccess, resolve_bootstrap
+
+    with BrokerAccess(resolve_bootstrap(bootstrap)) as access:
+        access.delete_topics(names, missing_ok=False)
+    out.print(f"deleted {', '.join(names)}")
+
+
+@topic_app.command("list")
+def topic_list(bootstrap: str = Bootstrap):
+    """List topics with partition counts."""
+    from streamscale.broker import BrokerAccess, resolve_bootstrap
+
+    with BrokerAccess(resolve_bootstrap(bootstrap)) as access:
+        for name, n in sorted(access.topics().items()):
+            out.print(f"{name}\t{n}")
+
+
+@topic_app.command("offsets")
+def topic_offsets(name: str, group: str = typer.Option(None, help="Also show this group's committed offsets and lag"),
+                  bootstrap: str = Bootstrap):
+    """Exact end offsets per partition (and a group's lag)."""
+    from streamscale.broker import BrokerAccess, resolve_bootstrap
+
+    with BrokerAccess(resolve_bootstrap(bootstrap)) as access:
+        ends = access.end_offsets(name)
+        committed = access.committed_offsets(group, name) if group else {}
+    for p, e in ends.items():
+        line = f"{name}[{p}]\tend={e}"
+        if group:
+            c = committed.get(p)
+            line += f"\tcommitted={c}\tlag={e - (c or 0)}"
+        out.print(line)
+    out.print(f"total\tend={sum(ends.values())}")
+
+
+# -- load generator ------------------------------------------------------------------------
+@_app.command("generate")
+def generate_cmd(
+    topic: str = typer.Option("input", "--topic", "-t"),
+    sensors: int = typer.Option(1000, "--sensors", "-s", min=1, help="Simulated sensors (keys)"),
+    period: float = typer.Option(1.0, "--period", help="Seconds between two records of one sensor"),
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Producer processes"),
+    records: int = typer.Option(None, "--records", "-n", min=0, help="Stop after N records (finite mode)"),
+    duration: float = typer.Option(None, "--duration", "-d", help="Stop after this many seconds"),
+    encoding: str = typer.Option("json", help="json or csv"),
+    distribution: str = typer.Option("uniform:0,100", help="constant:V | uniform:LO,HI | normal:MEAN,STD"),
+    seed: int = typer.Option(42),
+    unthrottled: bool = typer.Option(False, "--unthrottled", help="Send as fast as possible"),
+    partitions: int = typer.Option(None, "--create-topic", help="Create the topic with this many partitions"),
+    json_out: Path = typer.Option(None, "--json-out", help="Write the run's figures here"),
+    bootstrap: str = Bootstrap,
+):
+    """Simulated power sensors: one ActivePowerRecord per sensor and period, key = sensor id.
+
+    Without --records or --duration it runs until Ctrl-C.
+    """
+    from streamscale.broker import BrokerAccess, resolve_bootstrap
+    from streamscale.loadgen import GeneratorConfig, LoadGenerator
+
+    bs = resolve_bootstrap(bootstrap)
+    if partitions:
+        with BrokerAccess(bs) as access:
+            access.create_topic(topic, partitions, exist_ok=True)
+    cfg = GeneratorConfig(bs, topic=topic, sensors=sensors, period_s=period, workers=workers,
+                          encoding=encoding, distribution=distribution, seed=seed, records=records,
+                          duration_s=duration, throttle=not unthrottled)
+    mode = "unthrottled" if unthrottled else f"target {cfg.target_rate:,.0f} records/s"
+    console.print(f"generating into {topic} at {bs}: {sensors:,} sensors, {mode}, {cfg.workers} worker(s)"
+                  + ("" if records is not None or duration else " — Ctrl-C to stop"))
+
+    def show(s: dict) -> None:
+        short = "" if unthrottled or s["rate"] >= 0.95 * s["target_rate"] else \
+            f"  [red]below target ({s['behind']:,} behind schedule)[/]"
+        console.print(f"  {s['elapsed_s']:6.1f} s  {s['rate']:>10,.0f} records/s  "
+                      f"sent {s['sent']:,}  failed {s['failed']:,}{short}")
+
+    gen = LoadGenerator(cfg, on_second=show)
+    result = gen.run()
+    summary = result.as_dict()
+    summary.pop("per_second")
+    console.print(f"done: {result.delivered:,} delivered, {result.failed:,} failed in {result.duration_s:.1f} s "
+                  f"= {result.achieved_rate:,.0f} records/s"
+                  + ("" if result.reached_target else "  [red]target NOT reached[/]"))
+    if result.first_error:
+        console.print(f"[red]first delivery error: {result.first_error}[/]")
+    if json_out:
+        json_out.write_text(json.dumps(result.as_dict(), indent=2))
+    if result.failed:
+        raise typer.Exit(1)
+
+
+@_app.command("registry")
+def registry_cmd(levels: int = typer.Option(2, "--levels", "-l", min=1, help="Nested group levels n"),
+                 children: int = typer.Option(4, "--children", "-k", min=1, help="Children per group"),
+                 out_file: Path = typer.Option(Path("sensor-registry.json"), "--out"),
+                 publish: bool = typer.Option(False, "--publish", help="Also publish it to the broker"),
+                 topic: str = typer.Option("configuration", "--topic"),
+                 bootstrap: str = Bootstrap):
+    """UC4's sensor registry: n levels of groups with k children each (k^n sensors s_0 ...)."""
+    from streamscale.loadgen import SensorRegistry
+
+    reg = SensorRegistry.build(levels, children)
+    reg.write(out_file)
+    out.print(f"registry: {levels} levels x {children} children = {reg.num_sensors:,} sensors, "
+              f"{len(reg.groups()):,} groups -> {out_file}")
+    if publish:
+        from streamscale.broker import resolve_bootstrap
+
+        bs = resolve_bootstrap(bootstrap)
+        reg.publish(bs, topic)
+        out.print(f"published to topic '{topic}' at {bs}")
+
+
+@_app.command("doctor")
+def doctor():
+    """Check what streamscale needs: Java 17+, PySpark, the embedded broker binary."""
+    import platform
+
+    from streamscale.broker.embedded import resolve_tansu_binary
+    from streamscale.sparkio.session import java_version
+
+    ok = True
+    for name, check in [("java", lambda: f"Java {java_version()}"),
+                        ("pyspark", lambda: __import__("pyspark").__version__),
+                        ("confluent-kafka", lambda: __import__("confluent_kafka").version()[0]),
+                        ("tansu", resolve_tansu_binary)]:
+        try:
+            out.print(f"[green]ok[/]   {name}: {check()}")
+        except Exception as exc:  # noqa: BLE001 - report every check
+            ok = False
+            out.print(f"[red]fail[/] {name}: {exc}")
+    out.print(f"python {platform.python_version()} at {sys.executable}")
+    if not ok:
+        raise typer.Exit(1)
+
+
+@_app.command("demo")
+def demo_cmd(seconds: float = typer.Option(20.0, help="How long the streaming query runs"),
+             sensors: int = typer.Option(20000, help="Simulated sensors (records/s)"),
+             out_dir: Path = typer.Option(Path("demo-results"), "--out"),
+             master: str = typer.Option("local[2]", help="Spark master")):
+    """Start the embedded broker, generate load, stream it through the PySpark source, plot records/s."""
+    from streamscale.demo import run_demo
+
+    run_demo(seconds=seconds, sensors=sensors, out_dir=out_dir, master=master)
+
+
+def register(typer_app: typer.Typer, name: str) -> None:
+    """Later concerns add their command groups here."""
+    _app.add_typer(typer_app, name=name)
+
+
+def app() -> None:
+    """Entry point: user errors become one clear line and exit code 2, never a traceback."""
+    try:
+        _app()
+    except StreamscaleError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,8 @@
+"""Load generator concern: Theodolite's simulated power sensors and UC4's sensor registry."""
+
+from streamscale.loadgen.generator import GeneratorConfig, GeneratorResult, LoadGenerator, generate
+from streamscale.loadgen.records import ACTIVE_POWER_DDL, ActivePowerRecord, Encoder, ValueDistribution
+from streamscale.loadgen.registry import SensorRegistry
+
+__all__ = ["ACTIVE_POWER_DDL", "ActivePowerRecord", "Encoder", "GeneratorConfig", "GeneratorResult",
+           "LoadGenerator", "SensorRegistry", "ValueDistribution", "generate"]

@@ -1,0 +1,323 @@
+"""Theodolite's load generator: simulated sensors, one ActivePowerRecord per sensor and period.
+
+Sensors are split over worker processes (sensor i goes to worker i mod W). Each worker
+paces itself against the schedule: record k of a worker is due at ``t0 + k / rate_w`` and
+carries that instant as its event timestamp, so every sensor emits exactly once per period
+and the total rate is exactly ``sensors / period`` for as long as the machine keeps up. A
+worker that falls behind sends what is overdue at once, and the parent reports the shortfall.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from streamscale.errors import ConfigError, StreamscaleError
+from streamscale.loadgen.records import Encoder, ValueDistribution, sensor_id
+
+SHORTFALL_TOLERANCE = 0.05  # achieved below 95 % of the target counts as "not reaching it"
+
+
+@dataclass(frozen=True)
+class GeneratorConfig:
+    bootstrap: str
+    topic: str = "input"
+    sensors: int = 1000
+    period_s: float = 1.0
+    workers: int = 1
+    encoding: str = "json"
+    distribution: str = "uniform:0,100"
+    seed: int = 42
+    records: int | None = None       # finite mode: stop after this many records in total
+    duration_s: float | None = None  # or after this long; neither = endless
+    throttle: bool = True            # False: as fast as possible (timestamps still follow the schedule)
+    start_time_ms: int | None = None  # event time of the first record (default: now)
+    producer_config: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.sensors < 1:
+            raise ConfigError("sensors must be at least 1")
+        if self.period_s <= 0:
+            raise ConfigError("period must be positive")
+        if self.workers < 1:
+            raise ConfigError("workers must be at least 1")
+        if self.workers > self.sensors:
+            object.__setattr__(self, "workers", self.sensors)
+        if self.records is not None and self.records < 0:
+            raise ConfigError("records must be >= 0")
+        if self.duration_s is not None and self.duration_s <= 0:
+            raise ConfigError("duration must be positive")
+        Encoder(self.encoding)
+        ValueDistribution.parse(self.distribution)
+
+    @property
+    def target_rate(self) -> float:
+        return self.sensors / self.period_s
+
+
+@dataclass
+class GeneratorResult:
+    target_rate: float
+    sent: int
+    delivered: int
+    failed: int
+    duration_s: float
+    achieved_rate: float
+    reached_target: bool
+    per_second: list[float]
+    first_error: str | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _worker_sensors(cfg: GeneratorConfig, w: int) -> list[int]:
+    return list(range(w, cfg.sensors, cfg.workers))
+
+
+def _worker_quota(cfg: GeneratorConfig, w: int) -> int | None:
+    if cfg.records is None:
+        return None
+    return cfg.records // cfg.workers + (1 if w < cfg.records % cfg.workers else 0)
+
+
+def _worker(cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, stop, sent_v, ok_v,
+            failed_v, done_v, err_q) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    from confluent_kafka import Producer
+
+    sensors = _worker_sensors(cfg, w)
+    n = len(sensors)
+    rate_w = n / cfg.period_s
+    quota = _worker_quota(cfg, w)
+    keys = [sensor_id(i).encode() for i in sensors]
+    idents = [sensor_id(i) for i in sensors]
+    enc = Encoder(cfg.encoding)
+    prefixes = [enc.prefix(i) for i in idents]
+    json_mode = cfg.encoding == "json"
+    dist = ValueDistribution.parse(cfg.distribution)
+    rng = np.random.default_rng([cfg.seed, w])
+    counters = {"ok": 0, "failed": 0}
+
+    def on_delivery(err, _msg):
+        if err is None:
+            counters["ok"] += 1
+        else:
+            counters["failed"] += 1
+            if counters["failed"] == 1:
+                err_q.put(f"worker {w}: {err.str()}")
+
+    conf = {"bootstrap.servers": cfg.bootstrap, "enable.idempotence": True, "acks": "all",
+            "linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 1024 * 1024, "allow.auto.create.topics": False}
+    conf.update(cfg.producer_config)
+    producer = Producer(conf)
+    produce = producer.produce
+    topic = cfg.topic
+    # CLOCK_MONOTONIC is system-wide, so all workers share the parent's schedule origin t0.
+    while time.monotonic() < t0 and not stop.is_set():
+        time.sleep(min(0.01, t0 - time.monotonic() + 1e-4))
+    k = 0
+    chunk = 2000
+    values: list[float] = []
+    vi = 0
+    deadline = t0 + cfg.duration_s if cfg.duration_s else None
+    try:
+        final = False
+        while not stop.is_set():
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                if not cfg.throttle:
+                    break
+                final = True  # send what the schedule made due within the duration, then stop
+            due = int((now - t0) * rate_w) + 1 if cfg.throttle else k + chunk
+            if deadline is not None and cfg.throttle:
+                due = min(due, int(cfg.duration_s * rate_w))
+            if quota is not None:
+                due = min(due, quota)
+            if due <= k:
+                if (quota is not None and k >= quota) or final:
+                    break
+                time.sleep(min(0.005, max(0.0, (k - (now - t0) * rate_w) / rate_w)))
+                continue
+            for kk in range(k, min(due, k + chunk)):
+                if vi >= len(values):
+                    values = dist.sample(rng, chunk)
+                    vi = 0
+                j = kk % n
+                ts = t0_wall_ms + int(kk * 1000.0 / rate_w)
+                v = values[vi]
+                vi += 1
+                if json_mode:
+                    payload = prefixes[j] + b'%d,"valueInW":%s}' % (ts, repr(v).encode())
+                else:
+                    payload = prefixes[j] + b"%d,%s" % (ts, repr(v).encode())
+                while True:
+                    try:
+                        produce(topic, payload, keys[j], on_delivery=on_delivery)
+                        break
+                    except BufferError:
+                        producer.poll(0.01)
+                k = kk + 1
+            producer.poll(0)
+            sent_v.value = k
+            ok_v.value = counters["ok"]
+            failed_v.value = counters["failed"]
+    finally:
+        remaining = producer.flush(60)
+        if remaining:
+            counters["failed"] += remaining
+            err_q.put(f"worker {w}: {remaining} records not delivered within 60 s")
+        sent_v.value = k
+        ok_v.value = counters["ok"]
+        failed_v.value = counters["failed"]
+        done_v.value = time.monotonic()
+
+
+class LoadGenerator:
+    """Start/stop the worker processes; samples the achieved rate every second.
+
+    Use ``run()`` for a blocking run, or ``start()`` / ``stop()`` around other work.
+    """
+
+    def __init__(self, cfg: GeneratorConfig, on_second: Callable[[dict], None] | None = None):
+        self.cfg = cfg
+        self.on_second = on_second
+        self._ctx = mp.get_context("spawn")
+        self._stop = self._ctx.Event()
+        self._procs: list = []
+        self._sent = [self._ctx.Value("q", 0, lock=False) for _ in range(cfg.workers)]
+        self._ok = [self._ctx.Value("q", 0, lock=False) for _ in range(cfg.workers)]
+        self._failed = [self._ctx.Value("q", 0, lock=False) for _ in range(cfg.workers)]
+        self._done = [self._ctx.Value("d", 0.0, lock=False) for _ in range(cfg.workers)]
+        self._errors = self._ctx.Queue()
+        self._per_second: list[float] = []
+        self._monitor: threading.Thread | None = None
+        self._t0 = 0.0
+        self._t_end: float | None = None
+        self._first_error: str | None = None
+
+    # counters --------------------------------------------------------------------------
+    def sent(self) -> int:
+        return sum(v.value for v in self._sent)
+
+    def delivered(self) -> int:
+        return sum(v.value for v in self._ok)
+
+    def failed(self) -> int:
+        return sum(v.value for v in self._failed)
+
+    def running(self) -> bool:
+        return any(p.is_alive() for p in self._procs)
+
+    # lifecycle ---------------------------------------------------------------------------
+    def start(self) -> "LoadGenerator":
+        from streamscale.broker.access import BrokerAccess
+
+        with BrokerAccess(self.cfg.bootstrap) as access:
+            if not access.topic_exists(self.cfg.topic):
+                raise StreamscaleError(f"topic '{self.cfg.topic}' does not exist on {self.cfg.bootstrap}: "
+                                       "create it first (streamscale topic create)")
+        t0_wall_ms = self.cfg.start_time_ms if self.cfg.start_time_ms is not None else int(time.time() * 1000)
+        # The schedule starts a moment ahead, once the spawned workers have imported their code.
+        self._t0 = time.monotonic() + 1.0
+        for w in range(self.cfg.workers):
+            p = self._ctx.Process(target=_worker, name=f"streamscale-loadgen-{w}", daemon=True,
+                                  args=(self.cfg, w, t0_wall_ms, self._t0, self._stop, self._sent[w],
+                                        self._ok[w], self._failed[w], self._done[w], self._errors))
+            p.start()
+            self._procs.append(p)
+        self._monitor = threading.Thread(target=self._watch, daemon=True)
+        self._monitor.start()
+        return self
+
+    def _watch(self) -> None:
+        while time.monotonic() < self._t0 and self.running():
+            time.sleep(0.01)
+        last_n, last_t = self.delivered(), time.monotonic()
+        while self.running():
+            while self.running() and time.monotonic() - last_t < 1.0:
+                time.sleep(0.02)
+            if not self.running():
+                break  # a partial last second would read as a shortfall
+            n, t = self.delivered(), time.monotonic()
+            rate = (n - last_n) / (t - last_t) if t > last_t else 0.0
+            self._per_second.append(rate)
+            last_n, last_t = n, t
+            if self.on_second:
+                self.on_second({"elapsed_s": t - self._t0, "rate": rate, "target_rate": self.cfg.target_rate,
+                                "sent": self.sent(), "delivered": n, "failed": self.failed(),
+                                "behind": self.behind()})
+        ends = [v.value for v in self._done if v.value > 0]
+        self._t_end = max(ends) if len(ends) == len(self._done) else time.monotonic()
+
+    def behind(self) -> int:
+        """Records the schedule says should have been sent by now but were not."""
+        if not self.cfg.throttle:
+            return 0
+        elapsed = time.monotonic() - self._t0
+        if self.cfg.duration_s is not None:
+            elapsed = min(elapsed, self.cfg.duration_s)
+        due = int(elapsed * self.cfg.target_rate)
+        if self.cfg.records is not None:
+            due = min(due, self.cfg.records)
+        return max(0, due - self.sent())
+
+    def stop(self, timeout: float = 90.0) -> GeneratorResult:
+        self._stop.set()
+        return self.wait(timeout)
+
+    def wait(self, timeout: float | None = None) -> GeneratorResult:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for p in self._procs:
+            p.join(None if deadline is None else max(0.1, deadline - time.monotonic()))
+        for p in self._procs:
+            if p.is_alive():
+                p.kill()
+                p.join(5)
+        if self._monitor is not None:
+            self._monitor.join(5)
+        while not self._errors.empty():
+            msg = self._errors.get_nowait()
+            self._first_error = self._first_error or msg
+        return self.result()
+
+    def result(self) -> GeneratorResult:
+        end = self._t_end or time.monotonic()
+        dur = max(end - self._t0, 1e-9)
+        delivered = self.delivered()
+        achieved = delivered / dur
+        # The last second is often partial; judge the steady state on the full seconds.
+        steady = self._per_second[1:] if len(self._per_second) > 2 else self._per_second
+        if self.cfg.throttle:
+            reached = bool(steady) and float(np.median(steady)) >= (1 - SHORTFALL_TOLERANCE) * self.cfg.target_rate
+            if self.cfg.records is not None and not steady:
+                reached = True  # finished within its first second
+        else:
+            reached = True
+        return GeneratorResult(self.cfg.target_rate, self.sent(), delivered, self.failed(), dur, achieved,
+                               reached and self.failed() == 0, list(self._per_second), self._first_error)
+
+    def run(self) -> GeneratorResult:
+        self.start()
+        try:
+            return self.wait()
+        except KeyboardInterrupt:
+            return self.stop()
+
+    def __enter__(self) -> "LoadGenerator":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def generate(cfg: GeneratorConfig, on_second=None) -> GeneratorResult:
+    return LoadGenerator(cfg, on_second).run()
+

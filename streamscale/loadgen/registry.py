@@ -1,0 +1,133 @@
+"""UC4's sensor registry: a full tree of nested groups, ``levels`` deep with ``children`` per node.
+
+The leaves are the sensors the load generator simulates (``s_0`` ... ``s_{k^n - 1}``), so
+``levels`` nested groups with 4 children each give 4^n sensors, as in the Theodolite seed. The
+JSON layout follows Theodolite's SensorRegistry (``topLevelSensor`` with nested ``children``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from streamscale.errors import ConfigError
+from streamscale.loadgen.records import sensor_id
+
+REGISTRY_TOPIC = "configuration"
+REGISTRY_KEY = b"sensor-registry"
+
+
+@dataclass
+class SensorRegistry:
+    levels: int
+    children: int
+    tree: dict = field(repr=False)
+
+    @classmethod
+    def build(cls, levels: int, children: int = 4) -> "SensorRegistry":
+        if levels < 1:
+            raise ConfigError("a sensor registry needs at least 1 level of nested groups")
+        if children < 1:
+            raise ConfigError("each group needs at least 1 child")
+        if children ** levels > 10_000_000:
+            raise ConfigError(f"{children}^{levels} sensors is more than 10 million")
+        counter = iter(range(children ** levels))
+
+        def node(depth: int, path: str) -> dict:
+            if depth == levels:
+                ident = sensor_id(next(counter))
+                return {"identifier": ident, "name": f"Sensor {ident}"}
+            kids = [node(depth + 1, f"{path}.{i}") for i in range(children)]
+            ident = "root" if depth == 0 else f"g{path}"
+            return {"identifier": ident, "name": f"Group {ident}", "children": kids}
+
+        return cls(levels, children, {"topLevelSensor": node(0, "")})
+
+    @property
+    def num_sensors(self) -> int:
+        return self.children ** self.levels
+
+    def sensors(self) -> list[str]:
+        return list(self.ancestors())
+
+    def parent_pairs(self) -> list[tuple[str, str]]:
+        """(child, parent) edges of the tree, sensors and groups alike."""
+        out: list[tuple[str, str]] = []
+
+        def walk(n: dict) -> None:
+            for c in n.get("children", []):
+                out.append((c["identifier"], n["identifier"]))
+                walk(c)
+
+        walk(self.tree["topLevelSensor"])
+        return out
+
+    def ancestors(self) -> dict[str, list[str]]:
+        """sensor id -> every group it contributes to, nearest first, root last."""
+        parent = dict(self.parent_pairs())
+        out: dict[str, list[str]] = {}
+        for s in (c for c in parent if "children" not in self._node(c)):
+            chain, cur = [], s
+            while cur in parent:
+                cur = parent[cur]
+                chain.append(cur)
+            out[s] = chain
+        return out
+
+    def groups(self) -> list[str]:
+        return sorted({p for _, p in self.parent_pairs()})
+
+    def _node(self, ident: str) -> dict:
+        if not hasattr(self, "_index"):
+            idx: dict[str, dict] = {}
+
+            def walk(n: dict) -> None:
+                idx[n["identifier"]] = n
+                for c in n.get("children", []):
+                    walk(c)
+
+            walk(self.tree["topLevelSensor"])
+            self._index = idx
+        return self._index[ident]
+
+    def to_json(self) -> str:
+        return json.dumps(self.tree, separators=(",", ":"))
+
+    def write(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_json())
+        return path
+
+    @classmethod
+    def load(cls, path_or_json: str | Path) -> "SensorRegistry":
+        text = Path(path_or_json).read_text() if not str(path_or_json).lstrip().startswith("{") \
+            else str(path_or_json)
+        try:
+            tree = json.loads(text)
+            top = tree["topLevelSensor"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"not a sensor registry: {exc}") from None
+        depth, width, n = 0, 0, top
+        while "children" in n:
+            width = max(width, len(n["children"]))
+            n = n["children"][0]
+            depth += 1
+        return cls(depth, width, tree)
+
+    def publish(self, bootstrap: str, topic: str = REGISTRY_TOPIC) -> None:
+        """Write the registry as one record (key ``sensor-registry``) for pipelines to read."""
+        from confluent_kafka import Producer
+
+        from streamscale.broker.access import BrokerAccess
+
+        with BrokerAccess(bootstrap) as access:
+            access.create_topic(topic, 1, exist_ok=True)
+        errors: list[str] = []
+        p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                      "message.max.bytes": 64 * 1024 * 1024})
+        p.produce(topic, key=REGISTRY_KEY, value=self.to_json().encode(),
+                  on_delivery=lambda err, _m: errors.append(err.str()) if err else None)
+        if p.flush(30) or errors:
+            raise ConfigError(f"could not publish the sensor registry to '{topic}': {errors or 'timeout'}")

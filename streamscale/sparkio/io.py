@@ -1,0 +1,91 @@
+"""Read/write Kafka from Spark with either our Python data source or Spark's built-in connector.
+
+The implementation is chosen by ``impl`` or, when not given, ``$STREAMSCALE_KAFKA_IMPL``:
+``python`` (default, :mod:`streamscale.sparkio.kafka`) or ``builtin`` (``format("kafka")``, which
+needs the spark-sql-kafka jar on the classpath, e.g. ``spark.jars.packages``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from streamscale.errors import ConfigError
+from streamscale.sparkio.kafka import ERROR_COLUMN, FORMAT_NAME
+
+IMPLS = ("python", "builtin")
+
+ACTIVE_POWER_DDL = "identifier STRING, timestamp BIGINT, valueInW DOUBLE"
+
+
+def kafka_impl(impl: str | None = None) -> str:
+    impl = (impl or os.environ.get("STREAMSCALE_KAFKA_IMPL") or "python").lower()
+    if impl not in IMPLS:
+        raise ConfigError(f"Kafka implementation must be one of {IMPLS}, not '{impl}'")
+    return impl
+
+
+def read_kafka(spark, bootstrap: str, topic: str, starting_offsets: str = "latest",
+               max_offsets_per_trigger: int | None = None, impl: str | None = None,
+               options: dict | None = None):
+    """A streaming DataFrame with Spark's Kafka columns (key, value, topic, partition, offset, ...)."""
+    impl = kafka_impl(impl)
+    reader = (spark.readStream.format(FORMAT_NAME if impl == "python" else "kafka")
+              .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+              .option("startingOffsets", starting_offsets))
+    if max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
+    for k, v in (options or {}).items():
+        reader = reader.option(k, str(v))
+    return reader.load()
+
+
+def read_records(spark, bootstrap: str, topic: str, value_ddl: str = ACTIVE_POWER_DDL,
+                 value_format: str = "json", dead_letter_topic: str | None = None,
+                 starting_offsets: str = "latest", max_offsets_per_trigger: int | None = None,
+                 impl: str | None = None, options: dict | None = None, include_raw: bool = False):
+    """A streaming DataFrame of decoded record values, ``value_error``, and the Kafka metadata as
+    ``kafka_topic``, ``kafka_partition``, ``kafka_offset``, ``kafka_timestamp``, ``kafka_timestampType``.
+
+    Rows whose value could not be decoded have ``value_error`` set (and, with the Python source,
+    went to ``dead_letter_topic``); pipelines filter them out and count them.
+    """
+    impl = kafka_impl(impl)
+    if impl == "python":
+        opts = {"valueFormat": value_format, "valueSchema": value_ddl, "includeRaw": str(include_raw).lower(),
+                **(options or {})}
+        if dead_letter_topic:
+            opts["deadLetterTopic"] = dead_letter_topic
+        return read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, opts)
+    if dead_letter_topic:
+        raise ConfigError("a dead-letter topic needs the python Kafka source (STREAMSCALE_KAFKA_IMPL=python)")
+    if value_format != "json":
+        raise ConfigError("the builtin Kafka source supports valueFormat=json only")
+    from pyspark.sql import functions as F
+
+    raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, options)
+    parsed = raw.withColumn("_v", F.from_json(F.col("value").cast("string"), value_ddl))
+    fields = [f.strip().split()[0].strip("`") for f in value_ddl.split(",")]
+    bad = None
+    for f in fields:
+        cond = F.col(f"_v.{f}").isNull()
+        bad = cond if bad is None else (bad | cond)
+    cols = [F.col(c).alias("kafka_" + c) for c in raw.columns if include_raw or c not in ("key", "value")]
+    return parsed.select(*cols, *[F.col(f"_v.{f}").alias(f) for f in fields],
+                         F.when(bad, F.lit("malformed JSON value")).alias(ERROR_COLUMN))
+
+
+def write_kafka(df, bootstrap: str, topic: str, checkpoint: str, impl: str | None = None,
+                trigger: dict | None = None, output_mode: str = "append", query_name: str | None = None,
+                options: dict | None = None):
+    """Start a streaming query writing ``value`` (and ``key``) columns to ``topic``."""
+    impl = kafka_impl(impl)
+    w = (df.writeStream.format(FORMAT_NAME if impl == "python" else "kafka")
+         .option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+         .option("checkpointLocation", checkpoint).outputMode(output_mode))
+    for k, v in (options or {}).items():
+        w = w.option(k, str(v))
+    if trigger:
+        w = w.trigger(**trigger)
+    if query_name:
+        w = w.queryName(query_name)
+    return w.start()

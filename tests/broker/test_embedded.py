@@ -1,0 +1,98 @@
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from streamscale.broker import BrokerAccess, EmbeddedBroker
+from streamscale.broker import embedded
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_context_manager_starts_on_free_loopback_port_and_stops(tmp_path):
+    with EmbeddedBroker(log_dir=tmp_path) as b:
+        pid = b.proc.pid
+        assert b.bootstrap.startswith("127.0.0.1:")
+        with BrokerAccess(b.bootstrap) as a:
+            a.create_topic("x", 2)
+            assert a.topics() == {"x": 2}
+        assert (tmp_path / f"tansu-{b.port}.log").exists()
+    assert not _alive(pid)
+
+
+def test_broker_is_stopped_when_the_body_raises(tmp_path):
+    with pytest.raises(RuntimeError):
+        with EmbeddedBroker(log_dir=tmp_path) as b:
+            pid = b.proc.pid
+            raise RuntimeError("test failure")
+    assert not _alive(pid)
+
+
+def test_broker_dies_with_a_killed_parent(tmp_path):
+    # A parent killed by SIGKILL runs no cleanup; the broker must still not be orphaned.
+    script = textwrap.dedent(f"""
+        import sys, time
+        from streamscale.broker import EmbeddedBroker
+        b = EmbeddedBroker(log_dir={str(tmp_path)!r}).start()
+        print(b.proc.pid, flush=True)
+        time.sleep(600)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        broker_pid = int(parent.stdout.readline())
+        assert _alive(broker_pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(broker_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(broker_pid)
+    finally:
+        parent.kill()
+
+
+def test_daemon_start_status_stop(tmp_path, monkeypatch):
+    monkeypatch.setenv("STREAMSCALE_STATE_DIR", str(tmp_path))
+    assert embedded.daemon_status() is None
+    info = embedded.daemon_start()
+    try:
+        assert embedded.daemon_status().pid == info.pid
+        assert embedded.resolve_bootstrap(None) == info.bootstrap
+        with pytest.raises(embedded.BrokerError, match="already running"):
+            embedded.daemon_start()
+    finally:
+        stopped = embedded.daemon_stop()
+    assert stopped.pid == info.pid
+    assert not _alive(info.pid)
+    assert embedded.daemon_status() is None
+
+
+def test_stale_state_file_is_ignored(tmp_path, monkeypatch):
+    monkeypatch.setenv("STREAMSCALE_STATE_DIR", str(tmp_path))
+    # a pid that is not a broker (this test process) must never be signalled
+    (tmp_path / "broker.json").write_text(
+        '{"pid": %d, "port": 1, "bootstrap": "127.0.0.1:1", "log_path": "x", "binary": "/nope", "started_at": 0}'
+        % os.getpid())
+    assert embedded.daemon_status() is None
+    assert embedded.daemon_stop() is None
+    assert not (tmp_path / "broker.json").exists()
+
+
+def test_bootstrap_resolution_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("STREAMSCALE_STATE_DIR", str(tmp_path))
+    monkeypatch.delenv("STREAMSCALE_BOOTSTRAP_SERVERS", raising=False)
+    with pytest.raises(embedded.BrokerError, match="--bootstrap-servers"):
+        embedded.resolve_bootstrap(None)
+    monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "kafka:9092")
+    assert embedded.resolve_bootstrap(None) == "kafka:9092"
+    assert embedded.resolve_bootstrap("other:1") == "other:1"
