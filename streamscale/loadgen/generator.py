@@ -133,9 +133,11 @@ def _worker(cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, stop, sent
         while not stop.is_set():
             now = time.monotonic()
             if deadline is not None and now >= deadline:
-                if not cfg.throttle:
+                # Send what the schedule made due within the duration, then stop; a worker far
+                # behind gets one more second, and what it still owes is its reported shortfall.
+                if not cfg.throttle or now >= deadline + 1.0:
                     break
-                final = True  # send what the schedule made due within the duration, then stop
+                final = True
             due = int((now - t0) * rate_w) + 1 if cfg.throttle else k + chunk
             if deadline is not None and cfg.throttle:
                 due = min(due, int(cfg.duration_s * rate_w))

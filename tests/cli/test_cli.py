@@ -1,0 +1,61 @@
+"""The console script as a user runs it: clear one-line errors, broker lifecycle, generate."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXE = str(Path(sys.executable).parent / "streamscale")
+
+
+def run(*args, env=None, timeout=120):
+    e = {**os.environ, **(env or {})}
+    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout, env=e)
+
+
+@pytest.fixture
+def state(tmp_path):
+    env = {"STREAMSCALE_STATE_DIR": str(tmp_path), "STREAMSCALE_BOOTSTRAP_SERVERS": ""}
+    yield env
+    run("broker", "stop", env=env)
+
+
+def test_no_broker_is_one_clear_line(state):
+    r = run("generate", "-n", "5", env=state)
+    assert r.returncode == 2
+    assert "no broker" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bad_option_value(state):
+    r = run("generate", "--period", "-1", "-n", "1", "-b", "127.0.0.1:1", env=state)
+    assert r.returncode == 2 and "period must be positive" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_broker_lifecycle_topic_and_generate(state):
+    assert run("broker", "status", env=state).returncode == 1
+    r = run("broker", "start", env=state)
+    assert r.returncode == 0, r.stderr
+    assert run("broker", "status", env=state).returncode == 0
+    assert run("topic", "create", "input", "-p", "3", env=state).returncode == 0
+    r = run("generate", "-n", "3000", "-s", "1000", "-w", "2", "--unthrottled", env=state)
+    assert r.returncode == 0, r.stderr
+    assert "3,000 delivered" in r.stderr
+    r = run("topic", "offsets", "input", env=state)
+    assert re.search(r"total\s+end=3000", r.stdout), r.stdout
+    assert run("broker", "stop", env=state).returncode == 0
+    assert run("broker", "status", env=state).returncode == 1
+
+
+def test_registry_command(tmp_path, state):
+    r = run("registry", "--levels", "3", "--out", str(tmp_path / "reg.json"), env=state)
+    assert r.returncode == 0 and "64 sensors" in r.stdout
+    assert (tmp_path / "reg.json").exists()
+
+
+def test_doctor(state):
+    r = run("doctor", env=state)
+    assert r.returncode == 0, r.stdout
+    assert "Java" in r.stdout and "tansu" in r.stdout

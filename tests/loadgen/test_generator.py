@@ -1,0 +1,81 @@
+import json
+import time
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from streamscale.errors import ConfigError, StreamscaleError
+from streamscale.loadgen import GeneratorConfig, LoadGenerator, SensorRegistry, generate
+from streamscale.loadgen.registry import REGISTRY_KEY
+
+
+def _consume_all(bootstrap, topic, partitions, n):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "check", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(out) < n:
+            assert time.monotonic() < deadline, f"only {len(out)} of {n} records arrived"
+            out += [m for m in c.consume(10000, 0.2) if m.error() is None]
+    finally:
+        c.close()
+    return out
+
+
+def test_finite_mode_exact_records_one_per_sensor_and_period(broker, topic_factory):
+    topic = topic_factory(4)
+    cfg = GeneratorConfig(broker.bootstrap, topic=topic, sensors=50, period_s=0.1, workers=2, records=500,
+                          throttle=False, start_time_ms=1_000_000)
+    res = generate(cfg)
+    assert (res.sent, res.delivered, res.failed) == (500, 500, 0)
+    msgs = _consume_all(broker.bootstrap, topic, 4, 500)
+    assert len(msgs) == 500
+    by_sensor = {}
+    for m in msgs:
+        doc = json.loads(m.value())
+        assert m.key().decode() == doc["identifier"]
+        by_sensor.setdefault(doc["identifier"], []).append(doc["timestamp"])
+    assert sorted(by_sensor) == sorted(f"s_{i}" for i in range(50))
+    for ts in by_sensor.values():
+        ts.sort()
+        assert len(ts) == 10  # 500 records / 50 sensors
+        assert {b - a for a, b in zip(ts, ts[1:])} == {100}  # exactly one record per 100 ms period
+
+
+def test_rate_control_reaches_target_and_reports_each_second(broker, topic_factory):
+    topic = topic_factory(2)
+    seconds = []
+    cfg = GeneratorConfig(broker.bootstrap, topic=topic, sensors=5000, workers=1, duration_s=3)
+    res = LoadGenerator(cfg, on_second=seconds.append).run()
+    assert res.delivered == 15000  # exactly rate x duration
+    assert res.reached_target
+    assert len(seconds) >= 2 and all(abs(s["rate"] - 5000) < 500 for s in seconds[1:])
+
+
+def test_shortfall_is_reported(broker, topic_factory):
+    topic = topic_factory(1)
+    cfg = GeneratorConfig(broker.bootstrap, topic=topic, sensors=1000, period_s=0.0001, workers=1, duration_s=2.5)
+    res = generate(cfg)
+    assert not res.reached_target
+    assert res.achieved_rate < 0.95 * cfg.target_rate
+
+
+def test_missing_topic_and_bad_config(broker):
+    with pytest.raises(StreamscaleError, match="does not exist"):
+        generate(GeneratorConfig(broker.bootstrap, topic="missing-topic", records=1))
+    for kw in [{"sensors": 0}, {"period_s": 0}, {"encoding": "xml"}, {"distribution": "weird"}]:
+        with pytest.raises(ConfigError):
+            GeneratorConfig(broker.bootstrap, **kw)
+
+
+def test_registry_published_to_topic(broker, access):
+    reg = SensorRegistry.build(2, 4)
+    topic = "configuration-test"
+    reg.publish(broker.bootstrap, topic)
+    try:
+        [m] = _consume_all(broker.bootstrap, topic, 1, 1)
+        assert m.key() == REGISTRY_KEY
+        assert SensorRegistry.load(m.value().decode()).ancestors() == reg.ancestors()
+    finally:
+        access.delete_topics([topic])

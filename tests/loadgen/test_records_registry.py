@@ -1,0 +1,57 @@
+import json
+
+import numpy as np
+import pytest
+
+from streamscale.errors import ConfigError
+from streamscale.loadgen import ActivePowerRecord, Encoder, SensorRegistry, ValueDistribution
+
+
+@pytest.mark.parametrize("enc", ["json", "csv"])
+def test_record_round_trip(enc):
+    r = ActivePowerRecord("s_12", 1_700_000_000_123, 0.1 + 0.2)
+    assert ActivePowerRecord.decode(r.encode(enc), enc) == r  # doubles survive exactly
+
+
+def test_json_is_theodolite_shape():
+    doc = json.loads(Encoder("json").encode('s"q', 5, 1.5))
+    assert doc == {"identifier": 's"q', "timestamp": 5, "valueInW": 1.5}
+
+
+def test_distributions():
+    rng = np.random.default_rng(1)
+    assert ValueDistribution.parse("constant:7").sample(rng, 3) == [7.0] * 3
+    u = ValueDistribution.parse("uniform:10,20").sample(rng, 1000)
+    assert 10 <= min(u) and max(u) <= 20
+    n = ValueDistribution.parse("normal:100,5").sample(rng, 5000)
+    assert abs(np.mean(n) - 100) < 1
+    for bad in ["uniform:5", "poisson:1", "uniform:3,1", "normal:1,-1"]:
+        with pytest.raises(ConfigError):
+            ValueDistribution.parse(bad)
+
+
+@pytest.mark.parametrize("levels,children", [(1, 4), (2, 4), (3, 4), (3, 2)])
+def test_registry_shape(levels, children):
+    reg = SensorRegistry.build(levels, children)
+    sensors = reg.sensors()
+    assert len(sensors) == children ** levels == reg.num_sensors
+    assert sensors == [f"s_{i}" for i in range(children ** levels)]
+    groups = reg.groups()
+    assert len(groups) == sum(children ** d for d in range(levels))  # full tree of inner nodes
+    anc = reg.ancestors()
+    assert all(len(a) == levels and a[-1] == "root" for a in anc.values())
+    # every group's sensors: children^(levels - depth) of them
+    per_group = {}
+    for s, chain in anc.items():
+        for g in chain:
+            per_group[g] = per_group.get(g, 0) + 1
+    assert per_group["root"] == children ** levels
+
+
+def test_registry_file_round_trip(tmp_path):
+    reg = SensorRegistry.build(2, 3)
+    back = SensorRegistry.load(reg.write(tmp_path / "r.json"))
+    assert (back.levels, back.children) == (2, 3)
+    assert back.ancestors() == reg.ancestors()
+    with pytest.raises(ConfigError):
+        SensorRegistry.load('{"nope": 1}')

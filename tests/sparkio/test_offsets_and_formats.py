@@ -1,0 +1,85 @@
+"""Pure logic of the source: read limits, option parsing, value decoding."""
+
+import pyarrow as pa
+import pytest
+
+from streamscale.errors import ConfigError
+from streamscale.sparkio import formats
+from streamscale.sparkio.kafka import SourceConfig, limit_offsets
+
+SCHEMA = formats.parse_ddl("identifier STRING, timestamp BIGINT, valueInW DOUBLE")
+
+
+def test_limit_offsets_proportional_and_exact_total():
+    start = {"t": {"0": 0, "1": 100, "2": 50}}
+    end = {"t": {"0": 1000, "1": 200, "2": 50}}
+    out = limit_offsets(start, end, 550)
+    took = {p: out["t"][p] - start["t"][p] for p in out["t"]}
+    assert sum(took.values()) == 550
+    assert took == {"0": 500, "1": 50, "2": 0}
+
+
+def test_limit_offsets_nothing_to_cap():
+    end = {"t": {"0": 10}}
+    assert limit_offsets({"t": {"0": 5}}, end, 100) == end
+
+
+def test_limit_offsets_always_progresses():
+    out = limit_offsets({"t": {"0": 0, "1": 0, "2": 0}}, {"t": {"0": 1, "1": 1, "2": 1}}, 2)
+    assert sum(out["t"].values()) == 2
+
+
+def test_source_config_errors():
+    with pytest.raises(ConfigError, match="kafka.bootstrap.servers"):
+        SourceConfig.from_options({"subscribe": "t"})
+    with pytest.raises(ConfigError, match="subscribe"):
+        SourceConfig.from_options({"kafka.bootstrap.servers": "x:1"})
+    with pytest.raises(ConfigError, match="valueSchema"):
+        SourceConfig.from_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "valueFormat": "json"})
+    with pytest.raises(ConfigError, match="valueFormat"):
+        SourceConfig.from_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "valueFormat": "xml"})
+    with pytest.raises(ConfigError, match="cannot read field"):
+        formats.parse_ddl("a STRING, b MAP")
+
+
+def test_decoded_columns_do_not_clash_with_kafka_metadata():
+    cfg = SourceConfig.from_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "valueFormat": "json",
+                                     "valueSchema": "identifier STRING, timestamp BIGINT, valueInW DOUBLE"})
+    names = cfg.arrow_schema().names
+    assert names[:4] == ["kafka_key", "kafka_value", "kafka_topic", "kafka_partition"]
+    assert "timestamp" in names and "kafka_timestamp" in names and len(set(names)) == len(names)
+
+
+def test_json_block_fast_path():
+    vals = [b'{"identifier":"s_%d","timestamp":%d,"valueInW":%d.25}' % (i, i, i) for i in range(100)]
+    cols, errors = formats.decode(vals, "json", SCHEMA)
+    assert errors == [None] * 100
+    assert cols[0].to_pylist()[7] == "s_7" and cols[1].to_pylist()[7] == 7 and cols[2].to_pylist()[7] == 7.25
+
+
+def test_json_newlines_inside_documents_are_fine():
+    cols, errors = formats.decode([b'{"identifier":"a",\n"timestamp":1,\r\n"valueInW":2}'], "json", SCHEMA)
+    assert errors == [None] and cols[0].to_pylist() == ["a"]
+
+
+@pytest.mark.parametrize("bad,reason", [
+    (b"garbage", "JSONDecodeError"),
+    (b"[1]", "not a JSON object"),
+    (b'{"identifier":"a","timestamp":1}', "valueInW"),
+    (b'{"identifier":"a","timestamp":"x","valueInW":1}', "timestamp"),
+    (b'{"identifier":true,"timestamp":1,"valueInW":1}', "identifier"),
+])
+def test_json_malformed_rows_are_found(bad, reason):
+    vals = [b'{"identifier":"ok","timestamp":1,"valueInW":1.5}', bad, b'{"identifier":"ok2","timestamp":2,"valueInW":2}']
+    cols, errors = formats.decode(vals, "json", SCHEMA)
+    assert errors[0] is None and errors[2] is None
+    assert reason in errors[1]
+    assert cols[0].to_pylist() == ["ok", None, "ok2"]
+    assert cols[2].to_pylist() == [1.5, None, 2.0]
+
+
+def test_csv_decode():
+    cols, errors = formats.decode([b"s_1,10,2.5", b"s_2,x,1", b"s_3,30,3"], "csv", SCHEMA)
+    assert errors[0] is None and errors[2] is None and "timestamp" in errors[1]
+    assert cols[1].to_pylist() == [10, None, 30]
+    assert cols[1].type == pa.int64()
