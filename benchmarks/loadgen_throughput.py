@@ -1,0 +1,45 @@
+"""Load generator throughput into the embedded broker.
+
+    .venv/bin/python benchmarks/loadgen_throughput.py [--records 1000000] [--target 150000]
+
+1. Unthrottled, finite: N records with 1 and with 2 worker processes -> records/s.
+2. Throttled at --target records/s with 2 workers for 10 s -> achieved rate per second, and whether
+   the generator says it reached the target (and, at twice what the machine can do, that it says it did not).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from streamscale.broker import BrokerAccess, EmbeddedBroker
+from streamscale.loadgen import GeneratorConfig, generate
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--target", type=int, default=150_000)
+    ap.add_argument("--partitions", type=int, default=8)
+    args = ap.parse_args()
+    with EmbeddedBroker() as broker, BrokerAccess(broker.bootstrap) as access:
+        best = 0.0
+        for workers in (1, 2):
+            topic = f"unthrottled-{workers}"
+            access.create_topic(topic, args.partitions)
+            r = generate(GeneratorConfig(broker.bootstrap, topic, sensors=100_000, workers=workers,
+                                         records=args.records, throttle=False))
+            assert r.delivered == args.records and r.failed == 0
+            best = max(best, r.achieved_rate)
+            print(f"unthrottled, {workers} process(es): {r.achieved_rate:12,.0f} records/s "
+                  f"({r.delivered:,} delivered, {r.failed} failed)")
+        for target in (args.target, int(best * 2)):
+            topic = f"throttled-{target}"
+            access.create_topic(topic, args.partitions)
+            r = generate(GeneratorConfig(broker.bootstrap, topic, sensors=target, workers=2, duration_s=10))
+            per_s = ", ".join(f"{x / 1000:.0f}k" for x in r.per_second)
+            print(f"throttled at {target:,}/s, 2 processes: achieved {r.achieved_rate:,.0f}/s; per second [{per_s}]; "
+                  f"reached target: {r.reached_target}")
+
+
+if __name__ == "__main__":
+    main()
