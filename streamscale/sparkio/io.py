@@ -77,13 +77,27 @@ def read_records(spark, bootstrap: str, topic: str, value_ddl: str = ACTIVE_POWE
 def write_kafka(df, bootstrap: str, topic: str, checkpoint: str, impl: str | None = None,
                 trigger: dict | None = None, output_mode: str = "append", query_name: str | None = None,
                 options: dict | None = None):
-    """Start a streaming query writing ``value`` (and ``key``) columns to ``topic``."""
+    """Start a streaming query writing ``value`` (and ``key``) columns to ``topic``.
+
+    Python data source sinks accept Append mode only (Spark requires SupportsStreamingUpdateAsAppend,
+    which they do not declare), so Update mode writes each micro-batch with the batch writer from
+    ``foreachBatch``: the same producer, the same failure semantics.
+    """
     impl = kafka_impl(impl)
-    w = (df.writeStream.format(FORMAT_NAME if impl == "python" else "kafka")
-         .option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
-         .option("checkpointLocation", checkpoint).outputMode(output_mode))
-    for k, v in (options or {}).items():
-        w = w.option(k, str(v))
+    opts = {"kafka.bootstrap.servers": bootstrap, "topic": topic, **(options or {})}
+    w = df.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
+    if impl == "python" and output_mode == "update":
+        def write_batch(batch_df, _batch_id):
+            writer = batch_df.write.format(FORMAT_NAME).mode("append")
+            for k, v in opts.items():
+                writer = writer.option(k, str(v))
+            writer.save()
+
+        w = w.foreachBatch(write_batch)
+    else:
+        w = w.format(FORMAT_NAME if impl == "python" else "kafka")
+        for k, v in opts.items():
+            w = w.option(k, str(v))
     if trigger:
         w = w.trigger(**trigger)
     if query_name:

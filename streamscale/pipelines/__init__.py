@@ -1,0 +1,27 @@
+"""Pipelines concern: Theodolite's task samples UC1-UC4 as PySpark Structured Streaming jobs."""
+
+from streamscale.errors import ConfigError
+from streamscale.pipelines.base import Pipeline, PipelineParams, PipelineRun
+from streamscale.pipelines.uc1 import UC1, UC1Params
+from streamscale.pipelines.uc2 import UC2, UC2Params
+from streamscale.pipelines.uc3 import UC3, UC3Params
+from streamscale.pipelines.uc4 import UC4, UC4Params
+
+PIPELINES: dict[str, type[Pipeline]] = {"uc1": UC1, "uc2": UC2, "uc3": UC3, "uc4": UC4}
+
+
+def make_pipeline(name: str, params: dict | None = None) -> Pipeline:
+    cls = PIPELINES.get(name.lower())
+    if cls is None:
+        raise ConfigError(f"unknown pipeline '{name}': choose one of {sorted(PIPELINES)}")
+    from pydantic import ValidationError
+
+    try:
+        return cls(params or {})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or name}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{name} parameters: {problems}") from None
+
+
+__all__ = ["PIPELINES", "Pipeline", "PipelineParams", "PipelineRun", "UC1", "UC1Params", "UC2", "UC2Params",
+           "UC3", "UC3Params", "UC4", "UC4Params", "make_pipeline"]

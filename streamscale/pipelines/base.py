@@ -1,0 +1,231 @@
+"""What the four benchmark pipelines share: reading records, statistics, running, metrics.
+
+A pipeline reads ActivePowerRecords from the input topic through the Kafka source (decoding in
+the source; malformed values go to a dead-letter topic and are counted), builds its dataflow,
+and writes results through the Kafka sink (or, for UC1, a side effect). ``start()`` returns a
+:class:`PipelineRun` that turns Spark's query progress into the metrics the benchmark needs.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict
+
+from streamscale.sparkio.io import read_records
+
+STATS = ("count", "sum", "mean", "min", "max", "variance")
+
+
+class PipelineParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_offsets_per_trigger: int | None = None
+    trigger_interval_s: float = 1.0
+    dead_letter_topic: str | None = None
+
+
+def event_time(df):
+    from pyspark.sql import functions as F
+
+    return df.withColumn("event_time", F.timestamp_millis(F.col("timestamp")))
+
+
+def stats_columns(value_col: str = "valueInW", ts_col: str = "timestamp"):
+    """count, sum, mean, min, max, population variance, and the newest event time (for latency)."""
+    from pyspark.sql import functions as F
+
+    v = F.col(value_col)
+    return [F.count(v).alias("count"), F.sum(v).alias("sum"), F.avg(v).alias("mean"), F.min(v).alias("min"),
+            F.max(v).alias("max"), F.var_pop(v).alias("variance"), F.max(ts_col).alias("max_event_ms")]
+
+
+_EXCHANGE = re.compile(r"(?<![A-Za-z])(Exchange|ShuffleExchange)\s")
+
+
+def count_shuffles(plan: str) -> int:
+    """Shuffle stages in a physical plan: Exchange nodes that are not broadcasts."""
+    return len(_EXCHANGE.findall(plan))
+
+
+def _as_dict(row) -> dict:
+    if row is None:
+        return {}
+    return row.asDict() if hasattr(row, "asDict") else dict(row)
+
+
+@dataclass
+class BatchMetrics:
+    batch_id: int
+    timestamp: str
+    input_rows: int
+    input_rate: float
+    processed_rate: float
+    batch_ms: int
+    end_offsets: dict
+    dropped_late: int
+    malformed: int
+    output_records: int | None
+    max_latency_ms: float | None
+    avg_latency_ms: float | None
+
+
+@dataclass
+class PipelineRun:
+    """A started pipeline: its Spark queries and metrics collected from their progress."""
+
+    name: str
+    queries: list
+    main_query: object
+    contributions_per_record: int = 1
+    checkpoint: str = ""
+    writer: object | None = None
+    batches: list[BatchMetrics] = field(default_factory=list)
+    _seen: set = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def poll(self) -> list[BatchMetrics]:
+        """New batches since the last poll (also kept in ``batches``)."""
+        new = []
+        with self._lock:
+            for p in self.main_query.recentProgress:
+                if p["batchId"] in self._seen:
+                    continue
+                self._seen.add(p["batchId"])
+                m = self._metrics(p)
+                self.batches.append(m)
+                new.append(m)
+        return new
+
+    def _metrics(self, p: dict) -> BatchMetrics:
+        src = p["sources"][0] if p.get("sources") else {}
+        obs = p.get("observedMetrics") or {}
+        inp = _as_dict(obs.get("input"))
+        out = self.writer.batches.get(p["batchId"]) if self.writer is not None else None
+        dropped = 0
+        if out is not None:
+            # exact: valid records in minus record contributions the window state accepted
+            accepted = out.accepted_contributions / self.contributions_per_record
+            dropped = int(round(int(inp.get("valid") or 0) - accepted))
+        return BatchMetrics(
+            batch_id=p["batchId"], timestamp=p["timestamp"], input_rows=p.get("numInputRows", 0),
+            input_rate=float(p.get("inputRowsPerSecond") or 0.0),
+            processed_rate=float(p.get("processedRowsPerSecond") or 0.0),
+            batch_ms=int(p.get("durationMs", {}).get("triggerExecution", 0)),
+            end_offsets=src.get("endOffset") or {},
+            dropped_late=dropped,
+            malformed=int(inp.get("malformed") or 0),
+            output_records=out.output_records if out else None,
+            max_latency_ms=out.max_latency_ms if out else None,
+            avg_latency_ms=out.avg_latency_ms if out else None)
+
+    def totals(self) -> dict:
+        self.poll()
+        return {"batches": len(self.batches), "input_rows": sum(b.input_rows for b in self.batches),
+                "dropped_late": sum(b.dropped_late for b in self.batches),
+                "malformed": sum(b.malformed for b in self.batches)}
+
+    def shuffle_stages(self) -> int:
+        return count_shuffles(self.physical_plan())
+
+    def physical_plan(self) -> str:
+        # what StreamingQuery.explain() prints, as a string; known once a batch has run
+        plan = self.main_query._jsq.explainInternal(False)
+        if "No physical plan" in plan:
+            raise RuntimeError("no batch has run yet: the physical plan is known after the first")
+        return plan
+
+    def exception(self):
+        for q in self.queries:
+            if q.exception() is not None:
+                return q.exception()
+        return None
+
+    def await_available(self, timeout: float = 600) -> None:
+        """For availableNow runs: wait until every query finished, raise if one failed."""
+        deadline = time.monotonic() + timeout
+        for q in self.queries:
+            q.awaitTermination(max(1.0, deadline - time.monotonic()))
+            if q.isActive:
+                raise TimeoutError(f"{self.name}: query still running after {timeout} s")
+        self.poll()
+        if self.writer is not None:
+            self.writer.close()
+
+    def stop(self) -> None:
+        for q in self.queries:
+            try:
+                q.stop()
+            except Exception:  # noqa: BLE001 - stopping a failed query
+                pass
+        self.poll()
+        if self.writer is not None:
+            self.writer.close()
+
+
+class Pipeline(ABC):
+    """One benchmark use case. Subclasses define ``build`` and ``describe``."""
+
+    name: str = ""
+    params_model: type[PipelineParams] = PipelineParams
+    key_cols: list[str] = []
+    value_cols: list[str] = []
+    emit_final: bool = False
+
+    def contributions_per_record(self) -> int:
+        """Window rows one record adds to (UC3: windows per record, UC4: ancestor groups)."""
+        return 1
+
+    def lateness_ms(self) -> int:
+        return int(getattr(self.params, "lateness_s", 0) * 1000)
+
+    def __init__(self, params: PipelineParams | dict | None = None):
+        if params is None:
+            params = self.params_model()
+        elif isinstance(params, dict):
+            params = self.params_model(**params)
+        self.params = params
+
+    def read(self, spark, bootstrap: str, input_topic: str, starting_offsets: str, commit_group: str | None,
+             kafka_impl: str | None = None):
+        from pyspark.sql import functions as F
+
+        opts = {"commitGroup": commit_group} if commit_group else {}
+        df = read_records(spark, bootstrap, input_topic, dead_letter_topic=self.params.dead_letter_topic,
+                          starting_offsets=starting_offsets,
+                          max_offsets_per_trigger=self.params.max_offsets_per_trigger, impl=kafka_impl,
+                          options=opts)
+        df = df.observe("input", F.count(F.when(F.col("value_error").isNotNull(), 1)).alias("malformed"),
+                        F.count(F.when(F.col("value_error").isNull(), 1)).alias("valid"))
+        return df.where(F.col("value_error").isNull())
+
+    @abstractmethod
+    def build(self, spark, records):
+        """The dataflow from decoded records to the DataFrame handed to :meth:`sink`."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """The logical topology as text."""
+
+    def start(self, spark, bootstrap: str, input_topic: str = "input", output_topic: str = "output",
+              checkpoint: str | None = None, available_now: bool = False, starting_offsets: str = "earliest",
+              commit_group: str | None = None, kafka_impl: str | None = None) -> PipelineRun:
+        """Windowed pipelines: Spark's update mode into the accounting writer (see windowed_output)."""
+        from streamscale.pipelines.windowed_output import WindowedOutputWriter
+
+        checkpoint = checkpoint or tempfile.mkdtemp(prefix=f"streamscale-{self.name}-")
+        trigger = {"availableNow": True} if available_now else \
+            {"processingTime": f"{self.params.trigger_interval_s} seconds"}
+        records = self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, kafka_impl)
+        out_df = self.build(spark, records)
+        writer = WindowedOutputWriter(bootstrap, output_topic, self.key_cols, self.value_cols, self.lateness_ms(),
+                                      self.emit_final, checkpoint)
+        query = (out_df.writeStream.outputMode("update").foreachBatch(writer)
+                 .option("checkpointLocation", checkpoint).trigger(**trigger)
+                 .queryName(f"{self.name}-{int(time.time() * 1000)}").start())
+        return PipelineRun(self.name, [query], query, self.contributions_per_record(), checkpoint, writer)

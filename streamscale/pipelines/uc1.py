@@ -1,0 +1,140 @@
+"""UC1 database storage: stateless; parse, transform, write every record to a side effect.
+
+Sinks: ``log`` (one line per record on stdout, as Theodolite's UC1), ``none`` (Spark's noop),
+``sqlite`` (one table, batch inserts in ``foreachBatch``, exactly once: a batch id table in the
+same transaction makes a replayed batch a no-op), ``jdbc`` (Spark's JDBC writer; the driver jar
+must be on the classpath) and ``kafka`` (the transformed record to the output topic).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import time
+from typing import Literal
+
+from pydantic import model_validator
+
+from streamscale.errors import ConfigError
+from streamscale.pipelines.base import Pipeline, PipelineParams, PipelineRun
+
+
+class UC1Params(PipelineParams):
+    sink: Literal["log", "none", "sqlite", "jdbc", "kafka"] = "log"
+    db_path: str = "uc1.sqlite"
+    jdbc_url: str | None = None
+    table: str = "active_power"
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.sink == "jdbc" and not self.jdbc_url:
+            raise ValueError("sink 'jdbc' needs jdbc_url")
+        if not self.table.isidentifier():
+            raise ValueError(f"table name '{self.table}' is not a plain identifier")
+        return self
+
+
+class SQLiteBatchWriter:
+    """foreachBatch target: all rows of a batch and its id in one transaction."""
+
+    def __init__(self, path: str, table: str):
+        self.path, self.table = path, table
+        with sqlite3.connect(path) as db:
+            db.execute(f"CREATE TABLE IF NOT EXISTS {table} (identifier TEXT NOT NULL, "
+                       "timestamp INTEGER NOT NULL, valueInW REAL NOT NULL, valueInKW REAL NOT NULL, "
+                       "kafka_partition INTEGER NOT NULL, kafka_offset INTEGER NOT NULL)")
+            db.execute(f"CREATE TABLE IF NOT EXISTS {table}_batches (batch_id INTEGER PRIMARY KEY, "
+                       "records INTEGER NOT NULL, written_at REAL NOT NULL)")
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        rows = batch_df.select("identifier", "timestamp", "valueInW", "valueInKW", "kafka_partition",
+                               "kafka_offset").toArrow()
+        db = sqlite3.connect(self.path, timeout=60)
+        try:
+            with db:  # one transaction: the rows and the batch id, or neither
+                if db.execute(f"SELECT 1 FROM {self.table}_batches WHERE batch_id = ?", (batch_id,)).fetchone():
+                    return  # Spark replays the last batch after a restart: already written
+                cols = [rows.column(i).to_pylist() for i in range(rows.num_columns)]
+                db.executemany(f"INSERT INTO {self.table} VALUES (?, ?, ?, ?, ?, ?)", zip(*cols))
+                db.execute(f"INSERT INTO {self.table}_batches VALUES (?, ?, ?)", (batch_id, rows.num_rows, time.time()))
+        finally:
+            db.close()
+
+
+def _log_batch(batch_df, batch_id: int) -> None:
+    out = sys.stdout
+    for r in batch_df.select("line").toLocalIterator():
+        out.write(r["line"] + "\n")
+    out.flush()
+
+
+class UC1(Pipeline):
+    name = "uc1"
+    params_model = UC1Params
+
+    def describe(self) -> str:
+        p = self.params
+        side = {"log": "log each record to stdout", "none": "discard (noop)",
+                "sqlite": f"SQLite {p.db_path} table {p.table} (batch insert, exactly once)",
+                "jdbc": f"JDBC {p.jdbc_url} table {p.table}", "kafka": "Kafka output topic"}[p.sink]
+        return "\n".join([
+            "UC1 database storage (stateless, no shuffle)",
+            "  Source: Kafka input topic -> decode ActivePowerRecord (malformed -> dead-letter topic)",
+            "  --> filter malformed",
+            "  --> map: add valueInKW, format log line (value-only)",
+            f"  --> forEach: {side}",
+        ])
+
+    def build(self, spark, records):
+        from pyspark.sql import functions as F
+
+        return records.select(
+            "identifier", "timestamp", "valueInW", (F.col("valueInW") / 1000.0).alias("valueInKW"),
+            "kafka_partition", "kafka_offset",
+            F.format_string('{"identifier":"%s","timestamp":%d,"valueInW":%s}', F.col("identifier"),
+                            F.col("timestamp"), F.col("valueInW").cast("string")).alias("line"))
+
+    def start(self, spark, bootstrap: str, input_topic: str = "input", output_topic: str = "output",
+              checkpoint: str | None = None, available_now: bool = False, starting_offsets: str = "earliest",
+              commit_group: str | None = None, kafka_impl: str | None = None) -> PipelineRun:
+        import tempfile
+
+        from pyspark.sql import functions as F
+
+        checkpoint = checkpoint or tempfile.mkdtemp(prefix="streamscale-uc1-")
+        trigger = {"availableNow": True} if available_now else \
+            {"processingTime": f"{self.params.trigger_interval_s} seconds"}
+        df = self.build(spark, self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, kafka_impl))
+        w = df.writeStream.option("checkpointLocation", checkpoint).trigger(**trigger) \
+            .queryName(f"uc1-{int(time.time() * 1000)}")
+        p = self.params
+        if p.sink == "kafka":
+            q = self.sink(df, bootstrap, output_topic, checkpoint, trigger, kafka_impl)
+        elif p.sink == "none":
+            q = w.format("noop").start()
+        elif p.sink == "log":
+            q = w.foreachBatch(_log_batch).start()
+        elif p.sink == "sqlite":
+            q = w.foreachBatch(SQLiteBatchWriter(p.db_path, p.table)).start()
+        elif p.sink == "jdbc":
+            def jdbc(batch_df, _batch_id):
+                try:
+                    batch_df.drop("line").write.jdbc(p.jdbc_url, p.table, mode="append")
+                except Exception as exc:  # noqa: BLE001 - a missing driver is a config problem
+                    if "No suitable driver" in str(exc):
+                        raise ConfigError(f"no JDBC driver for {p.jdbc_url} on Spark's classpath "
+                                          "(add it with spark.jars)") from exc
+                    raise
+            q = w.foreachBatch(jdbc).start()
+        else:  # pragma: no cover - validated by the params model
+            raise ConfigError(f"unknown UC1 sink {p.sink}")
+        return PipelineRun(self.name, [q], q, 1, checkpoint)
+
+    def sink(self, out_df, bootstrap, output_topic, checkpoint, trigger, kafka_impl):
+        from pyspark.sql import functions as F
+
+        from streamscale.sparkio.io import write_kafka
+
+        out = out_df.select(F.col("identifier").alias("key"), F.col("line").alias("value"))
+        return write_kafka(out, bootstrap, output_topic, checkpoint, impl=kafka_impl, trigger=trigger,
+                           output_mode="append", query_name=f"uc1-{int(time.time() * 1000)}")
