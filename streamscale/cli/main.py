@@ -20,6 +20,8 @@ broker_app = typer.Typer(no_args_is_help=True, help="The embedded Kafka-protocol
 topic_app = typer.Typer(no_args_is_help=True, help="Topics on the broker.")
 _app.add_typer(broker_app, name="broker")
 _app.add_typer(topic_app, name="topic")
+bench_app = typer.Typer(no_args_is_help=True, help="Scalability benchmarks (Theodolite method) from YAML specs.")
+_app.add_typer(bench_app, name="benchmark")
 
 BOOTSTRAP_HELP = ("Kafka bootstrap servers of an external cluster (default: $STREAMSCALE_BOOTSTRAP_SERVERS, "
                   "else the broker started by `streamscale broker start`)")
@@ -210,6 +212,102 @@ def doctor():
     out.print(f"python {platform.python_version()} at {sys.executable}")
     if not ok:
         raise typer.Exit(1)
+
+
+def _parse_params(items: list[str]) -> dict:
+    from streamscale.errors import ConfigError
+
+    params = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ConfigError(f"--param '{item}': use NAME=VALUE, e.g. window_s=60")
+        k, v = item.split("=", 1)
+        try:
+            params[k.strip()] = json.loads(v)
+        except ValueError:
+            params[k.strip()] = v
+    return params
+
+
+@_app.command("run-sut")
+def run_sut_cmd(
+    uc: str = typer.Argument(..., help="uc1, uc2, uc3 or uc4"),
+    sensors: int = typer.Option(1000, "--sensors", "-s", min=1, help="Load: sensors x 1 record/s (UC4: from --param levels)"),
+    duration: float = typer.Option(60.0, "--duration", "-d", min=1),
+    master: str = typer.Option("local[2]", help="Spark master: local[k], spark://..., k8s://..."),
+    partitions: int = typer.Option(8, min=1),
+    gen_workers: int = typer.Option(1, "--gen-workers", min=1),
+    param: list[str] = typer.Option(None, "--param", "-p", help="Pipeline parameter NAME=VALUE (repeatable)"),
+    out_dir: Path = typer.Option(None, "--out", help="Write summary.json, lag.csv, batches.csv here"),
+    bootstrap: str = typer.Option(None, "--bootstrap-servers", "-b",
+                                  help="External Kafka cluster (default: start an embedded broker)"),
+):
+    """Run one pipeline against the load generator, printing live rates and lag."""
+    from streamscale.execution.sut import run_sut
+    from streamscale.pipelines import make_pipeline
+
+    params = _parse_params(param)
+    pipe = make_pipeline(uc, params)
+    out.print(pipe.describe())
+
+    def on_batch(b: dict) -> None:
+        lat = f"  latency {b['avg_latency_ms'] / 1000:.1f} s" if b.get("avg_latency_ms") is not None else ""
+        out.print(f"  batch {b['batch_id']:>4}: {b['input_rows']:>8,} rows  in {b['input_rate']:>9,.0f}/s  "
+                  f"processed {b['processed_rate']:>9,.0f}/s  {b['batch_ms'] / 1000:5.2f} s  "
+                  f"dropped {b['dropped_late']}{lat}")
+
+    def on_lag(s) -> None:
+        if int(s.t_s) % 5 == 0:
+            out.print(f"  [{s.t_s:6.1f} s] consumer lag {s.lag:,} records")
+
+    r = run_sut(uc, sensors=sensors, duration_s=duration, master=master, params=params, partitions=partitions,
+                gen_workers=gen_workers, bootstrap=bootstrap, out_dir=out_dir, on_batch=on_batch, on_lag=on_lag)
+    out.print(f"\n{uc}: generated {r.generated:,} at {r.generator_rate:,.0f}/s (target {r.target_rate:,.0f}/s"
+              f"{'' if r.generator_reached_target else ', NOT reached'}); processed {r.processed_records:,} "
+              f"at {r.processed_rate:,.0f}/s; final lag {r.final_lag:,}; dropped late {r.dropped_late:,}; "
+              f"malformed {r.malformed:,}; shuffle stages {r.shuffle_stages}")
+    if out_dir:
+        out.print(f"wrote {out_dir}/summary.json, lag.csv, batches.csv")
+
+
+@bench_app.command("validate")
+def bench_validate(spec_file: Path):
+    """Check a spec and show what it would run."""
+    from streamscale.benchmark.runner import experiment_settings
+    from streamscale.benchmark.spec import load_spec
+
+    spec = load_spec(spec_file)
+    ex = spec.execution
+    out.print(f"[green]valid[/]: {spec.name}: {spec.benchmark.sut}, {ex.metric} over load {ex.load.type} "
+              f"{[f'{v:g}' for v in ex.load.values]} x {ex.resources.type} {ex.resources.values}, "
+              f"{ex.strategy.name} search{' with lower bound' if ex.strategy.lower_bound else ''}, "
+              f"{ex.repetitions} repetition(s) of {ex.duration_s:g} s (warm-up {ex.warmup_s:g} s)")
+    for load in ex.load.values:
+        s = experiment_settings(spec, load, ex.resources.values[0])
+        out.print(f"  load {load:g}: {s['sensors']:,} sensors = {s['rate']:,.0f} records/s")
+
+
+@bench_app.command("run")
+def bench_run(spec_file: Path,
+              out_dir: Path = typer.Option(None, "--out", help="Results directory (default results/<name>)"),
+              bootstrap: str = typer.Option(None, "--bootstrap-servers", "-b",
+                                            help="External Kafka cluster (default: an embedded broker)")):
+    """Run an execution: isolated experiments chosen by the search strategy; resumes if interrupted."""
+    from streamscale.benchmark.runner import run_execution
+    from streamscale.benchmark.spec import load_spec
+
+    spec = load_spec(spec_file)
+    out_dir = out_dir or Path("results") / spec.name
+    summary = run_execution(spec, out_dir, bootstrap)
+    kind = "resource demand" if summary["metric"] == "demand" else "load capacity"
+    out.print(f"\n[bold]{kind}[/] ({summary['experiments_run']} experiments run, "
+              f"{summary['experiments_resumed']} resumed, {summary['invalid_experiments']} invalid):")
+    for row in summary["results"]:
+        k, v = list(row.values())
+        out.print(f"  {k:g} -> {v if v is not None else 'none of the tested amounts'}")
+    out.print(f"lag sampler CPU: at most {summary['max_sampler_cpu_pct']}% of one core")
+    out.print(f"results in {out_dir}/ (experiments.csv, summary.csv, summary.json, "
+              f"{'demand' if summary['metric'] == 'demand' else 'capacity'}.png, lag/)")
 
 
 @_app.command("demo")

@@ -1,0 +1,1 @@
+"""Benchmarking method concern: specs, search strategies, isolated experiments, results."""

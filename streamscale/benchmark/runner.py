@@ -1,0 +1,255 @@
+"""`streamscale benchmark run`: isolated experiments driven by a search strategy, with results on disk.
+
+Results directory (one per execution):
+    spec.yaml            the validated spec that ran
+    experiments.csv      one row per experiment (load, resources, repetition, slope, SLO verdicts, ...)
+    lag/<id>.csv|.png    lag samples of each experiment and its plot with the trend line
+    summary.csv|.json    the metric: resource demand per load (or load capacity per resource amount)
+    demand.png           (capacity.png) the metric with a linear fit
+An interrupted execution resumes: experiments already in experiments.csv are not run again.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+
+from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
+from streamscale.benchmark.spec import Spec
+from streamscale.execution.metrics import lag_slo_holds, lag_trend
+
+console = Console()
+
+
+@dataclass
+class ExperimentResult:
+    exp_id: str
+    load: float
+    resources: int
+    repetition: int
+    target_rate: float
+    generator_rate: float
+    generator_reached_target: bool
+    valid: bool
+    lag_slope: float
+    lag_limit: float
+    lag_slo: bool
+    dropped: int
+    dropped_fraction: float
+    dropped_slo: bool
+    passed: bool
+    final_lag: int
+    processed_records: int
+    sampler_cpu_pct: float
+    wall_s: float
+    note: str = ""
+
+
+def _exp_id(load, res, rep) -> str:
+    return f"load{load:g}_res{res}_rep{rep}"
+
+
+def experiment_settings(spec: Spec, load: float, resources: int) -> dict:
+    """What one experiment runs: pipeline parameters, number of sensors, Spark master and conf."""
+    ex, bm = spec.execution, spec.benchmark
+    params = dict(bm.params)
+    sensors = int(load)
+    if ex.load.type == "nested_groups":
+        params["levels"] = int(load)
+        params.setdefault("children", 4)
+        sensors = params["children"] ** int(load)
+    elif ex.load.type == "window_s":
+        params["window_s"] = float(load)
+        sensors = ex.load.sensors
+    conf = {}
+    if ex.resources.type == "cores" and not ex.master:
+        master = f"local[{resources}]"
+    else:
+        master = ex.master or "local[*]"
+        n = resources if ex.resources.type == "executors" else 1
+        cores = ex.executor_cores if ex.resources.type == "executors" else resources
+        conf.update({"spark.executor.instances": n, "spark.executor.cores": cores,
+                     "spark.cores.max": n * cores, "spark.executor.memory": ex.executor_memory,
+                     "spark.dynamicAllocation.enabled": "false"})
+    return {"params": params, "sensors": sensors, "master": master, "spark_conf": conf,
+            "rate": sensors / bm.loadgen.period_s}
+
+
+class ExperimentRunner:
+    """Runs single experiments for real (broker, generator, Spark pipeline) and judges them."""
+
+    def __init__(self, spec: Spec, out_dir: Path, bootstrap: str):
+        self.spec, self.out_dir, self.bootstrap = spec, out_dir, bootstrap
+
+    def __call__(self, load: float, resources: int, repetition: int,
+                 on_lag: Callable | None = None) -> ExperimentResult:
+        from streamscale.execution.sut import run_sut
+
+        spec, ex = self.spec, self.spec.execution
+        s = experiment_settings(spec, load, resources)
+        r = run_sut(spec.benchmark.sut, sensors=s["sensors"], duration_s=ex.duration_s, master=s["master"],
+                    params=s["params"], partitions=spec.benchmark.topics.partitions,
+                    gen_workers=spec.benchmark.loadgen.workers, bootstrap=self.bootstrap,
+                    spark_conf=s["spark_conf"], period_s=spec.benchmark.loadgen.period_s,
+                    distribution=spec.benchmark.loadgen.distribution, on_lag=on_lag)
+        slope = lag_trend([x.t_s for x in r.lag], [x.lag for x in r.lag], ex.warmup_s)
+        lag_ok = lag_slo_holds(slope, r.target_rate, ex.slos.lag_trend_threshold)
+        windowed = spec.benchmark.sut in ("uc2", "uc4")
+        frac = r.dropped_late / r.generated if r.generated else 0.0
+        thr = ex.slos.dropped_records_threshold
+        dropped_ok = not windowed or thr is None or frac <= thr
+        valid = r.generator_reached_target
+        res = ExperimentResult(
+            exp_id=_exp_id(load, resources, repetition), load=load, resources=resources, repetition=repetition,
+            target_rate=r.target_rate, generator_rate=round(r.generator_rate, 1),
+            generator_reached_target=r.generator_reached_target, valid=valid,
+            lag_slope=round(slope, 3) if math.isfinite(slope) else slope,
+            lag_limit=ex.slos.lag_trend_threshold * r.target_rate, lag_slo=lag_ok, dropped=r.dropped_late,
+            dropped_fraction=round(frac, 6), dropped_slo=dropped_ok, passed=valid and lag_ok and dropped_ok,
+            final_lag=r.final_lag, processed_records=r.processed_records,
+            sampler_cpu_pct=round(100 * r.sampler_cpu_s / max(r.wall_s, 1e-9), 3), wall_s=round(r.wall_s, 1),
+            note="" if valid else "generator fell short of its target rate: experiment invalid")
+        self._write_lag(res, r.lag)
+        return res
+
+    def _write_lag(self, res: ExperimentResult, lag) -> None:
+        d = self.out_dir / "lag"
+        d.mkdir(parents=True, exist_ok=True)
+        with open(d / f"{res.exp_id}.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["t_s", "lag"])
+            w.writerows([[x.t_s, x.lag] for x in lag])
+        from streamscale.benchmark.plots import plot_lag
+
+        plot_lag([x.t_s for x in lag], [x.lag for x in lag], self.spec.execution.warmup_s, res,
+                 d / f"{res.exp_id}.png")
+
+
+class Execution:
+    """One benchmark execution: search, repetitions, resume, files."""
+
+    def __init__(self, spec: Spec, out_dir: Path, run_experiment: Callable[..., ExperimentResult]):
+        self.spec = spec
+        self.out_dir = out_dir
+        self.run_experiment = run_experiment
+        self.csv_path = out_dir / "experiments.csv"
+        self.done: dict[tuple, ExperimentResult] = {}
+        self.resumed = 0
+        self.ran = 0
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self._load_previous()
+
+    def _load_previous(self) -> None:
+        spec_file = self.out_dir / "spec.yaml"
+        mine = self.spec.model_dump(mode="json")
+        if spec_file.exists():
+            prev = yaml.safe_load(spec_file.read_text())
+            if prev != mine:
+                from streamscale.errors import ConfigError
+
+                raise ConfigError(f"{self.out_dir} holds results of a different spec; choose another --out "
+                                  "or delete it")
+        spec_file.write_text(yaml.safe_dump(mine, sort_keys=False))
+        if not self.csv_path.exists():
+            return
+        types = {f.name: f.type for f in fields(ExperimentResult)}
+        with open(self.csv_path, newline="") as f:
+            for row in csv.DictReader(f):
+                vals = {}
+                for k, v in row.items():
+                    t = types[k]
+                    vals[k] = (v == "True") if t in ("bool", bool) else \
+                        float(v) if t in ("float", float) else int(v) if t in ("int", int) else v
+                r = ExperimentResult(**vals)
+                self.done[(r.load, r.resources, r.repetition)] = r
+
+    def _append(self, r: ExperimentResult) -> None:
+        new = not self.csv_path.exists()
+        with open(self.csv_path, "a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=[x.name for x in fields(ExperimentResult)])
+            if new:
+                w.writeheader()
+            w.writerow(asdict(r))
+
+    def passes(self, load, res) -> bool:
+        reps = self.spec.execution.repetitions
+        verdicts: list[bool] = []
+        for rep in range(reps):
+            key = (float(load), int(res), rep)
+            r = self.done.get(key)
+            if r is not None:
+                self.resumed += 1
+            else:
+                console.print(f"[bold]experiment[/] load {load:g} x resources {res} (repetition {rep + 1}/{reps})")
+                t0 = time.monotonic()
+                with console.status("warming up") as status:
+                    def on_lag(sample, status=status, t0=t0):
+                        status.update(f"load {load:g} x {res}: {time.monotonic() - t0:5.0f} s, "
+                                      f"consumer lag {sample.lag:,}")
+                    r = self.run_experiment(load, res, rep, on_lag=on_lag)
+                self.ran += 1
+                self.done[key] = r
+                self._append(r)
+                colour = "green" if r.passed else "red"
+                console.print(f"  [{colour}]{'PASS' if r.passed else 'FAIL'}[/] lag slope {r.lag_slope:,.1f}/s "
+                              f"(limit {r.lag_limit:,.0f}), dropped {r.dropped:,}, generator "
+                              f"{r.generator_rate:,.0f}/s{'' if r.valid else ' [red]INVALID[/]'}")
+            verdicts.append(r.passed)
+            decided = majority(verdicts, reps)
+            if decided is not None:
+                return decided
+        return bool(majority(verdicts, reps))
+
+    def run(self) -> dict:
+        ex = self.spec.execution
+        oracle = CountingOracle(self.passes)
+        loads = [float(v) for v in ex.load.values]
+        res = list(ex.resources.values)
+        if ex.metric == "demand":
+            metric = resource_demand(loads, res, oracle, ex.strategy.name, ex.strategy.lower_bound)
+        else:
+            metric = load_capacity(res, loads, oracle, ex.strategy.name, ex.strategy.lower_bound)
+        summary = self._write_summary(metric)
+        from streamscale.benchmark.plots import plot_metric
+
+        plot_metric(metric, ex.metric, ex.load.type, ex.resources.type,
+                    self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png"))
+        return summary
+
+    def _write_summary(self, metric: dict) -> dict:
+        ex = self.spec.execution
+        kx, ky = ("load", "resources") if ex.metric == "demand" else ("resources", "load")
+        rows = [{kx: k, ky: v} for k, v in metric.items()]
+        with open(self.out_dir / "summary.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=[kx, ky])
+            w.writeheader()
+            w.writerows(rows)
+        cpu = [r.sampler_cpu_pct for r in self.done.values()]
+        summary = {"name": self.spec.name, "metric": ex.metric, "load_type": ex.load.type,
+                   "resource_type": ex.resources.type, "strategy": ex.strategy.name,
+                   "lower_bound": ex.strategy.lower_bound, "results": rows,
+                   "experiments_run": self.ran, "experiments_resumed": self.resumed,
+                   "invalid_experiments": sum(1 for r in self.done.values() if not r.valid),
+                   "max_sampler_cpu_pct": max(cpu) if cpu else None}
+        (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        return summary
+
+
+def run_execution(spec: Spec, out_dir: Path, bootstrap: str | None = None) -> dict:
+    from contextlib import ExitStack
+
+    from streamscale.broker import EmbeddedBroker
+
+    with ExitStack() as stack:
+        bs = bootstrap or spec.execution.bootstrap_servers
+        if bs is None:
+            bs = stack.enter_context(EmbeddedBroker(log_dir=out_dir / "logs")).bootstrap
+        return Execution(spec, out_dir, ExperimentRunner(spec, out_dir, bs)).run()

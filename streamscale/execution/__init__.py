@@ -1,0 +1,1 @@
+"""Execution concern: running one SUT experiment (load, pipeline, lag sampling) and its metrics."""

@@ -1,0 +1,112 @@
+"""A Spark standalone cluster (master + workers) on loopback from pyspark's own jars.
+
+The pip package has no start-master.sh; ``bin/spark-class`` runs the Master and Worker classes.
+Every process is started by us and stopped by its process id (never by name).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from streamscale.broker.embedded import _die_with_parent, free_port
+from streamscale.errors import StreamscaleError
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+class StandaloneCluster:
+    def __init__(self, workers: int = 2, cores_per_worker: int = 1, memory_per_worker: str = "1g",
+                 log_dir: str | os.PathLike | None = None, timeout: float = 90.0):
+        self.workers, self.cores, self.memory = workers, cores_per_worker, memory_per_worker
+        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="streamscale-standalone-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.timeout = timeout
+        self.procs: list[subprocess.Popen] = []
+        self.port = None
+        self.ui_port = None
+
+    @property
+    def master_url(self) -> str:
+        return f"spark://127.0.0.1:{self.port}"
+
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(spark_home()),
+               "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+               "SPARK_WORKER_DIR": str(self.log_dir / "work")}
+        log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - handed to the child
+        try:
+            p = subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args], stdout=log,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                 preexec_fn=_die_with_parent)
+        finally:
+            log.close()
+        self.procs.append(p)
+        return p
+
+    def start(self) -> "StandaloneCluster":
+        self.port, self.ui_port = free_port(), free_port()
+        self._spawn("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                               "--port", str(self.port), "--webui-port", str(self.ui_port)])
+        self._await(lambda: self._port_open(self.port), "the master to listen")
+        for i in range(self.workers):
+            self._spawn(f"worker-{i}", ["org.apache.spark.deploy.worker.Worker", self.master_url,
+                                        "--host", "127.0.0.1", "--cores", str(self.cores),
+                                        "--memory", self.memory, "--webui-port", str(free_port())])
+        self._await(lambda: self.registered_workers() >= self.workers, f"{self.workers} workers to register")
+        return self
+
+    def registered_workers(self) -> int:
+        log = self.log_dir / "master.log"
+        return log.read_text(errors="replace").count("Registering worker") if log.exists() else 0
+
+    @staticmethod
+    def _port_open(port: int) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def _await(self, cond, what: str) -> None:
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if any(p.poll() is not None for p in self.procs):
+                raise StreamscaleError(f"a Spark standalone process exited while waiting for {what}; "
+                                       f"logs in {self.log_dir}")
+            if cond():
+                return
+            time.sleep(0.2)
+        raise StreamscaleError(f"timed out waiting for {what}; logs in {self.log_dir}")
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):  # workers first, then the master
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+        self.procs.clear()
+
+    def __enter__(self) -> "StandaloneCluster":
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

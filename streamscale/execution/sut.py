@@ -1,0 +1,219 @@
+"""Run one SUT (a UC pipeline) against generated load, sampling consumer lag every second.
+
+This is one isolated experiment: fresh topics, the load generator, the pipeline on the given
+Spark master, a lag sampler (exact end offsets minus what the SUT has committed), then everything
+stopped and the topics deleted (after the Spark application that used them has stopped: see
+``streamscale.broker.access`` on why).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from streamscale.broker import BrokerAccess, EmbeddedBroker
+from streamscale.loadgen import GeneratorConfig, LoadGenerator
+from streamscale.pipelines import make_pipeline
+
+
+@dataclass
+class LagSample:
+    t_s: float
+    lag: int
+    end_total: int
+    committed_total: int
+
+
+@dataclass
+class SutResult:
+    uc: str
+    sensors: int
+    target_rate: float
+    generated: int
+    generator_rate: float
+    generator_reached_target: bool
+    processed_records: int
+    processed_rate: float
+    dropped_late: int
+    malformed: int
+    final_lag: int
+    max_avg_latency_ms: float | None
+    shuffle_stages: int | None
+    sampler_cpu_s: float = 0.0
+    wall_s: float = 0.0
+    lag: list[LagSample] = field(default_factory=list)
+    batches: list[dict] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        d = asdict(self)
+        d.pop("lag")
+        d.pop("batches")
+        return d
+
+
+class LagSampler:
+    """Samples the SUT's consumer lag once per interval in a background thread."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, interval_s: float = 1.0,
+                 on_sample: Callable[[LagSample], None] | None = None):
+        self.bootstrap, self.group, self.topic, self.interval_s = bootstrap, group, topic, interval_s
+        self.on_sample = on_sample
+        self.samples: list[LagSample] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="lag-sampler")
+        self.t0 = 0.0
+        self.cpu_s = 0.0
+
+    def start(self) -> "LagSampler":
+        self.t0 = time.monotonic()
+        self._thread.start()
+        return self
+
+    def sample_once(self, access: BrokerAccess) -> LagSample:
+        ends = access.end_offsets(self.topic)
+        committed = access.committed_offsets(self.group, self.topic)
+        end_total = sum(ends.values())
+        done = sum(committed.get(p, 0) for p in ends)
+        return LagSample(round(time.monotonic() - self.t0, 3), end_total - done, end_total, done)
+
+    def _run(self) -> None:
+        with BrokerAccess(self.bootstrap) as access:
+            nxt = time.monotonic()
+            while not self._stop.is_set():
+                c0 = time.thread_time()
+                s = self.sample_once(access)
+                self.cpu_s += time.thread_time() - c0
+                self.samples.append(s)
+                if self.on_sample:
+                    self.on_sample(s)
+                nxt += self.interval_s
+                self._stop.wait(max(0.0, nxt - time.monotonic()))
+
+    def stop(self) -> list[LagSample]:
+        self._stop.set()
+        self._thread.join(10)
+        return self.samples
+
+
+def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str = "local[2]",
+            params: dict | None = None, partitions: int = 8, gen_workers: int = 1,
+            bootstrap: str | None = None, out_dir: Path | None = None, spark=None,
+            on_batch: Callable[[dict], None] | None = None, on_lag: Callable[[LagSample], None] | None = None,
+            spark_conf: dict | None = None, period_s: float = 1.0, encoding: str = "json",
+            distribution: str = "uniform:0,100") -> SutResult:
+    """Generate ``sensors`` records/s for ``duration_s`` into a fresh topic and run the pipeline."""
+    from streamscale.sparkio.session import build_session
+
+    pipe = make_pipeline(uc, params)
+    if encoding != "json":
+        from streamscale.errors import ConfigError
+
+        raise ConfigError("the pipelines decode JSON records; use encoding json")
+    if uc.lower() == "uc4":
+        sensors = pipe.registry.num_sensors
+    run_id = uuid.uuid4().hex[:8]
+    t_start = time.monotonic()
+    input_topic, output_topic, group = f"input-{run_id}", f"output-{run_id}", f"sut-{uc}-{run_id}"
+    with contextlib.ExitStack() as stack:
+        if bootstrap is None:
+            broker = stack.enter_context(EmbeddedBroker(log_dir=(out_dir / "logs") if out_dir else None))
+            bootstrap = broker.bootstrap
+        access = stack.enter_context(BrokerAccess(bootstrap))
+        access.create_topics({input_topic: partitions, output_topic: partitions})
+        own_spark = spark is None
+        if own_spark:
+            spark = build_session(master, f"streamscale-{uc}", conf=spark_conf)
+        gen = run = sampler = None
+        try:
+            if own_spark:
+                warm_up_workers(spark, access, bootstrap, run_id)
+            gen = LoadGenerator(GeneratorConfig(bootstrap, input_topic, sensors=sensors, workers=gen_workers,
+                                                period_s=period_s, encoding=encoding, distribution=distribution,
+                                                duration_s=duration_s)).start()
+            run = pipe.start(spark, bootstrap, input_topic, output_topic, starting_offsets="earliest",
+                             commit_group=group)
+            sampler = LagSampler(bootstrap, group, input_topic, on_sample=on_lag).start()
+            # lag is sampled while load is generated; after that it only shows the drain
+            deadline = time.monotonic() + duration_s
+            while time.monotonic() < deadline:
+                time.sleep(0.25)
+                for b in run.poll():
+                    if on_batch:
+                        on_batch(asdict(b))
+                if run.exception() is not None:
+                    raise RuntimeError(f"{uc} failed: {run.exception()}")
+            lag = sampler.stop()
+            shuffles = None
+            with contextlib.suppress(Exception):
+                shuffles = run.shuffle_stages()
+        finally:
+            if sampler is not None:
+                sampler.stop()
+            if run is not None:
+                run.stop()
+            gres = gen.stop() if gen is not None else None
+            if own_spark:
+                spark.stop()
+        if own_spark:  # the Spark workers that knew these topics are gone now
+            access.delete_topics([input_topic, output_topic, f"warmup-{run_id}"])
+    batches = [asdict(b) for b in run.batches]
+    steady = [b for b in run.batches[1:] if b.input_rows]
+    processed = sum(b.input_rows for b in run.batches)
+    rate = sum(b.input_rows for b in steady) / max(sum(b.batch_ms for b in steady) / 1000, 1e-9) if steady else 0.0
+    lats = [b.avg_latency_ms for b in run.batches if b.avg_latency_ms is not None]
+    result = SutResult(
+        uc=uc, sensors=sensors, target_rate=gres.target_rate, generated=gres.delivered,
+        generator_rate=gres.achieved_rate, generator_reached_target=gres.reached_target,
+        processed_records=processed, processed_rate=rate,
+        dropped_late=sum(b.dropped_late for b in run.batches), malformed=sum(b.malformed for b in run.batches),
+        final_lag=lag[-1].lag if lag else -1, max_avg_latency_ms=max(lats) if lats else None,
+        shuffle_stages=shuffles, sampler_cpu_s=sampler.cpu_s, wall_s=time.monotonic() - t_start,
+        lag=lag, batches=batches)
+    if out_dir is not None:
+        write_result(result, out_dir)
+    return result
+
+
+def warm_up_workers(spark, access: BrokerAccess, bootstrap: str, run_id: str) -> None:
+    """Start and warm Spark's Python workers (imports, Kafka clients) before the clock runs.
+
+    A cold first micro-batch costs seconds of worker start-up, which would otherwise show up as
+    a lag spike at the start of every experiment.
+    """
+    from streamscale.sparkio.io import read_records
+
+    slots = spark.sparkContext.defaultParallelism
+    topic = f"warmup-{run_id}"
+    access.create_topic(topic, slots)
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap})
+    for part in range(slots):
+        p.produce(topic, b'{"identifier":"s_0","timestamp":0,"valueInW":0.0}', b"s_0", partition=part)
+    p.flush(30)
+    del p
+    q = (read_records(spark, bootstrap, topic, starting_offsets="earliest").writeStream.format("noop")
+         .trigger(availableNow=True).start())
+    q.awaitTermination(180)
+
+
+def write_result(result: SutResult, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.json").write_text(json.dumps(result.summary(), indent=2))
+    with open(out_dir / "lag.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["t_s", "lag", "end_total", "committed_total"])
+        w.writerows([[s.t_s, s.lag, s.end_total, s.committed_total] for s in result.lag])
+    if result.batches:
+        with open(out_dir / "batches.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(result.batches[0]))
+            w.writeheader()
+            for b in result.batches:
+                w.writerow({**b, "end_offsets": json.dumps(b["end_offsets"])})

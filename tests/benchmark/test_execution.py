@@ -1,0 +1,86 @@
+"""Executions end to end: the resume logic with a fake experiment, and real short runs."""
+
+import csv
+import json
+
+import pytest
+
+from streamscale.benchmark.runner import Execution, ExperimentResult, run_execution
+from streamscale.benchmark.spec import parse_spec
+from streamscale.errors import ConfigError
+
+
+def spec_dict(**execution):
+    ex = {"load": {"type": "sensors", "values": [1000, 2000]}, "resources": {"type": "cores", "values": [1, 2]},
+          "duration_s": 14, "warmup_s": 5, "strategy": {"name": "full", "lower_bound": False}}
+    ex.update(execution)
+    return {"name": "e2e", "benchmark": {"sut": "uc1", "params": {"sink": "none"}, "topics": {"partitions": 4},
+                                         "loadgen": {"workers": 1}}, "execution": ex}
+
+
+def fake_result(load, res, rep, passed):
+    return ExperimentResult(f"load{load:g}_res{res}_rep{rep}", load, res, rep, load, load, True, True, 0.0,
+                            load * 0.01, passed, 0, 0.0, True, passed, 0, 100, 0.1, 1.0)
+
+
+def test_interrupted_execution_resumes(tmp_path):
+    spec = parse_spec(spec_dict(strategy={"name": "linear", "lower_bound": True}, repetitions=3))
+    ran = []
+
+    def flaky(load, res, rep, on_lag=None):
+        if len(ran) == 3:
+            raise KeyboardInterrupt  # the user stops the execution
+        ran.append((load, res, rep))
+        return fake_result(load, res, rep, passed=res * 1500 >= load)
+
+    with pytest.raises(KeyboardInterrupt):
+        Execution(spec, tmp_path, flaky).run()
+    assert len(ran) == 3
+    done_before = list(ran)
+    ex = Execution(spec, tmp_path, lambda *a, **k: (ran.append(a[:3]), fake_result(*a[:3], passed=a[1] * 1500 >= a[0]))[1])
+    summary = ex.run()
+    assert ex.resumed >= 2 and all(r not in ran[3:] for r in done_before)  # nothing ran twice
+    assert summary["results"] == [{"load": 1000.0, "resources": 1}, {"load": 2000.0, "resources": 2}]
+    rows = list(csv.DictReader(open(tmp_path / "experiments.csv")))
+    assert len({(r["load"], r["resources"], r["repetition"]) for r in rows}) == len(rows)
+
+
+def test_results_dir_of_another_spec_is_refused(tmp_path):
+    Execution(parse_spec(spec_dict()), tmp_path, lambda *a, **k: None)
+    with pytest.raises(ConfigError, match="different spec"):
+        Execution(parse_spec(spec_dict(duration_s=99)), tmp_path, lambda *a, **k: None)
+
+
+@pytest.mark.spark
+def test_real_uc1_execution_two_loads_two_resources(tmp_path, broker):
+    spec = parse_spec(spec_dict())
+    summary = run_execution(spec, tmp_path, broker.bootstrap)
+    rows = list(csv.DictReader(open(tmp_path / "experiments.csv")))
+    assert {(float(r["load"]), int(r["resources"])) for r in rows} == {(1000, 1), (1000, 2), (2000, 1), (2000, 2)}
+    for r in rows:
+        assert r["valid"] == "True", r  # the generator held 1,000-2,000 records/s
+        assert (tmp_path / "lag" / f"{r['exp_id']}.png").stat().st_size > 5000
+        assert (tmp_path / "lag" / f"{r['exp_id']}.csv").exists()
+        assert float(r["sampler_cpu_pct"]) < 5.0  # harness overhead: under 5 % of one core
+        assert int(r["processed_records"]) > 0
+    assert (tmp_path / "demand.png").stat().st_size > 5000
+    assert json.loads((tmp_path / "summary.json").read_text())["experiments_run"] == 4
+    by_load = {row["load"]: row["resources"] for row in summary["results"]}
+    assert by_load[1000.0] in (1, 2) and by_load[2000.0] in (1, 2)  # these loads are light for UC1
+
+
+@pytest.mark.spark
+def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
+    from streamscale.execution.standalone import StandaloneCluster
+
+    with StandaloneCluster(workers=2, cores_per_worker=1, memory_per_worker="1g", log_dir=tmp_path / "cluster") as c:
+        spec = parse_spec(spec_dict(load={"type": "sensors", "values": [1000]},
+                                    resources={"type": "executors", "values": [2]}, master=c.master_url,
+                                    executor_memory="512m", duration_s=16, warmup_s=6))
+        summary = run_execution(spec, tmp_path / "res", broker.bootstrap)
+        [row] = list(csv.DictReader(open(tmp_path / "res" / "experiments.csv")))
+        assert row["valid"] == "True" and int(row["processed_records"]) > 10_000
+        assert summary["results"][0]["resources"] == 2
+        apps = (tmp_path / "cluster" / "master.log").read_text()
+        assert "Registered app" in apps and apps.count("Launching executor") >= 2
+    assert all(p.poll() is not None for p in c.procs) or not c.procs

@@ -1,0 +1,64 @@
+from pathlib import Path
+
+import pytest
+
+from streamscale.benchmark.runner import experiment_settings
+from streamscale.benchmark.spec import load_spec, parse_spec
+from streamscale.errors import ConfigError
+
+EXAMPLES = sorted(Path(__file__).parents[2].joinpath("examples").glob("*.yaml"))
+
+
+def base(**execution):
+    ex = {"load": {"type": "sensors", "values": [1000, 2000]}, "resources": {"type": "cores", "values": [1, 2]}}
+    ex.update(execution)
+    return {"name": "t", "benchmark": {"sut": "uc1", "params": {"sink": "none"}}, "execution": ex}
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_shipped_examples_are_valid(path):
+    spec = load_spec(path)
+    assert spec.name == path.stem
+
+
+def test_examples_cover_every_uc_small_and_paper_size():
+    names = {p.stem for p in EXAMPLES}
+    assert {f"uc{i}-{size}" for i in range(1, 5) for size in ("small", "paper")} <= names
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda d: d["execution"].update(duration_s=10, warmup_s=20), "warmup_s"),
+    (lambda d: d["execution"]["resources"].update(type="executors"), "master"),
+    (lambda d: d["execution"]["load"].update(values=[]), "execution.load.values"),
+    (lambda d: d["execution"].update(strategy={"name": "random"}), "execution.strategy.name"),
+    (lambda d: d["benchmark"].update(sut="uc7"), "benchmark.sut"),
+    (lambda d: d["benchmark"]["params"].update(sink="mongodb"), "sink"),
+    (lambda d: d["execution"].update(repetitons=3), "execution.repetitons"),
+    (lambda d: d["execution"]["load"].update(type="nested_groups"), "uc4 only"),
+    (lambda d: d["execution"].update(master="yarn"), "master"),
+])
+def test_bad_specs_name_the_field(mutate, field):
+    d = base()
+    mutate(d)
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        parse_spec(d)
+
+
+def test_yaml_errors(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_spec(tmp_path / "nope.yaml")
+    (tmp_path / "bad.yaml").write_text("name: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_spec(tmp_path / "bad.yaml")
+
+
+def test_experiment_settings_map_load_and_resources():
+    spec = parse_spec(base())
+    s = experiment_settings(spec, 2000, 2)
+    assert s["master"] == "local[2]" and s["sensors"] == 2000 and s["rate"] == 2000
+    uc4 = load_spec(next(p for p in EXAMPLES if p.stem == "uc4-small"))
+    s = experiment_settings(uc4, 5, 1)
+    assert s["sensors"] == 4 ** 5 and s["params"]["levels"] == 5
+    paper = load_spec(next(p for p in EXAMPLES if p.stem == "uc1-paper"))
+    s = experiment_settings(paper, 50000, 3)
+    assert s["master"].startswith("spark://") and s["spark_conf"]["spark.cores.max"] == 3
