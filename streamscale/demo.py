@@ -16,8 +16,38 @@ from rich.console import Console
 console = Console()
 
 
-def run_demo(seconds: float = 20.0, sensors: int = 20000, out_dir: Path = Path("demo-results"),
-             master: str = "local[2]", partitions: int = 8) -> dict:
+def run_demo(seconds: float = 10.0, sensors: int = 10000, out_dir: Path = Path("demo-results"),
+             master: str = "local[2]", partitions: int = 4, execution: bool = True) -> dict:
+    """Part 1: the PySpark source under load. Part 2: a short real UC1 benchmark execution."""
+    result = run_source_demo(seconds, sensors, out_dir, master, partitions)
+    if execution:
+        result["execution"] = run_execution_demo(out_dir / "uc1-execution")
+    return result
+
+
+def run_execution_demo(out_dir: Path) -> dict:
+    from streamscale.benchmark.runner import run_execution
+    from streamscale.benchmark.spec import parse_spec
+
+    spec = parse_spec({
+        "name": "demo-uc1",
+        "benchmark": {"sut": "uc1", "params": {"sink": "none"}, "topics": {"partitions": 4},
+                      "loadgen": {"workers": 1}},
+        "execution": {"load": {"type": "sensors", "values": [2000, 6000]},
+                      "resources": {"type": "cores", "values": [1, 2]},
+                      "duration_s": 30, "warmup_s": 10, "repetitions": 1,
+                      "strategy": {"name": "linear", "lower_bound": True}, "metric": "demand"}})
+    console.print("\n[bold]UC1 scalability benchmark[/] (Theodolite method, short): resource demand of "
+                  "2,000 and 6,000 records/s, 1 or 2 local cores, 30 s experiments (10 s warm-up)")
+    summary = run_execution(spec, out_dir)
+    for row in summary["results"]:
+        r = row["resources"]
+        console.print(f"  {row['load']:,.0f} records/s -> {r if r is not None else 'more than 2'} core(s)")
+    console.print(f"wrote {out_dir}/demand.png, experiments.csv, summary.json and lag/*.png")
+    return summary
+
+
+def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, partitions: int) -> dict:
     from pyspark.sql import functions as F
 
     from streamscale.broker import BrokerAccess, EmbeddedBroker

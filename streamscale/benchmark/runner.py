@@ -115,7 +115,7 @@ class ExperimentRunner:
             lag_limit=ex.slos.lag_trend_threshold * r.target_rate, lag_slo=lag_ok, dropped=r.dropped_late,
             dropped_fraction=round(frac, 6), dropped_slo=dropped_ok, passed=valid and lag_ok and dropped_ok,
             final_lag=r.final_lag, processed_records=r.processed_records,
-            sampler_cpu_pct=round(100 * r.sampler_cpu_s / max(r.wall_s, 1e-9), 3), wall_s=round(r.wall_s, 1),
+            sampler_cpu_pct=round(100 * r.sampler_cpu_s / ex.duration_s, 3), wall_s=round(r.wall_s, 1),
             note="" if valid else "generator fell short of its target rate: experiment invalid")
         self._write_lag(res, r.lag)
         return res

@@ -311,14 +311,15 @@ def bench_run(spec_file: Path,
 
 
 @_app.command("demo")
-def demo_cmd(seconds: float = typer.Option(20.0, help="How long the streaming query runs"),
-             sensors: int = typer.Option(20000, help="Simulated sensors (records/s)"),
+def demo_cmd(seconds: float = typer.Option(10.0, help="How long the streaming query runs"),
+             sensors: int = typer.Option(10000, help="Simulated sensors (records/s)"),
              out_dir: Path = typer.Option(Path("demo-results"), "--out"),
-             master: str = typer.Option("local[2]", help="Spark master")):
-    """Start the embedded broker, generate load, stream it through the PySpark source, plot records/s."""
+             master: str = typer.Option("local[2]", help="Spark master"),
+             execution: bool = typer.Option(True, help="Also run the short UC1 benchmark execution")):
+    """Embedded broker + load + PySpark source (records/s, plot), then a short UC1 benchmark (demand plot)."""
     from streamscale.demo import run_demo
 
-    run_demo(seconds=seconds, sensors=sensors, out_dir=out_dir, master=master)
+    run_demo(seconds=seconds, sensors=sensors, out_dir=out_dir, master=master, execution=execution)
 
 
 def register(typer_app: typer.Typer, name: str) -> None:

@@ -59,3 +59,14 @@ def test_doctor(state):
     r = run("doctor", env=state)
     assert r.returncode == 0, r.stdout
     assert "Java" in r.stdout and "tansu" in r.stdout
+
+
+def test_benchmark_validate_and_bad_spec(tmp_path, state):
+    root = Path(__file__).parents[2]
+    r = run("benchmark", "validate", str(root / "examples" / "uc4-small.yaml"), env=state)
+    assert r.returncode == 0 and "1,024 sensors" in r.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nbenchmark: {sut: uc1}\nexecution:\n  load: {values: [1]}\n"
+                   "  resources: {values: [1]}\n  duration_s: 10\n  warmup_s: 30\n")
+    r = run("benchmark", "run", str(bad), env=state)
+    assert r.returncode == 2 and "warmup_s" in r.stderr and "Traceback" not in r.stderr
