@@ -23,7 +23,7 @@ class LoadGenSpec(_Model):
 
 
 class TopicSpec(_Model):
-    partitions: int = Field(8, ge=1)
+    partitions: int = Field(4, ge=1)
 
 
 class BenchmarkSpec(_Model):
