@@ -1,0 +1,179 @@
+"""Consumer-group assignment as iterated bin packing (seed 001, §IV and §VI-A).
+
+Items are partitions with a measured write speed s_j(t_k) (bytes/s); bins are consumers with
+capacity C. An assignment maps every partition to one consumer id (0, 1, 2, ...). Each algorithm
+takes the current speeds and the previous iteration's assignment and returns the next one.
+
+* Any-fit baselines adapted to iterations (NFD, FFD, BFD, WFD): items sorted by decreasing speed;
+  when an item fits no open bin, the new bin is h(j, k) (Eq. 14): the partition's previous
+  consumer if it is not yet used in this iteration, else f(k), the lowest unused consumer (Eq. 12).
+* Modified any fit (Algorithm 1, Table II): MWF, MBF (consumers sorted by cumulative speed),
+  MWFP, MBFP (sorted by their fastest partition).
+* kd_N: Kafka's equal-count assignment over a fixed group of N consumers (capacity ignored).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+Assignment = dict[int, int]  # partition -> consumer
+
+
+class CapacityError(ValueError):
+    """A partition is faster than one consumer can read: no assignment can respect capacity."""
+
+
+class _Bins:
+    """The consumer group being built for iteration k."""
+
+    def __init__(self, capacity: float, fit: str):
+        self.capacity = capacity
+        self.fit = fit
+        self.load: dict[int, float] = {}          # open consumer -> assigned speed
+        self.items: dict[int, list[int]] = {}     # open consumer -> partitions
+        self.order: list[int] = []                # consumers in the order they were opened
+
+    def open(self, consumer: int) -> None:
+        if consumer in self.load:
+            raise ValueError(f"consumer {consumer} is already open")
+        self.load[consumer] = 0.0
+        self.items[consumer] = []
+        self.order.append(consumer)
+
+    def fits(self, consumer: int, size: float) -> bool:
+        # a relative tolerance keeps sums of floats that equal C exactly from being rejected
+        return self.load[consumer] + size <= self.capacity * (1 + 1e-12)
+
+    def put(self, consumer: int, partition: int, size: float) -> None:
+        self.load[consumer] += size
+        self.items[consumer].append(partition)
+
+    def choose_open(self, size: float) -> int | None:
+        """The open bin the fit strategy picks for an item, or None if none fits (ties: earliest opened)."""
+        limit = self.capacity * (1 + 1e-12)
+        if self.fit == "next":
+            last = self.order[-1] if self.order else None
+            return last if last is not None and self.load[last] + size <= limit else None
+        if self.fit not in ("first", "best", "worst"):
+            raise ValueError(f"unknown fit strategy {self.fit}")
+        chosen, chosen_room = None, 0.0
+        for c, used in self.load.items():  # insertion order is opening order
+            if used + size > limit:
+                continue
+            if self.fit == "first":
+                return c
+            room = self.capacity - used - size
+            if chosen is None or (room < chosen_room if self.fit == "best" else room > chosen_room):
+                chosen, chosen_room = c, room
+        return chosen
+
+    def lowest_unused(self) -> int:
+        c = 0
+        while c in self.load:
+            c += 1
+        return c
+
+    def assignment(self) -> Assignment:
+        return {p: c for c, ps in self.items.items() for p in ps}
+
+
+def _check(speeds: Mapping[int, float], capacity: float) -> None:
+    if capacity <= 0:
+        raise ValueError("capacity must be positive")
+    for p, s in speeds.items():
+        if s < 0:
+            raise ValueError(f"partition {p} has a negative speed {s}")
+        if s > capacity:
+            raise CapacityError(f"partition {p} writes {s:g} > capacity {capacity:g}: it cannot be assigned")
+
+
+def any_fit_decreasing(speeds: Mapping[int, float], capacity: float, previous: Assignment | None = None,
+                       fit: str = "first") -> Assignment:
+    """NFD / FFD / BFD / WFD with the bin-creation rule h(j, k)."""
+    _check(speeds, capacity)
+    previous = previous or {}
+    bins = _Bins(capacity, fit)
+    for p in sorted(speeds, key=lambda j: (-speeds[j], j)):
+        c = bins.choose_open(speeds[p])
+        if c is None:
+            g = previous.get(p)
+            c = g if g is not None and g not in bins.load else bins.lowest_unused()  # h(j, k), Eq. 14
+            bins.open(c)
+        bins.put(c, p, speeds[p])
+    return bins.assignment()
+
+
+def modified_any_fit(speeds: Mapping[int, float], capacity: float, previous: Assignment | None = None,
+                     fit: str = "worst", sort: str = "cumulative") -> Assignment:
+    """Algorithm 1: keep partitions with their consumer where possible, moving the slowest first."""
+    _check(speeds, capacity)
+    previous = {p: c for p, c in (previous or {}).items() if p in speeds}
+    bins = _Bins(capacity, fit)
+    groups: dict[int, list[int]] = {}
+    for p, c in previous.items():
+        groups.setdefault(c, []).append(p)
+    unassigned = [p for p in speeds if p not in previous]
+
+    def key(c: int) -> float:
+        ps = groups[c]
+        return sum(speeds[p] for p in ps) if sort == "cumulative" else max(speeds[p] for p in ps)
+
+    if sort not in ("cumulative", "max_partition"):
+        raise ValueError(f"unknown sort strategy {sort}")
+    for c in sorted(groups, key=lambda c: (-key(c), c)):                         # line 2
+        pset = sorted(groups[c], key=lambda p: (-speeds[p], p))                   # line 5
+        while pset:                                                               # lines 6-13
+            p = pset[-1]                                                          # smallest first
+            target = bins.choose_open(speeds[p])
+            if target is None:
+                break
+            bins.put(target, p, speeds[p])
+            pset.pop()
+        if not pset:
+            continue
+        bins.open(c)                                                              # line 17
+        while pset:                                                               # lines 18-24
+            p = pset[0]                                                           # biggest first
+            if not bins.fits(c, speeds[p]):
+                break
+            bins.put(c, p, speeds[p])
+            pset.pop(0)
+        unassigned.extend(pset)                                                   # line 25
+    for p in sorted(unassigned, key=lambda j: (-speeds[j], j)):                   # lines 27-30
+        target = bins.choose_open(speeds[p])
+        if target is None:
+            target = bins.lowest_unused()
+            bins.open(target)
+        bins.put(target, p, speeds[p])
+    return bins.assignment()
+
+
+def kafka_equal_count(speeds: Mapping[int, float], consumers: int, previous: Assignment | None = None) -> Assignment:
+    """kd_N: an (approximately) equal number of partitions per consumer, blind to speeds (round robin)."""
+    if consumers < 1:
+        raise ValueError("kd_N needs at least one consumer")
+    return {p: i % consumers for i, p in enumerate(sorted(speeds))}
+
+
+ALGORITHMS: dict[str, Callable[..., Assignment]] = {
+    "NFD": lambda s, C, prev=None: any_fit_decreasing(s, C, prev, "next"),
+    "FFD": lambda s, C, prev=None: any_fit_decreasing(s, C, prev, "first"),
+    "BFD": lambda s, C, prev=None: any_fit_decreasing(s, C, prev, "best"),
+    "WFD": lambda s, C, prev=None: any_fit_decreasing(s, C, prev, "worst"),
+    "MWF": lambda s, C, prev=None: modified_any_fit(s, C, prev, "worst", "cumulative"),
+    "MBF": lambda s, C, prev=None: modified_any_fit(s, C, prev, "best", "cumulative"),
+    "MWFP": lambda s, C, prev=None: modified_any_fit(s, C, prev, "worst", "max_partition"),
+    "MBFP": lambda s, C, prev=None: modified_any_fit(s, C, prev, "best", "max_partition"),
+}
+
+
+def consumers_used(assignment: Assignment) -> int:
+    return len(set(assignment.values()))
+
+
+def rscore(speeds: Mapping[int, float], capacity: float, previous: Assignment | None, current: Assignment) -> float:
+    """Eq. 11: (1/C) x the write speed of the partitions whose consumer changed between iterations."""
+    if not previous:
+        return 0.0
+    moved = [p for p, c in current.items() if p in previous and previous[p] != c]
+    return sum(speeds[p] for p in moved) / capacity

@@ -1,0 +1,124 @@
+"""The bin-packing algorithms against hand-worked examples from seed 001 and invariants."""
+
+import pytest
+
+from streamscale.autoscaler.binpacking import (
+    ALGORITHMS,
+    CapacityError,
+    any_fit_decreasing,
+    consumers_used,
+    kafka_equal_count,
+    modified_any_fit,
+    rscore,
+)
+from streamscale.autoscaler.evaluation import (
+    DELTAS,
+    cardinal_bin_score,
+    expected_rscore,
+    measurement_stream,
+    pareto_front,
+    run_stream,
+)
+
+
+def test_rscore_paper_example():
+    # 3 partitions of 100 B/s rebalanced, consumer capacity 100 B/s -> Rscore 3
+    speeds = {0: 100.0, 1: 100.0, 2: 100.0, 3: 50.0}
+    prev = {0: 0, 1: 1, 2: 2, 3: 3}
+    cur = {0: 1, 1: 2, 2: 0, 3: 3}
+    assert rscore(speeds, 100.0, prev, cur) == 3.0
+    assert rscore(speeds, 100.0, None, cur) == 0.0  # nothing to rebalance in the first iteration
+
+
+def test_first_iteration_is_plain_decreasing_fit():
+    speeds = {0: 60.0, 1: 50.0, 2: 40.0, 3: 30.0, 4: 20.0}
+    # FFD by hand: 60 -> c0; 50 -> c1; 40 -> c0 (100); 30 -> c1 (80); 20 -> c1 (100)
+    assert any_fit_decreasing(speeds, 100.0, None, "first") == {0: 0, 2: 0, 1: 1, 3: 1, 4: 1}
+    # WFD by hand: 60 -> c0; 50 -> c1; 40 -> c1 (most room: 50 vs 40); 30 -> c0 (90); 20 -> c2
+    assert any_fit_decreasing(speeds, 100.0, None, "worst") == {0: 0, 1: 1, 2: 1, 3: 0, 4: 2}
+    # NFD by hand: 60 -> c0; 50 -> c1; 40 -> c1 (90); 30 -> c2; 20 -> c2
+    assert any_fit_decreasing(speeds, 100.0, None, "next") == {0: 0, 1: 1, 2: 1, 3: 2, 4: 2}
+
+
+def test_h_reopens_the_previous_consumer_when_unused():
+    # FFD places 90 first; it fits no open bin, so h(j, k) opens its previous consumer 7, not f(k) = 0
+    speeds = {0: 90.0, 1: 80.0}
+    prev = {0: 7, 1: 3}
+    assert any_fit_decreasing(speeds, 100.0, prev, "first") == {0: 7, 1: 3}
+    # when the previous consumer is already used in this iteration, f(k): the lowest unused id
+    prev = {0: 5, 1: 5}
+    assert any_fit_decreasing(speeds, 100.0, prev, "first") == {0: 5, 1: 0}
+
+
+def test_modified_worst_fit_keeps_assignments_and_moves_the_small():
+    # consumer 0 grew over capacity: MWF keeps its biggest partitions and moves the smallest
+    speeds = {0: 50.0, 1: 40.0, 2: 20.0, 3: 10.0}
+    prev = {0: 0, 1: 0, 2: 0, 3: 1}
+    cur = modified_any_fit(speeds, 100.0, prev, "worst", "cumulative")
+    # consumer 0 (120 B/s) is first: no open bin yet -> it is re-created and takes 50, 40 (90);
+    # 20 does not fit -> unassigned; consumer 1: 10 fits the open bin 0 (100) -> moves there
+    # (moving the smallest first); the unassigned 20 gets a new consumer: the lowest unused, 1
+    assert cur == {0: 0, 1: 0, 3: 0, 2: 1}
+    assert rscore(speeds, 100.0, prev, cur) == pytest.approx(0.3)
+
+
+def test_stable_speeds_settle_after_one_repacking():
+    # Algorithm 1 moves small partitions into bins with room for a few iterations after the
+    # decreasing first one (seen: at most 3); with unchanged speeds it then reaches a fixed point
+    stream = measurement_stream(32, 20, delta=0, capacity=100.0, seed=3)
+    for name in ("MWF", "MBF", "MWFP", "MBFP"):
+        run = run_stream(name, ALGORITHMS[name], stream, 100.0)
+        assert run.rscores[5:] == [0.0] * 15
+        assert max(run.bins[1:]) <= run.bins[0]
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+@pytest.mark.parametrize("delta", [5, 25])
+def test_capacity_never_exceeded_and_every_partition_once(name, delta):
+    C = 100.0
+    stream = measurement_stream(40, 60, delta, C, seed=delta)
+    run = run_stream(name, ALGORITHMS[name], stream, C)
+    for speeds, assign in zip(stream, run.assignments):
+        assert sorted(assign) == sorted(speeds)  # every partition exactly once
+        load = {}
+        for p, c in assign.items():
+            load[c] = load.get(c, 0.0) + speeds[p]
+        assert max(load.values()) <= C * (1 + 1e-9)
+        lower = sum(speeds.values()) / C
+        assert consumers_used(assign) >= lower - 1e-9
+
+
+def test_too_fast_partition_is_refused():
+    with pytest.raises(CapacityError):
+        any_fit_decreasing({0: 150.0}, 100.0)
+
+
+def test_kafka_equal_count():
+    a = kafka_equal_count({p: 1.0 for p in range(32)}, 20)
+    counts = {}
+    for c in a.values():
+        counts[c] = counts.get(c, 0) + 1
+    assert sorted(counts.values()) == [1] * 8 + [2] * 12  # the seed's 20 consumers x 32 partitions
+
+
+def test_stream_is_seeded_and_bounded():
+    a = measurement_stream(8, 50, 25, 100.0, seed=1)
+    assert a == measurement_stream(8, 50, 25, 100.0, seed=1)
+    assert a != measurement_stream(8, 50, 25, 100.0, seed=2)
+    assert all(0 <= s <= 100.0 for m in a for s in m.values())
+    steps = [abs(a[k + 1][p] - a[k][p]) for k in range(49) for p in range(8)]
+    assert max(steps) <= 25.0 + 1e-9
+
+
+def test_cbs_erscore_and_pareto():
+    stream = measurement_stream(32, 100, 10, 100.0, seed=5)
+    runs = {n: run_stream(n, f, stream, 100.0) for n, f in ALGORITHMS.items()}
+    cbs = cardinal_bin_score(runs)
+    assert min(cbs.values()) >= 0 and any(v < 0.05 for v in cbs.values())
+    er = {n: expected_rscore(r) for n, r in runs.items()}
+    # the modified algorithms rebalance less than plain first fit decreasing
+    assert er["MWF"] < er["FFD"] and er["MBF"] < er["FFD"]
+    front = pareto_front({n: (cbs[n], er[n]) for n in runs})
+    assert front and set(front) <= set(ALGORITHMS)
+    assert pareto_front({"a": (1, 1), "b": (2, 2), "c": (0, 3)}) == ["a", "c"]
+    assert DELTAS == (0, 5, 10, 15, 20, 25)
