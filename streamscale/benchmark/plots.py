@@ -26,14 +26,7 @@ def plot_lag(times, lags, warmup_s: float, res, path: Path) -> Path:
     verdict = "PASS" if res.passed else ("INVALID" if not res.valid else "FAIL")
     ax.set_title(f"load {res.load:g}, resources {res.resources}, repetition {res.repetition + 1}: {verdict} "
                  f"(limit {res.lag_limit:,.0f}/s)", fontsize=10)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("lag (records)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, "time (s)", "lag (records)", path)
 
 
 def plot_metric(metric: dict, kind: str, load_type: str, resource_type: str, path: Path) -> Path:
@@ -51,9 +44,13 @@ def plot_metric(metric: dict, kind: str, load_type: str, resource_type: str, pat
         ax.axvline(k, color="grey", linestyle=":", alpha=0.7)
     if missing:
         ax.plot([], [], color="grey", linestyle=":", label="no tested amount sufficed")
+    ax.set_title("resource demand" if kind == "demand" else "load capacity")
+    return _finish(fig, ax, xlabel, ylabel, path)
+
+
+def _finish(fig, ax, xlabel: str, ylabel: str, path: Path) -> Path:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title("resource demand" if kind == "demand" else "load capacity")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

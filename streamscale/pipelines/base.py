@@ -45,6 +45,20 @@ def stats_columns(value_col: str = "valueInW", ts_col: str = "timestamp"):
             F.max(v).alias("max"), F.var_pop(v).alias("variance"), F.max(ts_col).alias("max_event_ms")]
 
 
+def windowed_stats(df, window, keys: list[str]):
+    """Group by window and keys; the statistics with the window as epoch milliseconds."""
+    from pyspark.sql import functions as F
+
+    agg = df.groupBy(window, *keys).agg(*stats_columns())
+    return agg.select(*keys, F.unix_millis(F.col("window.start")).alias("windowStartMs"),
+                      F.unix_millis(F.col("window.end")).alias("windowEndMs"), "count", "sum", "mean", "min",
+                      "max", "variance", "max_event_ms")
+
+
+def watermarked(records, lateness_s: float):
+    return event_time(records).withWatermark("event_time", f"{int(lateness_s * 1000)} milliseconds")
+
+
 _EXCHANGE = re.compile(r"(?<![A-Za-z])(Exchange|ShuffleExchange)\s")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from streamscale.pipelines.base import Pipeline, PipelineParams, event_time, stats_columns
+from streamscale.pipelines.base import Pipeline, PipelineParams, watermarked, windowed_stats
 
 
 class UC2Params(PipelineParams):
@@ -38,10 +38,5 @@ class UC2(Pipeline):
         from pyspark.sql import functions as F
 
         p = self.params
-        df = event_time(records).withWatermark("event_time", f"{int(p.lateness_s * 1000)} milliseconds")
-        agg = df.groupBy(F.window("event_time", f"{int(p.window_s * 1000)} milliseconds"), "identifier") \
-            .agg(*stats_columns())
-        agg = agg.select("identifier", F.unix_millis(F.col("window.start")).alias("windowStartMs"),
-                         F.unix_millis(F.col("window.end")).alias("windowEndMs"), "count", "sum", "mean", "min",
-                         "max", "variance", "max_event_ms")
-        return agg
+        return windowed_stats(watermarked(records, p.lateness_s),
+                              F.window("event_time", f"{int(p.window_s * 1000)} milliseconds"), ["identifier"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from streamscale.pipelines.base import Pipeline, PipelineParams, event_time, stats_columns
+from streamscale.pipelines.base import Pipeline, PipelineParams, watermarked, windowed_stats
 
 DAY_S = 86_400.0
 
@@ -54,11 +54,6 @@ class UC3(Pipeline):
         from pyspark.sql import functions as F
 
         p = self.params
-        df = event_time(records).withColumn("hourOfDay", F.hour("event_time")) \
-            .withWatermark("event_time", f"{int(p.lateness_s * 1000)} milliseconds")
+        df = watermarked(records, p.lateness_s).withColumn("hourOfDay", F.hour("event_time"))
         win = F.window("event_time", f"{int(p.window_s * 1000)} milliseconds", f"{int(p.slide_s * 1000)} milliseconds")
-        agg = df.groupBy(win, "identifier", "hourOfDay").agg(*stats_columns())
-        agg = agg.select("identifier", "hourOfDay", F.unix_millis(F.col("window.start")).alias("windowStartMs"),
-                         F.unix_millis(F.col("window.end")).alias("windowEndMs"), "count", "sum", "mean", "min",
-                         "max", "variance", "max_event_ms")
-        return agg
+        return windowed_stats(df, win, ["identifier", "hourOfDay"])

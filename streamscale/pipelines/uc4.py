@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from streamscale.loadgen.registry import SensorRegistry
-from streamscale.pipelines.base import Pipeline, PipelineParams, event_time, stats_columns
+from streamscale.pipelines.base import Pipeline, PipelineParams, watermarked, windowed_stats
 
 
 class UC4Params(PipelineParams):
@@ -66,11 +66,5 @@ class UC4(Pipeline):
         from pyspark.sql import functions as F
 
         p = self.params
-        df = event_time(records).withWatermark("event_time", f"{int(p.lateness_s * 1000)} milliseconds")
-        joined = df.join(self.registry_frame(spark), "identifier")
-        agg = joined.groupBy(F.window("event_time", f"{int(p.window_s * 1000)} milliseconds"), "groupId") \
-            .agg(*stats_columns())
-        agg = agg.select("groupId", F.unix_millis(F.col("window.start")).alias("windowStartMs"),
-                         F.unix_millis(F.col("window.end")).alias("windowEndMs"), "count", "sum", "mean", "min",
-                         "max", "variance", "max_event_ms")
-        return agg
+        joined = watermarked(records, p.lateness_s).join(self.registry_frame(spark), "identifier")
+        return windowed_stats(joined, F.window("event_time", f"{int(p.window_s * 1000)} milliseconds"), ["groupId"])
