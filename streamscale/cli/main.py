@@ -20,6 +20,8 @@ broker_app = typer.Typer(no_args_is_help=True, help="The embedded Kafka-protocol
 topic_app = typer.Typer(no_args_is_help=True, help="Topics on the broker.")
 _app.add_typer(broker_app, name="broker")
 _app.add_typer(topic_app, name="topic")
+auto_app = typer.Typer(no_args_is_help=True, help="Consumer-group autoscaling by rebalance-aware bin packing.")
+_app.add_typer(auto_app, name="autoscale")
 bench_app = typer.Typer(no_args_is_help=True, help="Scalability benchmarks (Theodolite method) from YAML specs.")
 _app.add_typer(bench_app, name="benchmark")
 
@@ -308,6 +310,26 @@ def bench_run(spec_file: Path,
     out.print(f"lag sampler CPU: at most {summary['max_sampler_cpu_pct']}% of one core")
     out.print(f"results in {out_dir}/ (experiments.csv, summary.csv, summary.json, "
               f"{'demand' if summary['metric'] == 'demand' else 'capacity'}.png, lag/)")
+
+
+@auto_app.command("evaluate")
+def autoscale_evaluate(out_dir: Path = typer.Option(Path("results/autoscale-eval"), "--out"),
+                       partitions: int = typer.Option(32, min=1),
+                       measurements: int = typer.Option(500, min=2, help="Measurements per delta stream"),
+                       latency_measurements: int = typer.Option(100, min=2),
+                       seed: int = typer.Option(0)):
+    """The seed's evaluation: CBS, Rscore, Pareto fronts per delta, latency vs Kafka's assignment."""
+    from streamscale.autoscaler.report import evaluate
+
+    r = evaluate(out_dir, partitions, measurements, latency_measurements, seed=seed, progress=console.print)
+    out.print((out_dir / "latency_table.txt").read_text().splitlines()[0])
+    for row in r["latency"]:
+        if row["algorithm"] in ("MWF", "MBF", "MWFP", "MBFP") or row["algorithm"] in ("kd_16", "kd_27", "kd_32"):
+            out.print(f"{row['algorithm']:<10} {row['avg_consumers']:>13.2f}  {row['p90_latency_s']:>15.3f}  "
+                      f"{row['samples_latency_gt0']:>13}")
+    for delta, front in r["fronts"].items():
+        out.print(f"Pareto front, delta {delta}: {', '.join(front)}")
+    out.print(f"wrote {out_dir}/ (algorithms_by_delta.csv, latency_summary.csv, latency_table.txt, fig05-fig12 PNGs)")
 
 
 @_app.command("demo")

@@ -122,3 +122,42 @@ def test_cbs_erscore_and_pareto():
     assert front and set(front) <= set(ALGORITHMS)
     assert pareto_front({"a": (1, 1), "b": (2, 2), "c": (0, 3)}) == ["a", "c"]
     assert DELTAS == (0, 5, 10, 15, 20, 25)
+
+
+def test_latency_paper_example():
+    from streamscale.autoscaler.latency import line_latency
+
+    # a 10 B/s consumer with two 8 B/s partitions: m = 1/10 - 1/16 = 0.0375 s per byte
+    assert line_latency(10.0, 16.0, 0, 0.0) == 0.0
+    assert line_latency(10.0, 16.0, 1, 0.0) == pytest.approx(0.0375)
+    assert line_latency(10.0, 16.0, 2, 0.0) == pytest.approx(0.075)
+    # a consumer faster than its load has no latency; a rebalanced queue starts at 5 s
+    assert line_latency(10.0, 8.0, 100, 0.0) == 0.0
+    assert line_latency(10.0, 8.0, 0, 5.0) == 5.0
+
+
+def test_latency_model_kafka_vs_bin_packing():
+    from streamscale.autoscaler.latency import CAPACITY_RATIO, latency_samples
+
+    cbar = 100.0
+    stream = measurement_stream(8, 10, 0, cbar * CAPACITY_RATIO, seed=2)
+    bp = run_stream("MWF", ALGORITHMS["MWF"], stream, cbar * CAPACITY_RATIO).assignments
+    # stable speeds, capacity respected: after the settling iterations no latency at all
+    assert max(latency_samples(stream[4:], bp[4:], cbar)) == 0.0
+    one = [kafka_equal_count(s, 1) for s in stream]  # one consumer for all: overloaded, latency grows
+    lat = latency_samples(stream, one, cbar)
+    assert lat[-1] > lat[len(lat) // 2] > 0
+
+
+def test_evaluate_writes_tables_and_figures(tmp_path):
+    from streamscale.autoscaler.report import evaluate
+
+    r = evaluate(tmp_path, partitions=12, measurements=30, latency_measurements=10)
+    for name in ["algorithms_by_delta.csv", "latency_summary.csv", "latency_table.txt",
+                 "fig05_latency_hist_mwf_vs_kd.png", "fig06_avg_consumers.png", "fig07_samples_latency_gt0.png",
+                 "fig08_latency_boxplot.png", "fig09_cbs_baselines.png", "fig10_cbs_modified.png",
+                 "fig11_rscore_per_delta.png", "fig12_pareto_fronts.png"]:
+        assert (tmp_path / name).stat().st_size > 100, name
+    assert set(r["fronts"]) == set(DELTAS)
+    kd1 = next(x for x in r["latency"] if x["algorithm"] == "kd_1")
+    assert kd1["avg_consumers"] == 1 and kd1["samples_latency_gt0"] > 0
