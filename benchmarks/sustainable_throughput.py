@@ -28,7 +28,8 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--warmup", type=float, default=20.0)
     ap.add_argument("--params", default="{}", help="pipeline parameters as JSON")
-    ap.add_argument("--gen-workers", type=int, default=2)
+    ap.add_argument("--gen-workers", type=int, default=1)
+    ap.add_argument("--partitions", type=int, default=4)
     args = ap.parse_args()
     params = json.loads(args.params)
     if args.uc == "uc1":
@@ -39,7 +40,7 @@ def main() -> None:
             if args.uc == "uc4":
                 params["levels"] = rate
             r = run_sut(args.uc, sensors=rate, duration_s=args.duration, master=args.master, params=params,
-                        bootstrap=broker.bootstrap, gen_workers=args.gen_workers)
+                        bootstrap=broker.bootstrap, gen_workers=args.gen_workers, partitions=args.partitions)
             rate = int(r.target_rate)
             slope = lag_trend([s.t_s for s in r.lag], [s.lag for s in r.lag], args.warmup)
             ok = lag_slo_holds(slope, r.target_rate) and r.generator_reached_target

@@ -210,6 +210,18 @@ class _PartitionReader:
             self.consumer.assign([TopicPartition(self.topic, self.partition, start)])
         self.next_offset = start
 
+    def resume(self) -> None:
+        from confluent_kafka import TopicPartition
+
+        self.consumer.resume([TopicPartition(self.topic, self.partition)])
+
+    def pause(self) -> None:
+        # An idle reader that keeps fetching polls the broker every fetch.wait.max.ms: with many
+        # readers that costs the embedded broker most of a core. Paused readers do not fetch.
+        from confluent_kafka import TopicPartition
+
+        self.consumer.pause([TopicPartition(self.topic, self.partition)])
+
     def close(self) -> None:
         self.consumer.close()
 
@@ -308,6 +320,7 @@ def read_range(cfg: SourceConfig, topic: str, partition: int, start: int, end: i
     last_progress = time.monotonic()
     pending = [reader.stash] if reader.stash is not None else []
     reader.stash = None
+    reader.resume()
     try:
         while position < end:
             if pending:
@@ -364,6 +377,8 @@ def read_range(cfg: SourceConfig, topic: str, partition: int, start: int, end: i
         reader.next_offset = -1  # state unknown after a failure: the next read seeks
         reader.stash = None
         raise
+    finally:
+        reader.pause()
     if reader.next_offset != -1:
         reader.next_offset = reader.stash.offset() if reader.stash is not None else end
     if dlq is not None:
