@@ -152,3 +152,17 @@ def test_malformed_values_counted_and_dead_lettered(spark, broker, topic_factory
         sorted((f"s_{i}", 1000 + i, i / 2) for i in range(1000))
     dead, _ = _drain(spark, read_kafka(spark, broker.bootstrap, dlq, "earliest"), tmp_path)
     assert sorted(bytes(r["value"]) for r in dead) == sorted(bad)
+
+
+def test_builtin_switch_uses_sparks_own_kafka_format(spark, broker, topic_factory, monkeypatch):
+    # Without the spark-sql-kafka jar on the classpath Spark's own format is missing: the switch
+    # must really hand over to format("kafka") (and say so), not silently use ours.
+    from streamscale.sparkio.io import read_records
+
+    topic = topic_factory(1)
+    monkeypatch.setenv("STREAMSCALE_KAFKA_IMPL", "builtin")
+    with pytest.raises(Exception, match="DATA_SOURCE_NOT_FOUND|Failed to find the data source: kafka"):
+        read_records(spark, broker.bootstrap, topic, starting_offsets="earliest").schema
+    monkeypatch.setenv("STREAMSCALE_KAFKA_IMPL", "carrier-pigeon")
+    with pytest.raises(Exception, match="must be one of"):
+        read_kafka(spark, broker.bootstrap, topic)
