@@ -19,9 +19,6 @@ from pydantic import BaseModel, ConfigDict
 
 from streamscale.sparkio.io import read_records
 
-STATS = ("count", "sum", "mean", "min", "max", "variance")
-
-
 class PipelineParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -220,11 +217,18 @@ class Pipeline(ABC):
 
     @abstractmethod
     def build(self, spark, records):
-        """The dataflow from decoded records to the DataFrame handed to :meth:`sink`."""
+        """The dataflow from decoded records to the DataFrame the pipeline writes."""
 
     @abstractmethod
     def describe(self) -> str:
         """The logical topology as text."""
+
+    def query_settings(self, checkpoint: str | None, available_now: bool) -> tuple[str, dict, str]:
+        """Checkpoint directory, trigger and a unique query name for a run of this pipeline."""
+        checkpoint = checkpoint or tempfile.mkdtemp(prefix=f"streamscale-{self.name}-")
+        trigger = {"availableNow": True} if available_now else \
+            {"processingTime": f"{self.params.trigger_interval_s} seconds"}
+        return checkpoint, trigger, f"{self.name}-{int(time.time() * 1000)}"
 
     def start(self, spark, bootstrap: str, input_topic: str = "input", output_topic: str = "output",
               checkpoint: str | None = None, available_now: bool = False, starting_offsets: str = "earliest",
@@ -232,14 +236,12 @@ class Pipeline(ABC):
         """Windowed pipelines: Spark's update mode into the accounting writer (see windowed_output)."""
         from streamscale.pipelines.windowed_output import WindowedOutputWriter
 
-        checkpoint = checkpoint or tempfile.mkdtemp(prefix=f"streamscale-{self.name}-")
-        trigger = {"availableNow": True} if available_now else \
-            {"processingTime": f"{self.params.trigger_interval_s} seconds"}
+        checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
         records = self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, kafka_impl)
         out_df = self.build(spark, records)
         writer = WindowedOutputWriter(bootstrap, output_topic, self.key_cols, self.value_cols, self.lateness_ms(),
                                       self.emit_final, checkpoint)
         query = (out_df.writeStream.outputMode("update").foreachBatch(writer)
                  .option("checkpointLocation", checkpoint).trigger(**trigger)
-                 .queryName(f"{self.name}-{int(time.time() * 1000)}").start())
+                 .queryName(query_name).start())
         return PipelineRun(self.name, [query], query, self.contributions_per_record(), checkpoint, writer)

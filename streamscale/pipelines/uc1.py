@@ -97,19 +97,12 @@ class UC1(Pipeline):
     def start(self, spark, bootstrap: str, input_topic: str = "input", output_topic: str = "output",
               checkpoint: str | None = None, available_now: bool = False, starting_offsets: str = "earliest",
               commit_group: str | None = None, kafka_impl: str | None = None) -> PipelineRun:
-        import tempfile
-
-        from pyspark.sql import functions as F
-
-        checkpoint = checkpoint or tempfile.mkdtemp(prefix="streamscale-uc1-")
-        trigger = {"availableNow": True} if available_now else \
-            {"processingTime": f"{self.params.trigger_interval_s} seconds"}
+        checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
         df = self.build(spark, self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, kafka_impl))
-        w = df.writeStream.option("checkpointLocation", checkpoint).trigger(**trigger) \
-            .queryName(f"uc1-{int(time.time() * 1000)}")
+        w = df.writeStream.option("checkpointLocation", checkpoint).trigger(**trigger).queryName(query_name)
         p = self.params
         if p.sink == "kafka":
-            q = self.sink(df, bootstrap, output_topic, checkpoint, trigger, kafka_impl)
+            q = self.sink(df, bootstrap, output_topic, checkpoint, trigger, kafka_impl, query_name)
         elif p.sink == "none":
             q = w.format("noop").start()
         elif p.sink == "log":
@@ -130,11 +123,11 @@ class UC1(Pipeline):
             raise ConfigError(f"unknown UC1 sink {p.sink}")
         return PipelineRun(self.name, [q], q, 1, checkpoint)
 
-    def sink(self, out_df, bootstrap, output_topic, checkpoint, trigger, kafka_impl):
+    def sink(self, out_df, bootstrap, output_topic, checkpoint, trigger, kafka_impl, query_name):
         from pyspark.sql import functions as F
 
         from streamscale.sparkio.io import write_kafka
 
         out = out_df.select(F.col("identifier").alias("key"), F.col("line").alias("value"))
         return write_kafka(out, bootstrap, output_topic, checkpoint, impl=kafka_impl, trigger=trigger,
-                           output_mode="append", query_name=f"uc1-{int(time.time() * 1000)}")
+                           output_mode="append", query_name=query_name)

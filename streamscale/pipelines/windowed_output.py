@@ -25,7 +25,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streamscale.errors import StreamscaleError
 
 
 @dataclass
@@ -129,32 +128,18 @@ class WindowedOutputWriter:
             avg_latency_ms=sum(latencies) / len(latencies) if latencies else None, watermark_ms=watermark)
 
     def _produce(self, rows: list[dict], now: int) -> list[int]:
+        from streamscale.sparkio.kafka import produce_all
+
         if not rows:
             return []
-        p = self.producer()
-        errors: list[str] = []
-
-        def report(err, _msg):
-            if err is not None:
-                errors.append(err.str())
-
-        latencies = []
+        records = []
         for row in rows:
-            key = ";".join(str(row[c]) for c in self.key_cols).encode()
             doc = {c: row[c] for c in self.value_cols}
             doc["emittedAtMs"] = now
-            latencies.append(now - row["max_event_ms"])
-            while True:
-                try:
-                    p.produce(self.topic, key=key, value=json.dumps(doc, separators=(",", ":")).encode(),
-                              on_delivery=report)
-                    break
-                except BufferError:
-                    p.poll(0.05)
-        left = p.flush(60)
-        if left or errors:
-            raise StreamscaleError(f"output topic '{self.topic}': {left} undelivered, errors: {errors[:3]}")
-        return latencies
+            key = ";".join(str(row[c]) for c in self.key_cols).encode()
+            records.append((key, json.dumps(doc, separators=(",", ":")).encode(), None, None, None))
+        produce_all(self.producer(), self.topic, records, timeout=60)
+        return [now - row["max_event_ms"] for row in rows]
 
     def close(self) -> None:
         if self._producer is not None:

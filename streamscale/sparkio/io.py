@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from streamscale.errors import ConfigError
+from streamscale.sparkio import formats
 from streamscale.sparkio.kafka import ERROR_COLUMN, FORMAT_NAME
 
 IMPLS = ("python", "builtin")
@@ -64,7 +65,7 @@ def read_records(spark, bootstrap: str, topic: str, value_ddl: str = ACTIVE_POWE
 
     raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, options)
     parsed = raw.withColumn("_v", F.from_json(F.col("value").cast("string"), value_ddl))
-    fields = [f.strip().split()[0].strip("`") for f in value_ddl.split(",")]
+    fields = formats.parse_ddl(value_ddl).names
     bad = None
     for f in fields:
         cond = F.col(f"_v.{f}").isNull()
