@@ -332,6 +332,116 @@ def autoscale_evaluate(out_dir: Path = typer.Option(Path("results/autoscale-eval
     out.print(f"wrote {out_dir}/ (algorithms_by_delta.csv, latency_summary.csv, latency_table.txt, fig05-fig12 PNGs)")
 
 
+def _live_config(state_dir: Path):
+    from streamscale.autoscaler.live.protocol import LiveConfig
+
+    return LiveConfig.load(state_dir)
+
+
+StateDir = typer.Option(Path("autoscaler-state"), "--state-dir", help="Where the group keeps config, logs, sink, CSV")
+
+
+@auto_app.command("run")
+def autoscale_run(topics: list[str] = typer.Option(..., "--topic", "-t", help="Source topic (repeatable)"),
+                  consumer_capacity: str = typer.Option(..., "--consumer-capacity",
+                                                        help="C̄, bytes/s one consumer can read (e.g. 2.3MB)"),
+                  algorithm: str = typer.Option("MWF", help="MWF, MBF, MWFP, MBFP, NFD, FFD, BFD, WFD"),
+                  state_dir: Path = StateDir,
+                  group: str = typer.Option("streamscale-autoscaler", help="Consumer group id (offsets)"),
+                  batch_size: str = typer.Option("5MB", help="Bytes a consumer gathers per cycle"),
+                  wait_time: float = typer.Option(1.0, "--wait-time", help="wait_time_secs of a consumer cycle"),
+                  window: float = typer.Option(30.0, help="Monitor's sliding window, s"),
+                  interval: float = typer.Option(30.0, help="One measurement/iteration every this many s"),
+                  sample_interval: float = typer.Option(1.0, help="Offset sampling period, s"),
+                  max_consumers: int = typer.Option(32, min=1),
+                  start_from: str = typer.Option("earliest", help="Where never-read partitions start"),
+                  duration: float = typer.Option(None, help="Stop after this many seconds (default: until Ctrl-C)"),
+                  keep_consumers: bool = typer.Option(False, help="Leave consumers running on exit"),
+                  no_monitor: bool = typer.Option(False, "--no-monitor", help="Monitor runs elsewhere"),
+                  crash_after: str = typer.Option(None, hidden=True),
+                  verbose: bool = typer.Option(False, "--verbose", "-v"),
+                  bootstrap: str = Bootstrap):
+    """Monitor + controller: consumers follow the load, written to SQLite exactly once."""
+    from pydantic import ValidationError
+
+    from streamscale.autoscaler.live.protocol import LiveConfig
+    from streamscale.autoscaler.live.run import configure_logging, parse_bytes, run_controller, setup
+    from streamscale.broker.embedded import resolve_bootstrap
+    from streamscale.errors import ConfigError
+
+    configure_logging(verbose)
+    try:
+        cfg = LiveConfig(bootstrap=resolve_bootstrap(bootstrap), topics=topics, group=group, state_dir=state_dir,
+                         consumer_capacity=parse_bytes(consumer_capacity), algorithm=algorithm,
+                         batch_size=int(parse_bytes(batch_size)), wait_time_secs=wait_time, window_secs=window,
+                         publish_interval_secs=interval, sample_interval_secs=sample_interval,
+                         max_consumers=max_consumers, start_from=start_from)
+    except ValidationError as exc:
+        raise ConfigError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from exc
+    setup(cfg)
+    out.print(f"autoscaling {', '.join(topics)} with {algorithm}: bin capacity C = {cfg.bin_capacity:,.0f} B/s "
+              f"(5/6 of C̄); state in {state_dir}/ (iterations.csv, logs/, sink.sqlite)")
+
+    def show(it, ctl):
+        if it.reason:
+            out.print(f"{it.reason}: {it.consumers_before} -> {it.consumers_after} consumers, {it.moved} moved, "
+                      f"Rscore {it.rscore:.2f}, reassigned in {it.reassign_ms:.0f} ms")
+
+    run_controller(cfg, duration, with_monitor=not no_monitor, keep_consumers=keep_consumers,
+                   crash_after=crash_after, on_iteration=show)
+
+
+@auto_app.command("controller")
+def autoscale_controller(state_dir: Path = StateDir, duration: float = typer.Option(None),
+                         keep_consumers: bool = typer.Option(False),
+                         crash_after: str = typer.Option(None, hidden=True),
+                         verbose: bool = typer.Option(False, "--verbose", "-v")):
+    """Only the controller, for a group set up by `autoscale run` (recovers its view of the group)."""
+    from streamscale.autoscaler.live.run import configure_logging, run_controller
+
+    configure_logging(verbose)
+    run_controller(_live_config(state_dir), duration, keep_consumers=keep_consumers, crash_after=crash_after)
+
+
+@auto_app.command("monitor")
+def autoscale_monitor(state_dir: Path = StateDir, duration: float = typer.Option(None),
+                      verbose: bool = typer.Option(False, "--verbose", "-v")):
+    """Only the monitor: publishes per-partition write speeds to monitor.writeSpeed."""
+    from streamscale.autoscaler.live.run import configure_logging, run_monitor
+
+    configure_logging(verbose)
+    run_monitor(_live_config(state_dir), duration)
+
+
+@auto_app.command("status")
+def autoscale_status(state_dir: Path = StateDir):
+    """Consumers running, their partitions, and records in the sink."""
+    from streamscale.autoscaler.live.backend import LocalProcessBackend
+    from streamscale.autoscaler.live.sink import SQLiteSink
+
+    cfg = _live_config(state_dir)
+    running = set(LocalProcessBackend(cfg.state_dir).running())
+    sink = SQLiteSink(cfg.sink)
+    try:
+        for c, st in sorted(sink.states().items()):
+            if c in running or st.assignment:
+                out.print(f"consumer {c}: {'running' if c in running else 'NOT running'}, "
+                          f"partitions {', '.join(st.assignment) or '-'}")
+        for t in cfg.topics:
+            out.print(f"{t}: {len(sink.rows(t)):,} records in {cfg.sink}")
+    finally:
+        sink.close()
+
+
+@auto_app.command("stop")
+def autoscale_stop(state_dir: Path = StateDir):
+    """Stop every consumer process of the group (by the process ids it recorded)."""
+    from streamscale.autoscaler.live.backend import LocalProcessBackend
+
+    stopped = LocalProcessBackend(_live_config(state_dir).state_dir).delete_all()
+    out.print(f"stopped consumers {stopped}" if stopped else "no consumers running")
+
+
 @_app.command("demo")
 def demo_cmd(seconds: float = typer.Option(10.0, help="How long the streaming query runs"),
              sensors: int = typer.Option(10000, help="Simulated sensors (records/s)"),

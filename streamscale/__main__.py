@@ -1,0 +1,3 @@
+from streamscale.cli.main import app
+
+app()

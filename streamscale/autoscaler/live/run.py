@@ -1,0 +1,95 @@
+"""Running the live autoscaler: monitor and controller in one process, or each on its own."""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+from streamscale.autoscaler.live.backend import LocalProcessBackend
+from streamscale.autoscaler.live.controller import Controller, Iteration, ensure_topics
+from streamscale.autoscaler.live.monitor import WriteSpeedMonitor
+from streamscale.autoscaler.live.protocol import LiveConfig
+from streamscale.errors import ConfigError
+
+_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+
+def parse_bytes(text: str) -> float:
+    """'24000', '24k', '2.3MB', '5MiB' -> bytes."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ConfigError(f"not a byte size: {text!r} (examples: 24000, 24k, 2.3MB, 5MiB)")
+    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+
+
+def run_monitor(cfg: LiveConfig, duration: float | None = None, stop: threading.Event | None = None) -> None:
+    stop = stop or threading.Event()
+    _stop_on_signals(stop)
+    if duration:
+        threading.Timer(duration, stop.set).start()
+    monitor = WriteSpeedMonitor(cfg)
+    try:
+        monitor.run(stop)
+    finally:
+        monitor.close()
+
+
+def run_controller(cfg: LiveConfig, duration: float | None = None, with_monitor: bool = False,
+                   keep_consumers: bool = False, crash_after: str | None = None,
+                   on_iteration: Callable[[Iteration, Controller], None] | None = None,
+                   stop: threading.Event | None = None) -> Controller:
+    """Run until ``duration`` passes or SIGINT/SIGTERM; then shut the consumers down unless kept."""
+    stop = stop or threading.Event()
+    _stop_on_signals(stop)
+    timer = threading.Timer(duration, stop.set) if duration else None
+    if timer:
+        timer.daemon = True
+        timer.start()
+    monitor_thread = None
+    if with_monitor:
+        monitor_thread = threading.Thread(target=run_monitor, args=(cfg, None, stop), daemon=True)
+        monitor_thread.start()
+    controller = Controller(cfg, LocalProcessBackend(cfg.state_dir), crash_after=crash_after)
+    try:
+        controller.run(stop, on_iteration)
+    finally:
+        stop.set()
+        try:
+            if not keep_consumers:
+                controller.shutdown_group()
+        finally:
+            controller.close()
+            if monitor_thread is not None:
+                monitor_thread.join(timeout=30)
+    return controller
+
+
+def setup(cfg: LiveConfig) -> LiveConfig:
+    """Check the topics, create the coordination topics and write the shared configuration."""
+    ensure_topics(cfg)
+    cfg.save()
+    return cfg
+
+
+def configure_logging(verbose: bool = False) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+def wait_for(cond: Callable[[], bool], timeout: float, what: str, interval: float = 0.1) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)

@@ -1,0 +1,183 @@
+"""The live autoscaler against the embedded broker: consumers follow the load, hand-overs never
+overlap, every record reaches the sink exactly once, and a controller killed mid-reassignment recovers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+
+import pytest
+
+from streamscale.autoscaler.live.backend import LocalProcessBackend
+from streamscale.autoscaler.live.controller import CRASH_EXIT_CODE, Controller
+from streamscale.autoscaler.live.load import PartitionLoad
+from streamscale.autoscaler.live.monitor import WriteSpeedMonitor
+from streamscale.autoscaler.live.protocol import LiveConfig
+from streamscale.autoscaler.live.run import parse_bytes, run_monitor, setup, wait_for
+from streamscale.autoscaler.live.sink import FencingError, SQLiteSink, overlapping_readers
+from streamscale.errors import ConfigError
+
+
+@pytest.fixture
+def live_cfg(broker, topic_factory, _created_topics, tmp_path):
+    def make(partitions: int = 3, **kw) -> LiveConfig:
+        topic = topic_factory(partitions, prefix="auto")
+        uid = uuid.uuid4().hex[:8]
+        cfg = LiveConfig(bootstrap=broker.bootstrap, topics=[topic], group=f"g-{uid}", state_dir=tmp_path / "state",
+                         consumer_capacity=24_000, window_secs=2, sample_interval_secs=0.25,
+                         publish_interval_secs=0.5, wait_time_secs=0.2, batch_size=1_000_000, max_consumers=6,
+                         ack_timeout_secs=30, speed_topic=f"speed-{uid}", metadata_topic=f"meta-{uid}", **kw)
+        setup(cfg)
+        _created_topics.extend([cfg.speed_topic, cfg.metadata_topic])
+        return cfg
+
+    return make
+
+
+# -- pieces -------------------------------------------------------------------------------------
+
+def test_parse_bytes():
+    assert parse_bytes("24000") == 24_000
+    assert parse_bytes("2.3MB") == 2_300_000
+    assert parse_bytes("5MiB") == 5 * 2**20
+    with pytest.raises(ConfigError, match="not a byte size"):
+        parse_bytes("fast")
+
+
+def test_config_rejects_unknown_algorithm(tmp_path):
+    with pytest.raises(ValueError, match="unknown algorithm 'XYZ'"):
+        LiveConfig(bootstrap="x:1", topics=["t"], state_dir=tmp_path, consumer_capacity=1, algorithm="XYZ")
+
+
+def test_sink_fences_a_second_reader_and_logs_overlaps(tmp_path):
+    sink = SQLiteSink(tmp_path / "s.sqlite")
+    sink.write(0, {("t", 0): [(0, b"k", b"a", 1), (1, b"k", b"b", 2)]})
+    assert sink.next_offsets([("t", 0)]) == {("t", 0): 2}
+    with pytest.raises(FencingError, match="another reader"):
+        sink.write(1, {("t", 0): [(1, b"k", b"b", 2)], ("t", 1): [(0, b"k", b"x", 3)]})
+    assert sink.next_offsets([("t", 1)]) == {}  # all or nothing: partition 1 was not written either
+    assert len(sink.rows("t")) == 2
+    own = [(0, "t", 0, 1.0, 5.0), (1, "t", 0, 5.0, None), (2, "t", 0, 7.0, None)]
+    assert overlapping_readers(own[:2]) == []
+    assert len(overlapping_readers(own)) == 1
+    sink.close()
+
+
+def test_monitor_measures_bytes_per_second(broker, live_cfg):
+    cfg = live_cfg(partitions=2)
+    mon = WriteSpeedMonitor(cfg)
+    with PartitionLoad(broker.bootstrap, cfg.topics[0], 2, value_bytes=92) as load:
+        load.set_rate([0.0, 0.0])
+        mon.sample(now=100.0)
+        load.set_rate([200.0, 0.0])
+        wait_for(lambda: len(load.delivered) >= 150, 20, "150 records delivered")
+        load.set_rate([0.0, 0.0])
+    n = len(load.delivered)
+    mon.sample(now=110.0)
+    speeds = mon.speeds()
+    mon.close()
+    key0, key1 = f"{cfg.topics[0]}:0", f"{cfg.topics[0]}:1"
+    assert mon.record_size[key0] == 100.0  # 8-byte key + 92-byte value, measured on the records
+    assert speeds[key0] == pytest.approx(n * 100 / 10.0)
+    assert speeds[key1] == 0
+
+
+def test_decide_keeps_a_feasible_group_and_scales_in_only_when_it_saves_a_consumer(live_cfg):
+    cfg = live_cfg(partitions=3)
+    ctl = Controller(cfg, backend=LocalProcessBackend(cfg.state_dir))
+    try:
+        t = cfg.topics[0]
+        cap = cfg.bin_capacity  # 20,000
+        k = [f"{t}:{p}" for p in range(3)]
+        reason, new = ctl.decide({k[0]: 0.8 * cap, k[1]: 0.8 * cap, k[2]: 0.1 * cap})
+        assert reason == "unassigned partitions" and len(set(new.values())) == 2
+        ctl.assignment = new
+        # loads 0.9 / 0.8 of C: nothing to gain
+        assert ctl.decide({k[0]: 0.8 * cap, k[1]: 0.8 * cap, k[2]: 0.1 * cap}) is None
+        # one consumer over capacity
+        reason, _ = ctl.decide({k[0]: 0.8 * cap, k[1]: 0.8 * cap, k[2]: 0.5 * cap})
+        assert reason == "consumer over capacity"
+        # everything fits one consumer: MWF consolidates, moving the slower partition(s)
+        reason, new2 = ctl.decide({k[0]: 0.3 * cap, k[1]: 0.3 * cap, k[2]: 0.1 * cap})
+        assert reason == "fewer consumers suffice" and len(set(new2.values())) == 1
+    finally:
+        ctl.close()
+
+
+# -- the whole system ---------------------------------------------------------------------------
+
+def _controller(cfg: LiveConfig, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "streamscale", "autoscale", "controller",
+                             "--state-dir", str(cfg.state_dir), "-v", *extra],
+                            stdout=subprocess.DEVNULL, stderr=open(cfg.state_dir / "controller.log", "ab"))
+
+
+def _owned(cfg: LiveConfig) -> dict[str, int]:
+    sink = SQLiteSink(cfg.sink)
+    try:
+        return {k: c for c, st in sink.states().items() for k in st.assignment}
+    finally:
+        sink.close()
+
+
+def test_live_group_follows_load_exactly_once_and_survives_a_controller_crash(broker, live_cfg):
+    cfg = live_cfg(partitions=3)
+    backend = LocalProcessBackend(cfg.state_dir)
+    stop_monitor = threading.Event()
+    monitor = threading.Thread(target=run_monitor, args=(cfg, None, stop_monitor), daemon=True)
+    load = PartitionLoad(broker.bootstrap, cfg.topics[0], 3, value_bytes=200)
+    procs: list[subprocess.Popen] = []
+    try:
+        load.set_rate(20)  # 3 x 4,160 B/s: one consumer (bin capacity 20,000 B/s)
+        load.start()
+        monitor.start()
+        # this controller dies right after its first stops are acknowledged, before any start
+        procs.append(_controller(cfg, "--crash-after", "stops"))
+        wait_for(lambda: len(_owned(cfg)) == 3 and len(set(_owned(cfg).values())) == 1, 60,
+                 "all partitions on one consumer")
+        load.set_rate(80)  # 16,640 B/s each: no two fit one consumer -> three consumers
+        assert procs[0].wait(timeout=60) == CRASH_EXIT_CODE
+        assert len(_owned(cfg)) < 3  # partitions were released and nobody started them
+        procs.append(_controller(cfg))
+        wait_for(lambda: len(_owned(cfg)) == 3 and len(set(_owned(cfg).values())) == 3
+                 and len(backend.running()) == 3, 60, "three consumers with one partition each")
+        # a consumer killed outright is restarted and resumes from the sink's offsets
+        victim = _owned(cfg)[f"{cfg.topics[0]}:0"]
+        pid = json.loads((cfg.state_dir / "consumers.json").read_text())[str(victim)]
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: backend.alive(victim) and json.loads(
+            (cfg.state_dir / "consumers.json").read_text())[str(victim)] != pid, 30, "the killed consumer restarted")
+        load.set_rate(20)
+        wait_for(lambda: len(backend.running()) == 1 and len(_owned(cfg)) == 3, 60, "scale-in to one consumer")
+        load.stop()
+        assert not load.errors
+        sink = SQLiteSink(cfg.sink)
+        try:
+            wait_for(lambda: len(sink.rows(cfg.topics[0])) >= len(load.delivered), 30, "sink to catch up")
+            rows = sink.rows(cfg.topics[0])
+            ownership = sink.ownership()
+        finally:
+            sink.close()
+        stored = [(p, o) for p, o, _, _ in rows]
+        assert len(stored) == len(set(stored)), "duplicates in the sink"
+        assert set(stored) == load.delivered, "records lost or invented"
+        assert all(v.startswith(f"{p}-".encode()) for p, _, v, _ in rows)
+        assert overlapping_readers(ownership) == []
+        assert len({c for c, *_ in ownership}) >= 3
+        procs[1].send_signal(signal.SIGTERM)
+        assert procs[1].wait(timeout=60) == 0
+        assert backend.running() == []  # the controller shut the group down on exit
+    finally:
+        load.stop()
+        stop_monitor.set()
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        backend.delete_all(timeout=5)
+        monitor.join(timeout=10)
