@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -115,8 +116,14 @@ class EmbeddedBroker:
     """
 
     def __init__(self, port: int | None = None, log_dir: str | os.PathLike | None = None,
-                 ready_timeout: float = 30.0, daemon: bool = False):
+                 ready_timeout: float = 30.0, daemon: bool = False, advertised_port: int | None = None,
+                 host: str = "127.0.0.1", netns: str | None = None):
         self.port = port
+        self.host = host
+        self.netns = netns  # run inside this network namespace (netem faults)
+        # clients learn broker addresses from metadata: a fault proxy in front of the broker must be
+        # what the broker advertises, or clients would bypass it after bootstrapping
+        self.advertised_port = advertised_port
         self.log_dir = Path(log_dir) if log_dir else Path(tempfile.gettempdir()) / "streamscale-broker"
         self.ready_timeout = ready_timeout
         self.daemon = daemon
@@ -128,7 +135,7 @@ class EmbeddedBroker:
     def bootstrap(self) -> str:
         if self.port is None:
             raise BrokerError("broker not started")
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     def start(self) -> "EmbeddedBroker":
         self.binary = resolve_tansu_binary()
@@ -140,7 +147,7 @@ class EmbeddedBroker:
             self.log_path = self.log_dir / f"tansu-{port}.log"
             try:
                 self._spawn(port)
-                wait_until_ready(f"127.0.0.1:{port}", self.ready_timeout, self.proc, self.log_path)
+                wait_until_ready(f"{self.host}:{port}", self.ready_timeout, self.proc, self.log_path)
                 self.port = port
                 return self
             except BrokerError as exc:  # port taken between probe and bind: try another
@@ -149,8 +156,14 @@ class EmbeddedBroker:
         raise BrokerError(f"could not start the embedded broker: {last}")
 
     def _spawn(self, port: int) -> None:
-        url = f"tcp://127.0.0.1:{port}"
-        cmd = [self.binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+        if not self.daemon and threading.current_thread() is not threading.main_thread():
+            # PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process:
+            # a broker started from a short-lived thread would be killed as soon as that thread returns
+            raise BrokerError("start (or restart) the embedded broker from the main thread")
+        url = f"tcp://{self.host}:{port}"
+        advertised = f"tcp://127.0.0.1:{self.advertised_port}" if self.advertised_port else url
+        prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
+        cmd = [*prefix, self.binary, "broker", "--listener-url", url, "--advertised-listener-url", advertised,
                "--storage-engine", "memory://tansu/", "--cluster-id", f"streamscale-{port}"]
         env = {k: v for k, v in os.environ.items()
                if k not in {"CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE"}}
@@ -178,6 +191,12 @@ class EmbeddedBroker:
                 self.proc.kill()
                 self.proc.wait(timeout)
         self.proc = None
+
+    def restart(self) -> None:
+        """Kill the broker and start it again on the same port: everything it held is lost (memory only)."""
+        self._kill()
+        self._spawn(self.port)
+        wait_until_ready(self.bootstrap, self.ready_timeout, self.proc, self.log_path)
 
     def stop(self) -> None:
         self._kill()

@@ -22,6 +22,8 @@ _app.add_typer(broker_app, name="broker")
 _app.add_typer(topic_app, name="topic")
 auto_app = typer.Typer(no_args_is_help=True, help="Consumer-group autoscaling by rebalance-aware bin packing.")
 _app.add_typer(auto_app, name="autoscale")
+rel_app = typer.Typer(no_args_is_help=True, help="Delivery reliability (TRAK): semantics x faults -> loss and duplicates.")
+_app.add_typer(rel_app, name="reliability")
 bench_app = typer.Typer(no_args_is_help=True, help="Scalability benchmarks (Theodolite method) from YAML specs.")
 _app.add_typer(bench_app, name="benchmark")
 
@@ -440,6 +442,50 @@ def autoscale_stop(state_dir: Path = StateDir):
 
     stopped = LocalProcessBackend(_live_config(state_dir).state_dir).delete_all()
     out.print(f"stopped consumers {stopped}" if stopped else "no consumers running")
+
+
+@rel_app.command("run")
+def reliability_run(spec_file: Path, out_dir: Path = typer.Option(None, "--out", help="Default: results/<name>"),
+                    bootstrap: str = typer.Option(None, "--bootstrap-servers", "-b",
+                                                  help="External cluster (only fault-free trials); default: "
+                                                       "an embedded broker behind the fault proxy")):
+    """Send N numbered messages per semantics under each fault; report alpha = L/N and beta = D/N."""
+    from streamscale.reliability.runner import run_spec
+    from streamscale.reliability.spec import load_spec
+
+    spec = load_spec(spec_file)
+    out_dir = out_dir or Path("results") / spec.name
+    df = run_spec(spec, out_dir, bootstrap, progress=console.print)
+    out.print(f"{len(df)} trials; results in {out_dir}/ (trials.csv, summary.csv, summary.json, fig*.png)")
+
+
+@rel_app.command("pipeline")
+def reliability_pipeline(messages: int = typer.Option(20000, "--messages", "-n", min=100),
+                         size: int = typer.Option(100, min=16), partitions: int = typer.Option(2, min=1),
+                         kill_at: float = typer.Option(0.3, min=0.01, max=0.99,
+                                                       help="Kill the query when this fraction is written"),
+                         master: str = typer.Option("local[1]"),
+                         out_dir: Path = typer.Option(Path("results/reliability-pipeline"), "--out"),
+                         bootstrap: str = Bootstrap):
+    """Ids through a Spark pass-through query that is killed (SIGKILL) and restarted from its checkpoint."""
+    from streamscale.broker.embedded import resolve_bootstrap
+    from streamscale.reliability.pipeline import run_pipeline_trial
+
+    r = run_pipeline_trial(resolve_bootstrap(bootstrap), out_dir, messages, size, partitions, kill_at, master)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "pipeline.json").write_text(json.dumps(r.row(), indent=2))
+    out.print(f"N={r.N} M={r.M} M'={r.distinct}: alpha={r.alpha:.6f} (L={r.lost}), beta={r.beta:.6f} (D={r.duplicated}); "
+              f"killed with {r.output_at_kill} records written; {out_dir}/pipeline.json")
+
+
+@rel_app.command("netem-check")
+def reliability_netem_check():
+    """Can this machine inject real packet delay/loss (tc netem between network namespaces)?"""
+    from streamscale.reliability.netem import netem_available
+
+    ok, why = netem_available()
+    out.print(("netem available: " if ok else "netem NOT available: ") + why)
+    raise typer.Exit(0 if ok else 1)
 
 
 @_app.command("demo")

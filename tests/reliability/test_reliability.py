@@ -1,0 +1,138 @@
+"""TRAK-style reliability: exact loss/duplicate accounting, semantics under injected faults, specs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from streamscale.errors import ConfigError
+from streamscale.reliability.netem import netem_available
+from streamscale.reliability.runner import run_spec
+from streamscale.reliability.spec import BrokerRestart, Cut, NoFault, ProxyFault, parse_spec
+from streamscale.reliability.tester import ProxyTestbed, account, make_value, run_trial
+
+N = 20_000
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    b = ProxyTestbed(tmp_path_factory.mktemp("trak-broker"), seed=7)
+    yield b
+    b.close()
+
+
+def test_accounting_matches_the_papers_definitions():
+    # N = 5; received ids 0, 1, 1, 3, 3, 3 (and one foreign id): M = 6, M' = 3, L = 2, D = 3
+    m, distinct, lost, dup = account(np.array([0, 1, 1, 3, 3, 3, 99]), 5)
+    assert (m, distinct, lost, dup) == (6, 3, 2, 3)
+    assert make_value(42, 20) == b"0000000000000042...."
+
+
+@pytest.mark.parametrize("semantics", ["at-most-once", "at-least-once", "exactly-once"])
+def test_without_faults_nothing_is_lost_or_duplicated(bed, semantics):
+    r = run_trial(bed, semantics, N, 100, NoFault(), partitions=2, send_timeout_s=30)
+    assert (r.M, r.distinct, r.lost, r.duplicated, r.alpha, r.beta) == (N, N, 0, 0, 0.0, 0.0)
+    assert r.acked == N and r.acked_but_lost == 0
+
+
+def test_connection_resets_at_least_once_loses_nothing_exactly_once_is_exact(bed):
+    # paced sending spreads the messages over a few hundred requests, so resets certainly happen
+    fault = ProxyFault(kind="proxy", reset_pct=3)
+    alo = run_trial(bed, "at-least-once", N, 100, fault, partitions=2, rate=20_000, send_timeout_s=60)
+    assert alo.proxy_resets > 0
+    assert alo.lost == 0 and alo.alpha == 0.0 and alo.acked == N
+    assert alo.duplicated == alo.M - N and alo.beta == alo.duplicated / N  # retries may duplicate; counted
+    eos = run_trial(bed, "exactly-once", N, 100, fault, partitions=2, rate=20_000, send_timeout_s=60,
+                    txn_messages=2000)
+    assert eos.proxy_resets > 0
+    assert (eos.M, eos.lost, eos.duplicated, eos.alpha, eos.beta) == (N, 0, 0, 0.0, 0.0)
+
+
+def test_at_most_once_reports_its_losses(bed):
+    r = run_trial(bed, "at-most-once", N, 100, ProxyFault(kind="proxy", reset_pct=5), partitions=2,
+                  rate=20_000, send_timeout_s=30)
+    assert r.proxy_resets > 0
+    assert r.lost > 0 and r.duplicated == 0 and r.beta == 0.0
+    assert r.lost == N - r.distinct and r.alpha == r.lost / N
+    # acks=0: the producer believed every lost message delivered
+    assert r.acked_but_lost == r.lost
+
+
+def test_a_link_cut_is_survived_by_at_least_once(bed):
+    r = run_trial(bed, "at-least-once", N, 100, ProxyFault(kind="proxy", cut=Cut(at_s=0.05, for_s=1.0)),
+                  partitions=2, rate=40_000, send_timeout_s=30)
+    assert r.proxy_resets > 0 and r.send_s >= 1.05  # the cut reset the open connections and ended
+    assert r.lost == 0 and r.distinct == N
+
+
+def test_broker_restart_loses_what_the_in_memory_broker_held_and_says_so(bed):
+    r = run_trial(bed, "at-least-once", N, 100, BrokerRestart(kind="broker-restart", at_s=0.3), partitions=2,
+                  rate=20_000, send_timeout_s=30)
+    assert r.broker_restarted and "memory only" in r.note
+    assert r.acked_but_lost > 0  # acknowledged before the restart, gone after it
+    assert r.lost == N - r.distinct
+
+
+def test_run_spec_writes_tables_and_figures(tmp_path):
+    spec = parse_spec({"name": "t", "messages": 3000, "semantics": ["at-least-once", "exactly-once"],
+                       "faults": [{"kind": "none"}], "sweep": {"kind": "proxy", "reset_pct": [2]},
+                       "send_timeout_s": 30})
+    df = run_spec(spec, tmp_path, progress=lambda _: None)
+    assert len(df) == 4
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    clean = [s for s in summary if s["fault"] == "none"]
+    assert [(s["alpha"], s["beta"]) for s in clean] == [(0.0, 0.0), (0.0, 0.0)]
+    for f in ("trials.csv", "summary.csv", "fig4b_loss_vs_lossrate.png", "fig5_duplicates_vs_lossrate.png"):
+        assert (tmp_path / f).stat().st_size > 0
+    assert not (tmp_path / "fig4a_loss_vs_delay.png").exists()  # no delay sweep, no delay figure
+
+
+def test_bad_specs_are_explained():
+    with pytest.raises(ConfigError) as e:
+        parse_spec({"name": "x", "messages": 0, "semantics": ["twice"],
+                    "faults": [{"kind": "proxy", "delay_ms": 1, "jitter_ms": 5}, {"kind": "wormhole"}]})
+    text = str(e.value)
+    for part in ("messages", "semantics.0", "jitter_ms must not exceed delay_ms", "faults.1"):
+        assert part in text
+    with pytest.raises(ConfigError, match="needs kind: netem"):
+        parse_spec({"name": "x", "messages": 1, "sweep": {"loss_pct": [1]}})
+
+
+def test_faults_on_an_external_cluster_are_refused(tmp_path):
+    spec = parse_spec({"name": "x", "messages": 10, "faults": [{"kind": "proxy", "delay_ms": 5}]})
+    with pytest.raises(ConfigError, match="bypass the proxy"):
+        run_spec(spec, tmp_path, bootstrap="127.0.0.1:1")
+
+
+def test_netem_detection_says_why():
+    ok, why = netem_available()
+    assert isinstance(ok, bool) and why
+    if not ok:
+        assert any(w in why for w in ("root", "iproute2", "netem"))
+
+
+@pytest.mark.skipif(not netem_available()[0], reason=f"netem unavailable: {netem_available()[1]}")
+def test_netem_packet_loss_trial(tmp_path):
+    from streamscale.reliability.spec import NetemFault
+    from streamscale.reliability.tester import NetemTestbed
+
+    bed = NetemTestbed(tmp_path)
+    try:
+        r = run_trial(bed, "at-least-once", 5000, 100, NetemFault(kind="netem", delay_ms=5, loss_pct=2),
+                      send_timeout_s=60)
+        assert r.lost == 0
+    finally:
+        bed.close()
+
+
+@pytest.mark.spark
+def test_pipeline_killed_and_restarted_loses_nothing(broker, _created_topics, tmp_path):
+    from streamscale.reliability.pipeline import run_pipeline_trial
+
+    n = 10_000
+    r = run_pipeline_trial(broker.bootstrap, tmp_path, n=n, topics_out=_created_topics)
+    assert 0 < r.output_at_kill < n  # the kill landed mid-run
+    assert r.lost == 0 and r.alpha == 0.0 and r.distinct == n
+    assert r.duplicated == r.M - n and r.beta == r.duplicated / n  # replayed micro-batch, counted exactly
