@@ -24,6 +24,8 @@ auto_app = typer.Typer(no_args_is_help=True, help="Consumer-group autoscaling by
 _app.add_typer(auto_app, name="autoscale")
 rel_app = typer.Typer(no_args_is_help=True, help="Delivery reliability (TRAK): semantics x faults -> loss and duplicates.")
 _app.add_typer(rel_app, name="reliability")
+topo_app = typer.Typer(no_args_is_help=True, help="Pipeline topologies: logical plan, optimization, sub-topologies.")
+_app.add_typer(topo_app, name="topology")
 bench_app = typer.Typer(no_args_is_help=True, help="Scalability benchmarks (Theodolite method) from YAML specs.")
 _app.add_typer(bench_app, name="benchmark")
 
@@ -486,6 +488,30 @@ def reliability_netem_check():
     ok, why = netem_available()
     out.print(("netem available: " if ok else "netem NOT available: ") + why)
     raise typer.Exit(0 if ok else 1)
+
+
+@topo_app.command("describe")
+def topology_describe(name: str = typer.Argument(..., help="uc1, uc2, uc3, uc4 or blog (the seed's example)"),
+                      optimize: bool = typer.Option(True, "--optimize/--no-optimize",
+                                                    help="Merge repartitions (seed 004) or not"),
+                      out_dir: Path = typer.Option(Path("results/topology"), "--out"),
+                      params: list[str] = typer.Option([], "--param", "-p", help="Pipeline parameter KEY=VALUE")):
+    """Print sub-topologies like Kafka Streams' Topology#describe() and write DOT and PNG graphs."""
+    from streamscale.topology.catalog import plan_for
+    from streamscale.topology.physical import describe, physical_plan, render_png, to_dot
+
+    if name.lower() not in ("uc1", "uc2", "uc3", "uc4", "blog"):
+        raise StreamscaleError(f"unknown topology '{name}': choose uc1, uc2, uc3, uc4 or blog")
+    phys = physical_plan(plan_for(name.lower(), **_parse_params(params)), optimize)
+    text = describe(phys)
+    out.print(text, markup=False, highlight=False)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"{name.lower()}-{'optimized' if optimize else 'unoptimized'}"
+    stem.with_suffix(".txt").write_text(text + "\n")
+    stem.with_suffix(".dot").write_text(to_dot(phys))
+    render_png(phys, stem.with_suffix(".png"))
+    out.print(f"{len(phys.subtopologies)} sub-topologies, {len(phys.repartitions)} repartition topics; "
+              f"wrote {stem}.txt, .dot, .png")
 
 
 @_app.command("demo")

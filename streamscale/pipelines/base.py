@@ -215,9 +215,16 @@ class Pipeline(ABC):
                         F.count(F.when(F.col("value_error").isNull(), 1)).alias("valid"))
         return df.where(F.col("value_error").isNull())
 
-    @abstractmethod
-    def build(self, spark, records):
-        """The dataflow from decoded records to the DataFrame the pipeline writes."""
+    def logical_plan(self):
+        """The pipeline as a logical plan (streamscale.topology), from which ``build`` compiles."""
+        raise NotImplementedError
+
+    def build(self, spark, records, optimize: bool = True):
+        """The dataflow from decoded records to the DataFrame the pipeline writes, compiled from the plan."""
+        from streamscale.topology.compile import compile_plan
+        from streamscale.topology.physical import physical_plan
+
+        return compile_plan(physical_plan(self.logical_plan(), optimize), spark, {"input": records})["output"]
 
     @abstractmethod
     def describe(self) -> str:

@@ -85,6 +85,11 @@ class UC1(Pipeline):
             f"  --> forEach: {side}",
         ])
 
+    def logical_plan(self):
+        from streamscale.topology.catalog import uc1_plan
+
+        return uc1_plan()
+
     def build(self, spark, records):
         from pyspark.sql import functions as F
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from streamscale.pipelines.base import Pipeline, PipelineParams, watermarked, windowed_stats
+from streamscale.pipelines.base import Pipeline, PipelineParams
 
 
 class UC2Params(PipelineParams):
@@ -34,9 +34,7 @@ class UC2(Pipeline):
             "  --> to: output topic, key = identifier, value = JSON (update mode)",
         ])
 
-    def build(self, spark, records):
-        from pyspark.sql import functions as F
+    def logical_plan(self):
+        from streamscale.topology.catalog import uc2_plan
 
-        p = self.params
-        return windowed_stats(watermarked(records, p.lateness_s),
-                              F.window("event_time", f"{int(p.window_s * 1000)} milliseconds"), ["identifier"])
+        return uc2_plan(self.params.window_s, self.params.lateness_s)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from streamscale.pipelines.base import Pipeline, PipelineParams, watermarked, windowed_stats
+from streamscale.pipelines.base import Pipeline, PipelineParams
 
 DAY_S = 86_400.0
 
@@ -50,10 +50,7 @@ class UC3(Pipeline):
             f"  --> to: output topic, early results every {p.emit_interval_s:g} s (update mode)",
         ])
 
-    def build(self, spark, records):
-        from pyspark.sql import functions as F
+    def logical_plan(self):
+        from streamscale.topology.catalog import uc3_plan
 
-        p = self.params
-        df = watermarked(records, p.lateness_s).withColumn("hourOfDay", F.hour("event_time"))
-        win = F.window("event_time", f"{int(p.window_s * 1000)} milliseconds", f"{int(p.slide_s * 1000)} milliseconds")
-        return windowed_stats(df, win, ["identifier", "hourOfDay"])
+        return uc3_plan(self.params.window_s, self.params.slide_s, self.params.lateness_s)

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from streamscale.loadgen.registry import SensorRegistry
-from streamscale.pipelines.base import Pipeline, PipelineParams, watermarked, windowed_stats
+from streamscale.pipelines.base import Pipeline, PipelineParams
 
 
 class UC4Params(PipelineParams):
@@ -62,9 +62,7 @@ class UC4(Pipeline):
         pairs = [(s, g) for s, groups in self.registry.ancestors().items() for g in groups]
         return F.broadcast(spark.createDataFrame(pairs, "identifier STRING, groupId STRING"))
 
-    def build(self, spark, records):
-        from pyspark.sql import functions as F
+    def logical_plan(self):
+        from streamscale.topology.catalog import uc4_plan
 
-        p = self.params
-        joined = watermarked(records, p.lateness_s).join(self.registry_frame(spark), "identifier")
-        return windowed_stats(joined, F.window("event_time", f"{int(p.window_s * 1000)} milliseconds"), ["groupId"])
+        return uc4_plan(self.registry_frame, self.params.window_s, self.params.lateness_s)

@@ -1,0 +1,7 @@
+"""A small logical-plan layer for the pipelines (seed 004): describe, optimize, compile to PySpark.
+
+:mod:`.plan` builds a logical plan with a Kafka-Streams-like DSL and infers which operators change
+the key; :mod:`.physical` places repartitions (optionally optimized) and splits the result into
+sub-topologies; :mod:`.compile` turns it into DataFrame operations; :mod:`.catalog` holds the
+plans of UC1-UC4 and of the blog's two-aggregation example.
+"""

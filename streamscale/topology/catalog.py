@@ -1,0 +1,111 @@
+"""Logical plans of the benchmark pipelines and of the blog's example (seed 004)."""
+
+from __future__ import annotations
+
+from streamscale.topology.plan import LogicalPlan
+
+
+def _windowed(window_ms: int, slide_ms: int | None = None):
+    def make():
+        from pyspark.sql import functions as F
+
+        if slide_ms:
+            return F.window("event_time", f"{window_ms} milliseconds", f"{slide_ms} milliseconds")
+        return F.window("event_time", f"{window_ms} milliseconds")
+    return make
+
+
+def _stats(df, keys, window):
+    from streamscale.pipelines.base import windowed_stats
+
+    return windowed_stats(df, window, keys)
+
+
+def _watermark(lateness_s: float):
+    def fn(df):
+        from streamscale.pipelines.base import watermarked
+
+        return watermarked(df, lateness_s)
+    return fn
+
+
+def uc1_plan() -> LogicalPlan:
+    plan = LogicalPlan("uc1")
+    plan.stream("input", ["identifier"]).map_values(lambda df: df, label="decode ActivePowerRecord").to("output")
+    return plan
+
+
+def uc2_plan(window_s: float = 60.0, lateness_s: float = 5.0) -> LogicalPlan:
+    plan = LogicalPlan("uc2")
+    (plan.stream("input", ["identifier"])
+     .map_values(_watermark(lateness_s), label=f"event time, watermark {lateness_s:g} s")
+     .group_by_key().windowed_by(_windowed(int(window_s * 1000)), label=f"tumbling {window_s:g} s")
+     .aggregate(_stats, "uc2-stats-store", label="count/sum/mean/min/max/variance").to("output"))
+    return plan
+
+
+def uc3_plan(window_s: float = 86_400.0, slide_s: float = 3600.0, lateness_s: float = 5.0) -> LogicalPlan:
+    def hour_of_day(df):
+        from pyspark.sql import functions as F
+
+        return df.withColumn("hourOfDay", F.hour("event_time"))
+
+    plan = LogicalPlan("uc3")
+    (plan.stream("input", ["identifier"])
+     .map_values(_watermark(lateness_s), label=f"event time, watermark {lateness_s:g} s")
+     .select_key(["identifier", "hourOfDay"], hour_of_day, label="key = (sensor, hour of day)")
+     .group_by_key().windowed_by(_windowed(int(window_s * 1000), int(slide_s * 1000)),
+                                 label=f"sliding {window_s:g} s / {slide_s:g} s")
+     .aggregate(_stats, "uc3-stats-store", label="count/sum/mean/min/max/variance").to("output"))
+    return plan
+
+
+def uc4_plan(registry_frame, window_s: float = 60.0, lateness_s: float = 5.0) -> LogicalPlan:
+    """``registry_frame(spark)``: (identifier, groupId) pairs, one per ancestor group."""
+    plan = LogicalPlan("uc4")
+    registry = plan.table("configuration", ["identifier"], registry_frame)
+    (plan.stream("input", ["identifier"])
+     .map_values(_watermark(lateness_s), label=f"event time, watermark {lateness_s:g} s")
+     .join(registry, lambda s, t: s.join(t, "identifier"), label="sensor registry (broadcast)")
+     .select_key(["groupId"], label="key = group (one row per ancestor)")
+     .group_by_key().windowed_by(_windowed(int(window_s * 1000)), label=f"tumbling {window_s:g} s")
+     .aggregate(_stats, "uc4-stats-store", label="count/sum/mean/min/max/variance").to("output"))
+    return plan
+
+
+def blog_plan(window_s: float = 5.0) -> LogicalPlan:
+    """selectKey(value[0:5]), then count per key and count per key and 5 s window."""
+    def new_key(df):
+        from pyspark.sql import functions as F
+
+        return df.withColumn("newKey", F.substring("value", 1, 5))
+
+    def event_time(df):
+        from pyspark.sql import functions as F
+
+        return df.withColumn("event_time", F.timestamp_millis(F.col("timestamp")))
+
+    def count(df, keys, window):
+        from pyspark.sql import functions as F
+
+        if window is None:
+            return df.groupBy(*keys).agg(F.count("*").alias("count"))
+        agg = df.groupBy(window, *keys).agg(F.count("*").alias("count"))
+        return agg.select(*keys, F.unix_millis(F.col("window.start")).alias("windowStartMs"), "count")
+
+    plan = LogicalPlan("blog")
+    rekeyed = (plan.stream("inputTopic", ["key"]).map_values(event_time, label="event time")
+               .select_key(["newKey"], new_key, label="key = value[0:5]"))
+    rekeyed.group_by_key().aggregate(count, "count-store", label="count").to("count-topic")
+    (rekeyed.group_by_key().windowed_by(_windowed(int(window_s * 1000)), label=f"tumbling {window_s:g} s")
+     .aggregate(count, "windowed-count-store", label="windowed count").to("windowed-count"))
+    return plan
+
+
+def plan_for(name: str, **params) -> LogicalPlan:
+    """The plan of a use case, with the pipeline's parameters (defaults as in the pipelines)."""
+    if name == "blog":
+        return blog_plan()
+    from streamscale.pipelines import make_pipeline
+
+    return make_pipeline(name, params).logical_plan()
