@@ -93,8 +93,12 @@ class ExperimentRunner:
                  on_lag: Callable | None = None) -> ExperimentResult:
         from streamscale.execution.sut import run_sut
 
+        from streamscale.observe import metrics
+
         spec, ex = self.spec, self.spec.execution
         s = experiment_settings(spec, load, resources)
+        metrics.experiment.info({"benchmark": spec.name, "sut": spec.benchmark.sut, "load": f"{load:g}",
+                                 "resources": str(resources), "repetition": str(repetition)})
         r = run_sut(spec.benchmark.sut, sensors=s["sensors"], duration_s=ex.duration_s, master=s["master"],
                     params=s["params"], partitions=spec.benchmark.topics.partitions,
                     gen_workers=spec.benchmark.loadgen.workers, bootstrap=self.bootstrap,
@@ -118,6 +122,7 @@ class ExperimentRunner:
             sampler_cpu_pct=round(100 * r.sampler_cpu_s / ex.duration_s, 3), wall_s=round(r.wall_s, 1),
             note="" if valid else "generator fell short of its target rate: experiment invalid")
         self._write_lag(res, r.lag)
+        metrics.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()
         return res
 
     def _write_lag(self, res: ExperimentResult, lag) -> None:
@@ -136,7 +141,8 @@ class ExperimentRunner:
 class Execution:
     """One benchmark execution: search, repetitions, resume, files."""
 
-    def __init__(self, spec: Spec, out_dir: Path, run_experiment: Callable[..., ExperimentResult]):
+    def __init__(self, spec: Spec, out_dir: Path, run_experiment: Callable[..., ExperimentResult], live=None):
+        self.live = live  # streamscale.observe.live.LiveState, for `benchmark run --serve`
         self.spec = spec
         self.out_dir = out_dir
         self.run_experiment = run_experiment
@@ -190,11 +196,18 @@ class Execution:
             else:
                 console.print(f"[bold]experiment[/] load {load:g} x resources {res} (repetition {rep + 1}/{reps})")
                 t0 = time.monotonic()
+                if self.live is not None:
+                    self.live.start_experiment(exp_id=_exp_id(load, res, rep), load=load, resources=res,
+                                               repetition=rep)
                 with console.status("warming up") as status:
                     def on_lag(sample, status=status, t0=t0):
                         status.update(f"load {load:g} x {res}: {time.monotonic() - t0:5.0f} s, "
                                       f"consumer lag {sample.lag:,}")
+                        if self.live is not None:
+                            self.live.add_sample(sample.t_s, sample.lag)
                     r = self.run_experiment(load, res, rep, on_lag=on_lag)
+                if self.live is not None:
+                    self.live.end_experiment(asdict(r))
                 self.ran += 1
                 self.done[key] = r
                 self._append(r)
@@ -243,13 +256,20 @@ class Execution:
         return summary
 
 
-def run_execution(spec: Spec, out_dir: Path, bootstrap: str | None = None) -> dict:
+def run_execution(spec: Spec, out_dir: Path, bootstrap: str | None = None, live=None) -> dict:
+    """Run the execution, then write report.html (streamscale.observe.report) next to its results."""
     from contextlib import ExitStack
 
     from streamscale.broker import EmbeddedBroker
+    from streamscale.observe.report import environment, write_report
 
     with ExitStack() as stack:
         bs = bootstrap or spec.execution.bootstrap_servers
-        if bs is None:
+        embedded = bs is None
+        if embedded:
             bs = stack.enter_context(EmbeddedBroker(log_dir=out_dir / "logs")).bootstrap
-        return Execution(spec, out_dir, ExperimentRunner(spec, out_dir, bs)).run()
+        execution = Execution(spec, out_dir, ExperimentRunner(spec, out_dir, bs), live=live)
+        (out_dir / "environment.json").write_text(json.dumps(environment(spec, bs, embedded), indent=2))
+        summary = execution.run()
+    summary["report"] = str(write_report(out_dir))
+    return summary

@@ -34,6 +34,26 @@ BOOTSTRAP_HELP = ("Kafka bootstrap servers of an external cluster (default: $STR
 Bootstrap = typer.Option(None, "--bootstrap-servers", "-b", help=BOOTSTRAP_HELP)
 
 
+_metrics_port: int | None = None
+
+
+@_app.callback()
+def _main(metrics_port: int = typer.Option(
+        None, "--metrics-port", envvar="STREAMSCALE_METRICS_PORT",
+        help="Prometheus /metrics on 127.0.0.1 while work runs (default 9464, a free port if taken; -1: off)")):
+    """Benchmark how PySpark Structured Streaming pipelines scale over a Kafka-protocol broker."""
+    global _metrics_port
+    _metrics_port = metrics_port
+
+
+def _metrics() -> None:
+    from streamscale.observe.metrics import serve
+
+    port = serve(_metrics_port)
+    if port is not None:
+        console.print(f"metrics: http://127.0.0.1:{port}/metrics", highlight=False)
+
+
 # -- broker --------------------------------------------------------------------------------
 @broker_app.command("start")
 def broker_start(port: int = typer.Option(None, help="Port on 127.0.0.1 (default: a free one)")):
@@ -140,6 +160,7 @@ def generate_cmd(
 
     Without --records or --duration it runs until Ctrl-C.
     """
+    _metrics()
     from streamscale.broker import BrokerAccess, resolve_bootstrap
     from streamscale.loadgen import GeneratorConfig, LoadGenerator
 
@@ -249,6 +270,7 @@ def run_sut_cmd(
                                   help="External Kafka cluster (default: start an embedded broker)"),
 ):
     """Run one pipeline against the load generator, printing live rates and lag."""
+    _metrics()
     from streamscale.execution.sut import run_sut
     from streamscale.pipelines import make_pipeline
 
@@ -297,14 +319,28 @@ def bench_validate(spec_file: Path):
 def bench_run(spec_file: Path,
               out_dir: Path = typer.Option(None, "--out", help="Results directory (default results/<name>)"),
               bootstrap: str = typer.Option(None, "--bootstrap-servers", "-b",
-                                            help="External Kafka cluster (default: an embedded broker)")):
+                                            help="External Kafka cluster (default: an embedded broker)"),
+              serve: bool = typer.Option(False, "--serve", help="Live page of the running experiment on loopback"),
+              serve_port: int = typer.Option(0, help="Port of the live page (default: a free one)")):
     """Run an execution: isolated experiments chosen by the search strategy; resumes if interrupted."""
+    _metrics()
     from streamscale.benchmark.runner import run_execution
     from streamscale.benchmark.spec import load_spec
 
     spec = load_spec(spec_file)
     out_dir = out_dir or Path("results") / spec.name
-    summary = run_execution(spec, out_dir, bootstrap)
+    live = server = None
+    if serve:
+        from streamscale.observe.live import LiveServer, LiveState
+
+        live = LiveState()
+        server = LiveServer(live, serve_port).start()
+        console.print(f"live page: {server.url}", highlight=False)
+    try:
+        summary = run_execution(spec, out_dir, bootstrap, live=live)
+    finally:
+        if server is not None:
+            server.stop()
     kind = "resource demand" if summary["metric"] == "demand" else "load capacity"
     out.print(f"\n[bold]{kind}[/] ({summary['experiments_run']} experiments run, "
               f"{summary['experiments_resumed']} resumed, {summary['invalid_experiments']} invalid):")
@@ -312,6 +348,7 @@ def bench_run(spec_file: Path,
         k, v = list(row.values())
         out.print(f"  {k:g} -> {v if v is not None else 'none of the tested amounts'}")
     out.print(f"lag sampler CPU: at most {summary['max_sampler_cpu_pct']}% of one core")
+    out.print(f"report: {summary['report']}")
     out.print(f"results in {out_dir}/ (experiments.csv, summary.csv, summary.json, "
               f"{'demand' if summary['metric'] == 'demand' else 'capacity'}.png, lag/)")
 
@@ -366,6 +403,7 @@ def autoscale_run(topics: list[str] = typer.Option(..., "--topic", "-t", help="S
                   verbose: bool = typer.Option(False, "--verbose", "-v"),
                   bootstrap: str = Bootstrap):
     """Monitor + controller: consumers follow the load, written to SQLite exactly once."""
+    _metrics()
     from pydantic import ValidationError
 
     from streamscale.autoscaler.live.protocol import LiveConfig
@@ -401,6 +439,7 @@ def autoscale_controller(state_dir: Path = StateDir, duration: float = typer.Opt
                          crash_after: str = typer.Option(None, hidden=True),
                          verbose: bool = typer.Option(False, "--verbose", "-v")):
     """Only the controller, for a group set up by `autoscale run` (recovers its view of the group)."""
+    _metrics()
     from streamscale.autoscaler.live.run import configure_logging, run_controller
 
     configure_logging(verbose)
@@ -411,6 +450,7 @@ def autoscale_controller(state_dir: Path = StateDir, duration: float = typer.Opt
 def autoscale_monitor(state_dir: Path = StateDir, duration: float = typer.Option(None),
                       verbose: bool = typer.Option(False, "--verbose", "-v")):
     """Only the monitor: publishes per-partition write speeds to monitor.writeSpeed."""
+    _metrics()
     from streamscale.autoscaler.live.run import configure_logging, run_monitor
 
     configure_logging(verbose)
@@ -452,6 +492,7 @@ def reliability_run(spec_file: Path, out_dir: Path = typer.Option(None, "--out",
                                                   help="External cluster (only fault-free trials); default: "
                                                        "an embedded broker behind the fault proxy")):
     """Send N numbered messages per semantics under each fault; report alpha = L/N and beta = D/N."""
+    _metrics()
     from streamscale.reliability.runner import run_spec
     from streamscale.reliability.spec import load_spec
 
@@ -470,6 +511,7 @@ def reliability_pipeline(messages: int = typer.Option(20000, "--messages", "-n",
                          out_dir: Path = typer.Option(Path("results/reliability-pipeline"), "--out"),
                          bootstrap: str = Bootstrap):
     """Ids through a Spark pass-through query that is killed (SIGKILL) and restarted from its checkpoint."""
+    _metrics()
     from streamscale.broker.embedded import resolve_bootstrap
     from streamscale.reliability.pipeline import run_pipeline_trial
 
@@ -512,6 +554,14 @@ def topology_describe(name: str = typer.Argument(..., help="uc1, uc2, uc3, uc4 o
     render_png(phys, stem.with_suffix(".png"))
     out.print(f"{len(phys.subtopologies)} sub-topologies, {len(phys.repartitions)} repartition topics; "
               f"wrote {stem}.txt, .dot, .png")
+
+
+@_app.command("report")
+def report_cmd(results_dir: Path):
+    """Write RESULTS_DIR/report.html: one self-contained page for a benchmark execution."""
+    from streamscale.observe.report import write_report
+
+    out.print(f"wrote {write_report(results_dir)}")
 
 
 @_app.command("demo")

@@ -21,6 +21,8 @@ from pathlib import Path
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.loadgen import GeneratorConfig, LoadGenerator
 from streamscale.pipelines import make_pipeline
+from streamscale.execution.metrics import lag_trend
+from streamscale.observe import metrics
 
 
 @dataclass
@@ -81,6 +83,8 @@ class LagSampler:
         committed = access.committed_offsets(self.group, self.topic)
         end_total = sum(ends.values())
         done = sum(committed.get(p, 0) for p in ends)
+        metrics.set_lag(self.topic, {p: e - committed.get(p, 0) for p, e in ends.items()})
+        metrics.lag_samples.inc()
         return LagSample(round(time.monotonic() - self.t0, 3), end_total - done, end_total, done)
 
     def _run(self) -> None:
@@ -91,6 +95,8 @@ class LagSampler:
                 s = self.sample_once(access)
                 self.cpu_s += time.thread_time() - c0
                 self.samples.append(s)
+                if len(self.samples) >= 3:
+                    metrics.lag_trend.set(lag_trend([x.t_s for x in self.samples], [x.lag for x in self.samples], 0))
                 if self.on_sample:
                     self.on_sample(s)
                 nxt += self.interval_s
@@ -146,6 +152,10 @@ def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str 
             while time.monotonic() < deadline:
                 time.sleep(0.25)
                 for b in run.poll():
+                    metrics.processed_total.inc(b.input_rows)
+                    metrics.processed_rate.set(b.processed_rate)
+                    metrics.batch_duration.set(b.batch_ms / 1000)
+                    metrics.dropped_total.inc(b.dropped_late)
                     if on_batch:
                         on_batch(asdict(b))
                 if run.exception() is not None:

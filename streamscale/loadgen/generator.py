@@ -20,6 +20,7 @@ import numpy as np
 
 from streamscale.errors import ConfigError, StreamscaleError
 from streamscale.loadgen.records import Encoder, ValueDistribution, sensor_id
+from streamscale.observe import metrics
 
 SHORTFALL_TOLERANCE = 0.05  # achieved below 95 % of the target counts as "not reaching it"
 
@@ -252,6 +253,9 @@ class LoadGenerator:
             rate = (n - last_n) / (t - last_t) if t > last_t else 0.0
             self._per_second.append(rate)
             last_n, last_t = n, t
+            metrics.generated_total.set(n)
+            metrics.generated_rate.set(rate)
+            metrics.generated_target.set(self.cfg.target_rate)
             if self.on_second:
                 self.on_second({"elapsed_s": t - self._t0, "rate": rate, "target_rate": self.cfg.target_rate,
                                 "sent": self.sent(), "delivered": n, "failed": self.failed(),

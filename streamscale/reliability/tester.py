@@ -24,6 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from streamscale.broker.access import BrokerAccess
 from streamscale.broker.embedded import EmbeddedBroker, free_port
+from streamscale.observe import metrics
 from streamscale.reliability.proxy import FaultProxy
 from streamscale.reliability.spec import BrokerRestart, NetemFault, NoFault, ProxyFault
 
@@ -222,6 +223,8 @@ class _Sender:
             self.errors[err.name()] += 1
 
     def _produce(self, p: Producer, i: int) -> None:
+        if i % 10_000 == 0:
+            metrics.rel_sent.labels(self.semantics).inc(min(10_000, self.n - i))
         value = make_value(i, self.size)
         while True:
             try:
@@ -390,6 +393,9 @@ def run_trial(testbed: Testbed, semantics: str, n: int, size: int, fault, partit
     access.close()
     result.M, result.distinct, result.lost, result.duplicated = account(ids, n)
     result.alpha, result.beta = result.lost / n, result.duplicated / n
+    metrics.rel_received.labels(semantics).inc(result.M)
+    metrics.rel_lost.labels(semantics).inc(result.lost)
+    metrics.rel_duplicated.labels(semantics).inc(result.duplicated)
     result.acked = int(sender.acked.sum())
     received = np.zeros(n, dtype=bool)
     valid = ids[(ids >= 0) & (ids < n)]

@@ -40,6 +40,7 @@ from streamscale.autoscaler.live.protocol import (
 )
 from streamscale.autoscaler.live.sink import SQLiteSink
 from streamscale.broker.access import BrokerAccess
+from streamscale.observe import metrics
 from streamscale.errors import ConfigError, StreamscaleError
 
 log = logging.getLogger("streamscale.autoscaler.controller")
@@ -331,6 +332,13 @@ class Controller:
 
     def _record(self, it: Iteration) -> None:
         self.history.append(it)
+        metrics.consumers.set(it.consumers_after)
+        metrics.write_speed.set(it.total_bytes_per_s)
+        metrics.iterations_total.labels(str(bool(it.reason)).lower()).inc()
+        if it.reason:
+            metrics.rscore.set(it.rscore)
+            metrics.moved_total.inc(it.moved)
+            metrics.reassign_seconds.set(it.reassign_ms / 1000)
         new_file = not self.csv_path.exists()
         with open(self.csv_path, "a", newline="") as f:
             w = csv.DictWriter(f, fieldnames=[fl.name for fl in fields(Iteration)])

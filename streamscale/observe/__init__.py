@@ -1,0 +1,1 @@
+"""Observability: Prometheus metrics of running work, HTML reports of executions, a live page."""
