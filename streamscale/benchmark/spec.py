@@ -135,15 +135,19 @@ def _explain(exc: ValidationError, source: str) -> str:
     return f"{source}: invalid spec\n" + "\n".join(lines)
 
 
-def load_spec(path: str | Path) -> Spec:
+def read_yaml(path: str | Path):
+    """A spec file's content, or a ConfigError naming the file (missing, or not YAML)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"spec file {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    return parse_spec(data, str(path))
+
+
+def load_spec(path: str | Path) -> Spec:
+    return parse_spec(read_yaml(path), str(path))
 
 
 def parse_spec(data, source: str = "spec") -> Spec:

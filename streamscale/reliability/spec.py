@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from streamscale.benchmark.spec import _explain
+from streamscale.benchmark.spec import _explain, read_yaml
 from streamscale.errors import ConfigError
 
 SEMANTICS = ("at-most-once", "at-least-once", "exactly-once")
@@ -131,11 +130,4 @@ def parse_spec(data, source: str = "spec") -> ReliabilitySpec:
 
 
 def load_spec(path: str | Path) -> ReliabilitySpec:
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"spec file {path} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    return parse_spec(data, str(path))
+    return parse_spec(read_yaml(path), str(path))

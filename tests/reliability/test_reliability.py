@@ -136,3 +136,13 @@ def test_pipeline_killed_and_restarted_loses_nothing(broker, _created_topics, tm
     assert 0 < r.output_at_kill < n  # the kill landed mid-run
     assert r.lost == 0 and r.alpha == 0.0 and r.distinct == n
     assert r.duplicated == r.M - n and r.beta == r.duplicated / n  # replayed micro-batch, counted exactly
+
+
+@pytest.mark.parametrize("name", ["reliability-small", "reliability-paper"])
+def test_shipped_reliability_examples_are_valid(name):
+    from pathlib import Path
+
+    from streamscale.reliability.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "reliability" / f"{name}.yaml")
+    assert spec.name == name and spec.all_faults()
