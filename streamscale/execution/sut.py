@@ -108,6 +108,14 @@ class LagSampler:
         return self.samples
 
 
+def _export(b) -> None:
+    """A finished micro-batch into the Prometheus metrics."""
+    metrics.processed_total.inc(b.input_rows)
+    metrics.processed_rate.set(b.processed_rate)
+    metrics.batch_duration.set(b.batch_ms / 1000)
+    metrics.dropped_total.inc(b.dropped_late)
+
+
 def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str = "local[2]",
             params: dict | None = None, partitions: int = 8, gen_workers: int = 1,
             bootstrap: str | None = None, out_dir: Path | None = None, spark=None,
@@ -152,10 +160,7 @@ def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str 
             while time.monotonic() < deadline:
                 time.sleep(0.25)
                 for b in run.poll():
-                    metrics.processed_total.inc(b.input_rows)
-                    metrics.processed_rate.set(b.processed_rate)
-                    metrics.batch_duration.set(b.batch_ms / 1000)
-                    metrics.dropped_total.inc(b.dropped_late)
+                    _export(b)
                     if on_batch:
                         on_batch(asdict(b))
                 if run.exception() is not None:
@@ -169,7 +174,10 @@ def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str 
             if sampler is not None:
                 sampler.stop()
             if run is not None:
+                n_seen = len(run.batches)
                 run.stop()
+                for b in run.batches[n_seen:]:  # batches that finished while the query stopped
+                    _export(b)
             gres = gen.stop() if gen is not None else None
             if own_spark:
                 spark.stop()
