@@ -25,6 +25,7 @@ class PipelineParams(BaseModel):
     max_offsets_per_trigger: int | None = None
     trigger_interval_s: float = 1.0
     dead_letter_topic: str | None = None
+    optimize_topology: bool = True  # seed 004's repartition rules (streamscale.topology); False: none
 
 
 def event_time(df):
@@ -219,11 +220,12 @@ class Pipeline(ABC):
         """The pipeline as a logical plan (streamscale.topology), from which ``build`` compiles."""
         raise NotImplementedError
 
-    def build(self, spark, records, optimize: bool = True):
+    def build(self, spark, records, optimize: bool | None = None):
         """The dataflow from decoded records to the DataFrame the pipeline writes, compiled from the plan."""
         from streamscale.topology.compile import compile_plan
         from streamscale.topology.physical import physical_plan
 
+        optimize = self.params.optimize_topology if optimize is None else optimize
         return compile_plan(physical_plan(self.logical_plan(), optimize), spark, {"input": records})["output"]
 
     @abstractmethod

@@ -113,3 +113,12 @@ def test_use_cases_compile_to_the_same_results_with_and_without_optimization(spa
         np.testing.assert_allclose(a["sum"], ref["sum"], rtol=1e-9)
     if name == "uc4":
         assert a["count"].sum() == len(pdf) * pipeline.registry.levels  # every reading in each ancestor group
+
+
+def test_the_optimization_switch_is_a_pipeline_parameter():
+    from streamscale.errors import ConfigError
+    from streamscale.pipelines import make_pipeline
+
+    assert make_pipeline("uc4", {"optimize_topology": False}).params.optimize_topology is False
+    with pytest.raises(ConfigError, match="optimize_topology"):
+        make_pipeline("uc2", {"optimize_topology": "sometimes"})
