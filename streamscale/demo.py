@@ -43,7 +43,7 @@ def run_execution_demo(out_dir: Path) -> dict:
     for row in summary["results"]:
         r = row["resources"]
         console.print(f"  {row['load']:,.0f} records/s -> {r if r is not None else 'more than 2'} core(s)")
-    console.print(f"wrote {out_dir}/demand.png, experiments.csv, summary.json and lag/*.png")
+    console.print(f"wrote {out_dir}/demand.png, experiments.csv, summary.json, lag/*.png and report.html")
     return summary
 
 
