@@ -150,10 +150,15 @@ def load_spec(path: str | Path) -> Spec:
     return parse_spec(read_yaml(path), str(path))
 
 
-def parse_spec(data, source: str = "spec") -> Spec:
+def validate(model, data, source: str, top_level: str):
+    """``model`` from parsed YAML, or a ConfigError that names every wrong field."""
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: the spec must be a mapping with name, benchmark and execution")
+        raise ConfigError(f"{source}: the spec must be a mapping with {top_level}")
     try:
-        return Spec.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_explain(exc, source)) from None
+
+
+def parse_spec(data, source: str = "spec") -> Spec:
+    return validate(Spec, data, source, "name, benchmark and execution")

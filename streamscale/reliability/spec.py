@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from streamscale.benchmark.spec import _explain, read_yaml
-from streamscale.errors import ConfigError
+from streamscale.benchmark.spec import read_yaml, validate
 
 SEMANTICS = ("at-most-once", "at-least-once", "exactly-once")
 Semantics = Literal["at-most-once", "at-least-once", "exactly-once"]
@@ -121,12 +120,7 @@ class ReliabilitySpec(_Model):
 
 
 def parse_spec(data, source: str = "spec") -> ReliabilitySpec:
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: the spec must be a mapping with name, messages, semantics, faults")
-    try:
-        return ReliabilitySpec.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_explain(exc, source)) from None
+    return validate(ReliabilitySpec, data, source, "name, messages, semantics, faults")
 
 
 def load_spec(path: str | Path) -> ReliabilitySpec:
