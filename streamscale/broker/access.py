@@ -36,6 +36,17 @@ class TopicNotFound(StreamscaleError):
     pass
 
 
+def reader_config(bootstrap: str, group: str, **extra) -> dict:
+    """librdkafka settings for a consumer that reads in short cycles or bounded ranges.
+
+    The embedded broker holds a fetch for the whole fetch.wait.max.ms even when data is there, and
+    librdkafka pauses a full prefetch queue for fetch.queue.backoff.ms (1 s by default): both are
+    kept low. Offsets are never auto-committed and reading never creates a topic.
+    """
+    return {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+            "allow.auto.create.topics": False, "fetch.wait.max.ms": 5, "fetch.queue.backoff.ms": 5, **extra}
+
+
 _OFFSET_INVALID = -1001
 
 

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from streamscale.broker.access import BrokerAccess
+from streamscale.broker.access import BrokerAccess, reader_config
 from streamscale.broker.embedded import EmbeddedBroker, free_port
 from streamscale.observe import metrics
 from streamscale.reliability.proxy import FaultProxy
@@ -303,9 +303,8 @@ def receive(bootstrap: str, topic: str, isolation: str, timeout_s: float) -> np.
     """Every id in the topic (read from the start up to the end offsets, at ``isolation``)."""
     with BrokerAccess(bootstrap) as access:
         ends = access.end_offsets(topic, isolation)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"trak-{uuid.uuid4().hex[:8]}",
-                  "enable.auto.commit": False, "isolation.level": isolation, "enable.partition.eof": True,
-                  "fetch.wait.max.ms": 5, "fetch.queue.backoff.ms": 5, "allow.auto.create.topics": False})
+    c = Consumer(reader_config(bootstrap, f"trak-{uuid.uuid4().hex[:8]}",
+                               **{"isolation.level": isolation, "enable.partition.eof": True}))
     ids: list[int] = []
     pending = {p for p, e in ends.items() if e > 0}
     try:

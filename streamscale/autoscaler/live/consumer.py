@@ -30,17 +30,11 @@ from streamscale.autoscaler.live.protocol import (
     parse_tp,
 )
 from streamscale.autoscaler.live.sink import ConsumerState, SQLiteSink
-from streamscale.broker.access import BrokerAccess
+from streamscale.broker.access import BrokerAccess, reader_config
 
 log = logging.getLogger("streamscale.autoscaler.consumer")
 
 BROKER_DOWN_EXIT_SECS = 120
-
-
-def _client_conf(cfg: LiveConfig) -> dict:
-    # the embedded broker holds a fetch for the whole fetch.wait.max.ms; keep cycles short
-    return {"bootstrap.servers": cfg.bootstrap, "enable.auto.commit": False, "fetch.wait.max.ms": 5,
-            "fetch.queue.backoff.ms": 5, "allow.auto.create.topics": False}
 
 
 class GroupConsumer:
@@ -50,9 +44,9 @@ class GroupConsumer:
         self.sink = SQLiteSink(cfg.sink)
         self.stopping = False
         self.broker_down_since: float | None = None
-        self.data = Consumer({**_client_conf(cfg), "group.id": cfg.group, "auto.offset.reset": cfg.start_from,
-                              "error_cb": self._on_error})
-        self.meta = Consumer({**_client_conf(cfg), "group.id": f"{cfg.group}-meta-{consumer_id}"})
+        self.data = Consumer(reader_config(cfg.bootstrap, cfg.group, **{"auto.offset.reset": cfg.start_from},
+                                           error_cb=self._on_error))
+        self.meta = Consumer(reader_config(cfg.bootstrap, f"{cfg.group}-meta-{consumer_id}"))
         self.producer = Producer({"bootstrap.servers": cfg.bootstrap, "enable.idempotence": True, "linger.ms": 0})
         self.state = self.sink.load_state(consumer_id) or ConsumerState()
         self.assignment: set[str] = set()

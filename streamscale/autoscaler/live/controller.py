@@ -39,7 +39,7 @@ from streamscale.autoscaler.live.protocol import (
     new_id,
 )
 from streamscale.autoscaler.live.sink import SQLiteSink
-from streamscale.broker.access import BrokerAccess
+from streamscale.broker.access import BrokerAccess, reader_config
 from streamscale.observe import metrics
 from streamscale.errors import ConfigError, StreamscaleError
 
@@ -93,14 +93,12 @@ class Controller:
         self.history: list[Iteration] = []
         self._hello: set[int] = set()
         self._warned: set[str] = set()
-        conf = {"bootstrap.servers": cfg.bootstrap, "enable.auto.commit": False, "fetch.wait.max.ms": 5,
-                "fetch.queue.backoff.ms": 5, "allow.auto.create.topics": False}
         with BrokerAccess(cfg.bootstrap) as access:
             inbox_end = access.end_offsets(cfg.metadata_topic)[CONTROLLER_PARTITION]
             speed_end = access.end_offsets(cfg.speed_topic)[0]
-        self.inbox = Consumer({**conf, "group.id": f"{cfg.group}-controller"})
+        self.inbox = Consumer(reader_config(cfg.bootstrap, f"{cfg.group}-controller"))
         self.inbox.assign([TopicPartition(cfg.metadata_topic, CONTROLLER_PARTITION, inbox_end)])
-        self.measurements = Consumer({**conf, "group.id": f"{cfg.group}-controller-speeds"})
+        self.measurements = Consumer(reader_config(cfg.bootstrap, f"{cfg.group}-controller-speeds"))
         # the newest measurement already published is the controller's starting point after a restart
         self.measurements.assign([TopicPartition(cfg.speed_topic, 0, max(speed_end - 1, 0))])
         self.producer = Producer({"bootstrap.servers": cfg.bootstrap, "enable.idempotence": True, "linger.ms": 0})
@@ -309,7 +307,7 @@ class Controller:
         m = self.sentinel(timeout)
         if m is None or not m.get("speeds"):
             return None
-        interest = {t for t in self.cfg.topics}
+        interest = set(self.cfg.topics)
         speeds = {k: float(v) for k, v in m["speeds"].items() if k.rsplit(":", 1)[0] in interest}
         before = len(set(self.assignment.values()))
         t0 = time.monotonic()

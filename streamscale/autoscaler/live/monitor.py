@@ -18,7 +18,7 @@ from collections import deque
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from streamscale.autoscaler.live.protocol import LiveConfig, encode, parse_tp, tp_key
-from streamscale.broker.access import BrokerAccess
+from streamscale.broker.access import BrokerAccess, reader_config
 
 log = logging.getLogger("streamscale.autoscaler.monitor")
 
@@ -67,9 +67,8 @@ class WriteSpeedMonitor:
 
     def _mean_sizes(self, ranges: dict[str, tuple[int, int]]) -> dict[str, float]:
         """Mean key+value bytes of the records in [lo, hi) of each partition."""
-        c = Consumer({"bootstrap.servers": self.cfg.bootstrap, "group.id": f"streamscale-monitor-{uuid.uuid4().hex[:6]}",
-                      "enable.auto.commit": False, "fetch.wait.max.ms": 5, "allow.auto.create.topics": False,
-                      "enable.partition.eof": True})
+        c = Consumer(reader_config(self.cfg.bootstrap, f"streamscale-monitor-{uuid.uuid4().hex[:6]}",
+                                   **{"enable.partition.eof": True}))
         totals: dict[str, list[int]] = {k: [0, 0] for k in ranges}
         pending = {k for k, (lo, hi) in ranges.items() if hi > lo}
         try:
