@@ -30,6 +30,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, 
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 from streamscale.errors import StreamscaleError, UnsupportedByBroker
+from streamscale.waiting import wait_for
 
 
 class TopicNotFound(StreamscaleError):
@@ -218,12 +219,7 @@ class BrokerAccess:
 
     # -- housekeeping ---------------------------------------------------------------------
     def _await(self, cond, what: str) -> None:
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
-            if cond():
-                return
-            time.sleep(0.05)
-        raise StreamscaleError(f"timed out after {self.timeout} s waiting for {what}")
+        wait_for(cond, self.timeout, what, interval=0.05)
 
     def close(self) -> None:
         # librdkafka handles destroyed during interpreter shutdown can crash: drop it now

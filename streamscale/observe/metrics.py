@@ -15,6 +15,8 @@ import threading
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Info, start_http_server
 
+from streamscale.broker.embedded import free_port
+
 DEFAULT_PORT = 9464
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -90,9 +92,7 @@ def serve(port: int | None = None) -> int | None:
         if port < 0:
             return None
         if port == 0 or not _free(port):
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
+            port = free_port()
         start_http_server(port, addr="127.0.0.1", registry=REGISTRY)
         _server_port = port
         return port

@@ -18,9 +18,10 @@ from streamscale.autoscaler.live.controller import CRASH_EXIT_CODE, Controller
 from streamscale.autoscaler.live.load import PartitionLoad
 from streamscale.autoscaler.live.monitor import WriteSpeedMonitor
 from streamscale.autoscaler.live.protocol import LiveConfig
-from streamscale.autoscaler.live.run import parse_bytes, run_monitor, setup, wait_for
+from streamscale.autoscaler.live.run import parse_bytes, run_monitor, setup
 from streamscale.autoscaler.live.sink import FencingError, SQLiteSink, overlapping_readers
 from streamscale.errors import ConfigError
+from streamscale.waiting import wait_for
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import logging
 import re
 import signal
 import threading
-import time
 from collections.abc import Callable
 
 from streamscale.autoscaler.live.backend import LocalProcessBackend
@@ -85,11 +84,3 @@ def setup(cfg: LiveConfig) -> LiveConfig:
 def configure_logging(verbose: bool = False) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-
-
-def wait_for(cond: Callable[[], bool], timeout: float, what: str, interval: float = 0.1) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
