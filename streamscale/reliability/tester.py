@@ -239,15 +239,23 @@ class _Sender:
             if ahead > 0:
                 time.sleep(ahead)
 
+    def _send(self, p: Producer, start: int, end: int, t0: float) -> None:
+        for i in range(start, end):
+            self._pace(i, t0)
+            self._produce(p, i)
+            if i % 1000 == 0:
+                p.poll(0)
+
+    def _transactional_session(self) -> Producer:
+        p = self._producer()
+        p.init_transactions(self.timeout_s)
+        return p
+
     def run(self) -> None:
         t0 = time.monotonic()
         if self.semantics != "exactly-once":
             p = self._producer()
-            for i in range(self.n):
-                self._pace(i, t0)
-                self._produce(p, i)
-                if i % 1000 == 0:
-                    p.poll(0)
+            self._send(p, 0, self.n, t0)
             remaining = p.flush(self.timeout_s + 30)
             if remaining:
                 self.errors["undelivered at end"] += remaining
@@ -255,19 +263,14 @@ class _Sender:
         self._run_transactions(t0)
 
     def _run_transactions(self, t0: float) -> None:
-        p = self._producer()
-        p.init_transactions(self.timeout_s)
+        p = self._transactional_session()
         start = 0
         deadline = time.monotonic() + 10 * self.timeout_s
         while start < self.n:
             end = min(start + self.txn_messages, self.n)
             try:
                 p.begin_transaction()
-                for i in range(start, end):
-                    self._pace(i, t0)
-                    self._produce(p, i)
-                    if i % 1000 == 0:
-                        p.poll(0)
+                self._send(p, start, end, t0)
                 self._commit(p)
                 self.acked[start:end] = True
                 start = end
@@ -277,14 +280,12 @@ class _Sender:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"exactly-once sending made no progress: {err.str()}") from exc
                 if err.fatal():  # e.g. fenced after a broker restart: a new producer session
-                    p = self._producer()
-                    p.init_transactions(self.timeout_s)
+                    p = self._transactional_session()
                 else:
                     try:
                         p.abort_transaction(self.timeout_s)
                     except KafkaException:
-                        p = self._producer()
-                        p.init_transactions(self.timeout_s)
+                        p = self._transactional_session()
                 self.aborted += 1  # the aborted transaction's messages are sent again in a new one
 
     def _commit(self, p: Producer) -> None:
