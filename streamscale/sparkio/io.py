@@ -35,9 +35,22 @@ def read_kafka(spark, bootstrap: str, topic: str, starting_offsets: str = "lates
               .option("startingOffsets", starting_offsets))
     if max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
-    for k, v in (options or {}).items():
+    options = dict(options or {})
+    if impl == "python" and not any(k.lower() == "maxpartitions" for k in options):
+        parallelism = _default_parallelism(spark)
+        if parallelism:
+            options["maxPartitions"] = parallelism
+    for k, v in options.items():
         reader = reader.option(k, str(v))
     return reader.load()
+
+
+def _default_parallelism(spark) -> int | None:
+    """Tasks that fit the cores: the source groups Kafka partitions into this many tasks."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: the source's own default
+        return None
 
 
 def read_records(spark, bootstrap: str, topic: str, value_ddl: str = ACTIVE_POWER_DDL,

@@ -6,7 +6,11 @@ replacement that needs nothing but ``confluent-kafka``. Format name:
 switch to the built-in ``kafka`` format).
 
 Source
-    One Spark input partition per Kafka partition offset range ``[start, end)``.
+    One Spark task per group of Kafka partitions, reading each partition's offset range
+    ``[start, end)`` (option ``maxPartitions``, the inverse of the built-in connector's
+    ``minPartitions``: at most that many tasks per micro-batch, default the session's default
+    parallelism, so 100 partitions on 2 cores cost 2 tasks, not 100). Readers stay with their
+    Python worker across micro-batches (:mod:`streamscale.sparkio.readers`).
     Offsets are dicts ``{topic: {"<partition>": offset}}`` that Spark checkpoints,
     so a restarted query resumes exactly where the last committed batch ended.
     End offsets come from :class:`~streamscale.broker.access.BrokerAccess`, which
@@ -23,9 +27,9 @@ Sink
 from __future__ import annotations
 
 import json
+import os
 import threading
-import time
-import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -40,7 +44,7 @@ from pyspark.sql.datasource import (
 )
 
 from streamscale.errors import ConfigError, StreamscaleError
-from streamscale.sparkio import formats
+from streamscale.sparkio import formats, readers
 
 try:  # Spark >= 4.1
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
@@ -92,6 +96,7 @@ class SourceConfig:
     fail_on_data_loss: bool
     poll_timeout_s: float
     include_raw: bool
+    max_partitions: int
 
     @classmethod
     def from_options(cls, options) -> "SourceConfig":
@@ -111,6 +116,13 @@ class SourceConfig:
             raise ConfigError(f"maxOffsetsPerTrigger must be a whole number, not '{mopt}'") from None
         if max_off is not None and max_off <= 0:
             raise ConfigError("maxOffsetsPerTrigger must be positive")
+        mpart = opts.get("maxpartitions")
+        try:
+            max_parts = int(mpart) if mpart not in (None, "") else (os.cpu_count() or 2)
+        except ValueError:
+            raise ConfigError(f"maxPartitions must be a whole number, not '{mpart}'") from None
+        if max_parts <= 0:
+            raise ConfigError("maxPartitions must be positive")
         fmt = opts.get("valueformat", "raw").lower()
         if fmt not in formats.FORMATS:
             raise ConfigError(f"valueFormat must be one of {formats.FORMATS}, not '{fmt}'")
@@ -128,6 +140,7 @@ class SourceConfig:
             fail_on_data_loss=opts.get("failondataloss", "true").lower() != "false",
             poll_timeout_s=float(opts.get("polltimeoutms", "120000")) / 1000.0,
             include_raw=opts.get("includeraw", "true").lower() != "false" or fmt == "raw",
+            max_partitions=max_parts,
         )
 
     @property
@@ -156,88 +169,16 @@ class SourceConfig:
 
 
 class KafkaInputPartition(InputPartition):
-    def __init__(self, topic: str, partition: int, start: int, end: int):
-        super().__init__((topic, partition, start, end))
-        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+    """One Spark task: ranges [start, end) of one group of Kafka partitions (see readers.group_of)."""
+
+    def __init__(self, group: tuple, ranges: tuple[tuple[str, int, int, int], ...]):
+        super().__init__((group, ranges))
+        self.group, self.ranges = group, ranges
 
 
 # -- worker-side client caches: a Python worker serves many tasks, so clients outlive a batch --
 _LOCK = threading.Lock()
 _PRODUCERS: dict[tuple, object] = {}
-
-
-class _PartitionReader:
-    """A consumer that stays assigned to one partition across micro-batches.
-
-    Re-assigning a partition costs about a second in librdkafka (measured); a reader that keeps
-    its assignment continues where the last batch ended, with the next records already
-    prefetched. A record read past the end of a range is kept for the next range.
-    """
-
-    def __init__(self, cfg: SourceConfig, topic: str, partition: int, start: int):
-        from confluent_kafka import Consumer, TopicPartition
-
-        conf = {
-            "bootstrap.servers": cfg.bootstrap,
-            "group.id": f"streamscale-reader-{uuid.uuid4().hex[:12]}",
-            "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "enable.partition.eof": True, "auto.offset.reset": "error",
-            "allow.auto.create.topics": False,
-            # The embedded broker holds a fetch for its full max wait even when data is there;
-            # reads here are bounded ranges, so long polling buys nothing.
-            "max.partition.fetch.bytes": 8 * 1024 * 1024, "fetch.wait.max.ms": 5,
-            "queued.max.messages.kbytes": 16 * 1024,
-            # librdkafka pauses a full prefetch queue for fetch.queue.backoff.ms (1 s by default): a
-            # task that drains the queue would then wait up to a second for the next fetch
-            "fetch.queue.backoff.ms": 5,
-        }
-        conf.update(dict(cfg.kafka))
-        self.consumer = Consumer(conf)
-        self.topic, self.partition = topic, partition
-        self.consumer.assign([TopicPartition(topic, partition, start)])
-        self.next_offset = start   # where the consumer's queue continues
-        self.stash = None          # a record read beyond the previous range's end
-
-    def seek(self, start: int) -> None:
-        from confluent_kafka import KafkaException, TopicPartition
-
-        if start == self.next_offset:
-            return
-        self.stash = None
-        try:
-            self.consumer.seek(TopicPartition(self.topic, self.partition, start))
-        except KafkaException:  # not yet fetching: assign at the offset instead
-            self.consumer.assign([TopicPartition(self.topic, self.partition, start)])
-        self.next_offset = start
-
-    def resume(self) -> None:
-        from confluent_kafka import TopicPartition
-
-        self.consumer.resume([TopicPartition(self.topic, self.partition)])
-
-    def pause(self) -> None:
-        # An idle reader that keeps fetching polls the broker every fetch.wait.max.ms: with many
-        # readers that costs the embedded broker most of a core. Paused readers do not fetch.
-        from confluent_kafka import TopicPartition
-
-        self.consumer.pause([TopicPartition(self.topic, self.partition)])
-
-    def close(self) -> None:
-        self.consumer.close()
-
-
-_READERS: dict[tuple, _PartitionReader] = {}
-
-
-def _reader(cfg: SourceConfig, topic: str, partition: int, start: int) -> _PartitionReader:
-    key = (cfg.bootstrap, cfg.kafka, topic, partition)
-    with _LOCK:
-        r = _READERS.get(key)
-        if r is None:
-            r = _READERS[key] = _PartitionReader(cfg, topic, partition, start)
-        else:
-            r.seek(start)
-        return r
 
 
 def _producer(bootstrap: str, extra: tuple[tuple[str, str], ...]):
@@ -305,98 +246,47 @@ def produce_all(producer, topic_default: str | None, rows, timeout: float = 120.
     return sent
 
 
-def read_range(cfg: SourceConfig, topic: str, partition: int, start: int, end: int):
-    """Yield Arrow record batches holding exactly the records of [start, end) of one partition."""
-    from confluent_kafka import KafkaError, TopicPartition
-
-    if start >= end:
-        return
+def read_ranges(cfg: SourceConfig, group: tuple, ranges) -> Iterator[pa.RecordBatch]:
+    """Yield Arrow record batches holding exactly the records of ``ranges`` (topic, partition,
+    start, end), read by this worker's reader for ``group``."""
     schema = cfg.arrow_schema()
-    reader = _reader(cfg, topic, partition, start)
-    consumer = reader.consumer
+    ranges = [r for r in ranges if r[3] > r[2]]
+    if not ranges:
+        return
+    reader = readers.group_reader(cfg.bootstrap, cfg.kafka, group)
     dlq = _producer(cfg.bootstrap, ()) if cfg.dead_letter_topic else None
     decode_schema = formats.parse_ddl(cfg.value_schema) if cfg.value_format != "raw" else None
-    position = start
-    last_progress = time.monotonic()
-    pending = [reader.stash] if reader.stash is not None else []
-    reader.stash = None
-    reader.resume()
-    try:
-        while position < end:
-            if pending:
-                msgs, pending = pending, []
-            else:
-                # consume() waits for its full timeout whenever fewer records than asked for are
-                # there (the tail of the log), so ask often and briefly
-                msgs = consumer.consume(num_messages=min(_BATCH_ROWS, max(end - position, 1)), timeout=0.02)
-            batch = []
-            for i, m in enumerate(msgs):
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        position = max(position, min(m.offset(), end))
-                        continue
-                    if err.code() == KafkaError._AUTO_OFFSET_RESET:
-                        low = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[0]
-                        if cfg.fail_on_data_loss or low <= position:
-                            raise StreamscaleError(
-                                f"{topic}[{partition}]: offset {position} is no longer on the broker "
-                                f"(log starts at {low}): data loss; set failOnDataLoss=false to skip ahead")
-                        position = low  # records before the log start are gone: skip them, as asked
-                        reader.seek(low)
-                        break
-                    raise StreamscaleError(f"reading {topic}[{partition}] at offset {position}: {err.str()}")
-                off = m.offset()
-                if off < position:
-                    continue  # already delivered (prefetched before a seek)
-                if off >= end:
-                    # read one past the range: keep it (and anything after) for the next range
-                    rest = [x for x in msgs[i:] if x.error() is None]
-                    reader.stash = rest[0] if rest else None
-                    if len(rest) > 1:  # more than one past the end: the queue must start over
-                        reader.stash = None
-                        reader.next_offset = -1
-                    position = end
-                    break
-                batch.append(m)
-                position = off + 1
-            if batch:
-                last_progress = time.monotonic()
-                yield _to_arrow(batch, schema, cfg, decode_schema, dlq, topic)
-            elif position < end:
-                # Transaction markers are invisible to the application; the consumer's position
-                # still moves past them, so ask it rather than waiting for offset end - 1.
-                pos = consumer.position([TopicPartition(topic, partition)])[0].offset
-                if pos >= end:
-                    position = end
-                elif time.monotonic() - last_progress > cfg.poll_timeout_s:
-                    raise StreamscaleError(
-                        f"no progress reading {topic}[{partition}] at offset {position} (want end {end}) "
-                        f"for {cfg.poll_timeout_s:.0f} s: is the broker reachable?")
-    except BaseException:
-        reader.next_offset = -1  # state unknown after a failure: the next read seeks
-        reader.stash = None
-        raise
-    finally:
-        reader.pause()
-    if reader.next_offset != -1:
-        reader.next_offset = reader.stash.offset() if reader.stash is not None else end
+    pending: list = []
+    for msgs in reader.read(ranges, cfg.poll_timeout_s, cfg.fail_on_data_loss):
+        pending.extend(msgs)
+        # fewer, larger Arrow batches: each one is a round trip to the JVM
+        if len(pending) >= _BATCH_ROWS:
+            yield _to_arrow(pending, schema, cfg, decode_schema, dlq)
+            pending = []
+    if pending:
+        yield _to_arrow(pending, schema, cfg, decode_schema, dlq)
     if dlq is not None:
         remaining = dlq.flush(60)
         if remaining:
             raise StreamscaleError(f"dead-letter topic: {remaining} records not delivered")
 
 
-def _to_arrow(msgs, schema: pa.Schema, cfg: SourceConfig, decode_schema, dlq, topic: str) -> pa.RecordBatch:
+def read_range(cfg: SourceConfig, topic: str, partition: int, start: int, end: int):
+    """Yield Arrow record batches holding exactly the records of [start, end) of one partition."""
+    return read_ranges(cfg, ((topic, partition),), [(topic, partition, start, end)])
+
+
+def _to_arrow(msgs, schema: pa.Schema, cfg: SourceConfig, decode_schema, dlq) -> pa.RecordBatch:
     n = len(msgs)
+    topics = ([cfg.topics[0]] * n if len(cfg.topics) == 1 else [m.topic() for m in msgs])
     values = [m.value() for m in msgs]
     ts = [m.timestamp() for m in msgs]
     cols: list[pa.Array] = []
     if cfg.include_raw:
         cols += [pa.array([m.key() for m in msgs], pa.binary()), pa.array(values, pa.binary())]
     cols += [
-        pa.array([topic] * n, pa.string()),
-        pa.array([msgs[0].partition()] * n, pa.int32()),
+        pa.array(topics, pa.string()),
+        pa.array([m.partition() for m in msgs], pa.int32()),
         pa.array([m.offset() for m in msgs], pa.int64()),
         pa.array([t[1] * 1000 for t in ts], pa.timestamp("us", tz="UTC")),
         pa.array([t[0] for t in ts], pa.int32()),
@@ -537,16 +427,19 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return None
 
     def partitions(self, start: dict, end: dict):
-        parts = []
-        for t in sorted(end):
-            for p in sorted(end[t], key=int):
-                s, e = int(start.get(t, {}).get(p, 0)), int(end[t][p])
-                if e > s:
-                    parts.append(KafkaInputPartition(t, int(p), s, e))
-        return parts
+        """One task per group of Kafka partitions; groups are fixed (index mod maxPartitions), so a
+        worker's reader for a group keeps its prefetched records for the group's next ranges."""
+        tps = sorted(((t, int(p)) for t in end for p in end[t]), key=lambda tp: (tp[0], tp[1]))
+        groups = min(self.cfg.max_partitions, len(tps)) or 1
+        ranges: dict[int, list] = {}
+        for i, (t, p) in enumerate(tps):
+            s, e = int(start.get(t, {}).get(str(p), 0)), int(end[t][str(p)])
+            if e > s:
+                ranges.setdefault(readers.group_of(i, groups), []).append((t, p, s, e))
+        return [KafkaInputPartition((self.cfg.topics, groups, g), tuple(r)) for g, r in sorted(ranges.items())]
 
     def read(self, partition: KafkaInputPartition):
-        return read_range(self.cfg, partition.topic, partition.partition, partition.start, partition.end)
+        return read_ranges(self.cfg, partition.group, partition.ranges)
 
     def commit(self, end: dict) -> None:
         if self.cfg.commit_group:
@@ -686,12 +579,7 @@ def _close_clients() -> None:  # librdkafka handles destroyed at interpreter exi
         for p in _PRODUCERS.values():
             p.flush(10)
         _PRODUCERS.clear()
-        for r in _READERS.values():
-            try:
-                r.close()
-            except Exception:  # noqa: BLE001
-                pass
-        _READERS.clear()
+    readers.close_readers()
 
 
 import atexit  # noqa: E402

@@ -166,3 +166,44 @@ def test_builtin_switch_uses_sparks_own_kafka_format(spark, broker, topic_factor
     monkeypatch.setenv("STREAMSCALE_KAFKA_IMPL", "carrier-pigeon")
     with pytest.raises(Exception, match="must be one of"):
         read_kafka(spark, broker.bootstrap, topic)
+
+
+def test_hundreds_of_small_batches_across_markers_and_a_restart_each_record_once(spark, broker, access,
+                                                                                 topic_factory, tmp_path):
+    # maxOffsetsPerTrigger far below the partition sizes: hundreds of bounded ranges, every one
+    # continuing where a (possibly other) Python worker's reader stopped; transaction markers and
+    # aborted records on the way; the query stopped mid-way and restarted from its checkpoint.
+    import pyarrow.parquet as pq
+
+    from tests.sparkio.test_reader import _reference_read, _transactional_log
+
+    topic = topic_factory(4)
+    committed = _transactional_log(broker.bootstrap, topic, 4, txns=100, seed=11)
+    reference = _reference_read(broker.bootstrap, topic, 4, access.end_offsets(topic, "read_committed"))
+    assert all(set(committed[q]) <= set(reference[q]) for q in range(4))
+    total = sum(len(v) for v in reference.values())
+    out, ckpt = tmp_path / "out", str(tmp_path / "ckpt")
+
+    def start(**trigger):
+        df = read_kafka(spark, broker.bootstrap, topic, "earliest", max_offsets_per_trigger=10,
+                        options={"kafka.isolation.level": "read_committed"}).select("partition", "offset")
+        return (df.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", ckpt)
+                .trigger(**trigger).start())
+
+    q = start(processingTime="0 seconds")
+    try:
+        from streamscale.waiting import wait_for
+
+        wait_for(lambda: q.lastProgress is not None and q.lastProgress["batchId"] >= 60, 300,
+                 "60 micro-batches of the first run")
+    finally:
+        q.stop()
+    q = start(availableNow=True)
+    q.awaitTermination(600)
+    assert not q.isActive
+    table = pq.read_table(str(out)).to_pandas()
+    batches = q.lastProgress["batchId"] + 1
+    assert batches >= 200, f"only {batches} micro-batches"
+    got = {p: sorted(g["offset"].tolist()) for p, g in table.groupby("partition")}
+    assert sum(len(v) for v in got.values()) == total  # none twice
+    assert got == {p: v for p, v in reference.items() if v}
