@@ -32,6 +32,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
@@ -257,12 +258,14 @@ def read_ranges(cfg: SourceConfig, group: tuple, ranges) -> Iterator[pa.RecordBa
     dlq = _producer(cfg.bootstrap, ()) if cfg.dead_letter_topic else None
     decode_schema = formats.parse_ddl(cfg.value_schema) if cfg.value_format != "raw" else None
     pending: list = []
-    for msgs in reader.read(ranges, cfg.poll_timeout_s, cfg.fail_on_data_loss):
-        pending.extend(msgs)
+    rows = 0
+    for runs in reader.read(ranges, cfg.poll_timeout_s, cfg.fail_on_data_loss):
+        pending.extend(runs)
+        rows += sum(len(msgs) for _, msgs in runs)
         # fewer, larger Arrow batches: each one is a round trip to the JVM
-        if len(pending) >= _BATCH_ROWS:
+        if rows >= _BATCH_ROWS:
             yield _to_arrow(pending, schema, cfg, decode_schema, dlq)
-            pending = []
+            pending, rows = [], 0
     if pending:
         yield _to_arrow(pending, schema, cfg, decode_schema, dlq)
     if dlq is not None:
@@ -276,20 +279,22 @@ def read_range(cfg: SourceConfig, topic: str, partition: int, start: int, end: i
     return read_ranges(cfg, ((topic, partition),), [(topic, partition, start, end)])
 
 
-def _to_arrow(msgs, schema: pa.Schema, cfg: SourceConfig, decode_schema, dlq) -> pa.RecordBatch:
-    n = len(msgs)
-    topics = ([cfg.topics[0]] * n if len(cfg.topics) == 1 else [m.topic() for m in msgs])
+def _to_arrow(runs, schema: pa.Schema, cfg: SourceConfig, decode_schema, dlq) -> pa.RecordBatch:
+    """Runs of one partition's messages -> one Arrow batch (topic and partition from the runs)."""
+    msgs = [m for _, run in runs for m in run] if len(runs) > 1 else runs[0][1]
+    lengths = [len(run) for _, run in runs]
     values = [m.value() for m in msgs]
-    ts = [m.timestamp() for m in msgs]
+    ts = np.array([m.timestamp() for m in msgs], dtype=np.int64).reshape(-1, 2)
     cols: list[pa.Array] = []
     if cfg.include_raw:
         cols += [pa.array([m.key() for m in msgs], pa.binary()), pa.array(values, pa.binary())]
     cols += [
-        pa.array(topics, pa.string()),
-        pa.array([m.partition() for m in msgs], pa.int32()),
+        pa.DictionaryArray.from_arrays(np.repeat(np.arange(len(runs), dtype=np.int32), lengths),
+                                       pa.array([t for (t, _), _ in runs], pa.string())).cast(pa.string()),
+        pa.array(np.repeat(np.array([p for (_, p), _ in runs], dtype=np.int32), lengths)),
         pa.array([m.offset() for m in msgs], pa.int64()),
-        pa.array([t[1] * 1000 for t in ts], pa.timestamp("us", tz="UTC")),
-        pa.array([t[0] for t in ts], pa.int32()),
+        pa.array(ts[:, 1] * 1000, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        pa.array(ts[:, 0].astype(np.int32)),
     ]
     if decode_schema is not None:
         decoded, errors = formats.decode(values, cfg.value_format, decode_schema)

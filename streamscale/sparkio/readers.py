@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator, Sequence
 
@@ -36,6 +37,10 @@ CONSUME_BATCH = 20_000       # records asked of librdkafka per call
 IDLE_CLOSE_S = 600.0         # a reader unused this long is closed (its partitions went elsewhere)
 
 Range = tuple[str, int, int, int]  # topic, partition, start, end (exclusive)
+
+
+def _offset(m) -> int:
+    return m.offset()
 
 
 def group_of(index: int, groups: int) -> int:
@@ -76,9 +81,68 @@ class GroupReader:
         self.expect[tp] = start
 
     # -- reading --------------------------------------------------------------------------
+    # A partition's buffer is a deque of items in offset order: lists of consecutive data messages
+    # as consume() returned them, or an int, the log end an end-of-partition event reported. Whole
+    # lists inside a range move on without touching each message.
+    def _drain(self, tp, lo: int, hi: int, out: list) -> int:
+        """Move the buffered records of [lo, hi) of ``tp`` to ``out``; return the new position."""
+        buf = self.buffers[tp]
+        while buf and lo < hi:
+            item = buf[0]
+            if isinstance(item, int):  # end of partition: nothing between lo and the log end
+                buf.popleft()
+                lo = max(lo, min(item, hi))
+                continue
+            first, last = item[0].offset(), item[-1].offset()
+            if first >= hi:
+                return hi  # the gap up to hi holds no data (transaction markers)
+            if first >= lo and last < hi:
+                buf.popleft()
+                out.append((tp, item))
+                lo = last + 1
+                continue
+            i = bisect_left(item, lo, key=_offset) if first < lo else 0
+            j = bisect_left(item, hi, key=_offset) if last >= hi else len(item)
+            if j > i:
+                out.append((tp, item[i:j]))
+                lo = item[j - 1].offset() + 1
+            if j < len(item):
+                buf[0] = item[j:]
+                return hi
+            buf.popleft()
+        return lo
+
+    def _fill(self, msgs, pos, pending, fail_on_data_loss: bool) -> None:
+        from confluent_kafka import KafkaError
+
+        runs: dict = {}
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                key = (m.topic(), m.partition())
+                run = runs.get(key)
+                if run is None:
+                    runs[key] = [m]
+                else:
+                    run.append(m)
+            elif err.code() == KafkaError._PARTITION_EOF:
+                key = (m.topic(), m.partition())
+                buf = self.buffers.get(key)
+                if buf is not None:
+                    if key in runs:
+                        buf.append(runs.pop(key))
+                    buf.append(m.offset())
+            else:
+                self._on_error(m, err, pos, pending, fail_on_data_loss)
+        for key, run in runs.items():
+            buf = self.buffers.get(key)
+            if buf is not None:
+                buf.append(run)
+
     def read(self, ranges: Sequence[Range], poll_timeout_s: float, fail_on_data_loss: bool) -> Iterator[list]:
-        """Yield lists of messages holding exactly the records of ``ranges`` (one range per partition)."""
-        from confluent_kafka import KafkaError, TopicPartition
+        """Yield lists of ((topic, partition), [messages]) holding exactly the records of ``ranges``
+        (one range per partition), in offset order per partition."""
+        from confluent_kafka import TopicPartition
 
         self.last_used = time.monotonic()
         pos: dict[tuple[str, int], int] = {}
@@ -93,39 +157,17 @@ class GroupReader:
             while pending:
                 out: list = []
                 for tp in list(pending):
-                    buf, lo, hi = self.buffers[tp], pos[tp], end[tp]
-                    while buf:
-                        m = buf[0]
-                        if m.error() is not None:  # end of partition: the log ends at m.offset()
-                            buf.popleft()
-                            pos[tp] = lo = max(lo, min(m.offset(), hi))
-                            continue
-                        off = m.offset()
-                        if off >= hi:
-                            lo = hi
-                            break
-                        buf.popleft()
-                        if off >= lo:
-                            out.append(m)
-                            lo = off + 1
-                    pos[tp] = lo
-                    if lo >= hi:
+                    pos[tp] = self._drain(tp, pos[tp], end[tp], out)
+                    if pos[tp] >= end[tp]:
                         pending.discard(tp)
-                        self.expect[tp] = hi
+                        self.expect[tp] = end[tp]
                 if out:
                     last_progress = time.monotonic()
                     yield out
                 if not pending:
                     break
                 msgs = self.consumer.consume(num_messages=CONSUME_BATCH, timeout=0.02)
-                for m in msgs:
-                    err = m.error()
-                    if err is not None and err.code() != KafkaError._PARTITION_EOF:
-                        self._on_error(m, err, pos, pending, fail_on_data_loss)
-                        continue
-                    buf = self.buffers.get((m.topic(), m.partition()))
-                    if buf is not None:
-                        buf.append(m)
+                self._fill(msgs, pos, pending, fail_on_data_loss)
                 if not msgs:
                     # Transaction markers are invisible to the application; the consumer's position
                     # still moves past them, so ask it rather than waiting for offset end - 1.

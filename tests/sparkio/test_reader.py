@@ -128,9 +128,10 @@ def test_two_workers_alternating_with_skips_and_seeks_read_each_record_once(brok
                     end = min(ends[q], pos[q] + rng.choice([1, 7, 25, 60]))
                     ranges.append((topic, q, pos[q], end))
                     pos[q] = end
-                for msgs in rng.choice(workers).read(ranges, 20, True):
-                    for m in msgs:
-                        seen[m.partition()].append(m.offset())
+                for runs in rng.choice(workers).read(ranges, 20, True):
+                    for (_, part), msgs in runs:
+                        assert {m.partition() for m in msgs} == {part}
+                        seen[part].extend(m.offset() for m in msgs)
             assert seen == reference, f"pass {restart}"
     finally:
         for w in workers:
