@@ -257,11 +257,6 @@ def read_ranges(cfg: SourceConfig, group: tuple, ranges) -> Iterator[pa.RecordBa
     reader = readers.group_reader(cfg.bootstrap, cfg.kafka, group)
     dlq = _producer(cfg.bootstrap, ()) if cfg.dead_letter_topic else None
     decode_schema = formats.parse_ddl(cfg.value_schema) if cfg.value_format != "raw" else None
-    with readers.task_active():
-        yield from _read_arrow(reader, ranges, schema, cfg, decode_schema, dlq)
-
-
-def _read_arrow(reader, ranges, schema, cfg: SourceConfig, decode_schema, dlq) -> Iterator[pa.RecordBatch]:
     pending: list = []
     rows = 0
     for runs in reader.read(ranges, cfg.poll_timeout_s, cfg.fail_on_data_loss):

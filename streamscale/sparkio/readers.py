@@ -35,9 +35,6 @@ from streamscale.errors import StreamscaleError
 SKIP_LIMIT = 20_000          # records per partition skipped from the queue rather than seeking
 CONSUME_BATCH = 20_000       # records asked of librdkafka per call
 IDLE_CLOSE_S = 600.0         # a reader unused this long is closed (its partitions went elsewhere)
-PREFETCH_BATCH = 5_000       # records moved per prefetch step (a task waits at most for one step)
-PREFETCH_CAP = 200_000       # records a reader keeps buffered in Python between tasks
-PREFETCH_EVERY_S = 0.01
 
 Range = tuple[str, int, int, int]  # topic, partition, start, end (exclusive)
 
@@ -61,9 +58,6 @@ class GroupReader:
         self.consumer = Consumer(conf)
         self.buffers: dict[tuple[str, int], deque] = {}
         self.expect: dict[tuple[str, int], int] = {}  # next offset the queue continues with; -1 unknown
-        self.lock = threading.Lock()  # a task's read, or the idle worker's prefetch
-        self._topics: set[str] = set()
-        self._topic: str | None = None  # the only topic assigned, if there is one
         self.last_used = time.monotonic()
 
     # -- positioning ----------------------------------------------------------------------
@@ -72,14 +66,12 @@ class GroupReader:
 
         if tp not in self.buffers:
             self.consumer.incremental_assign([TopicPartition(tp[0], tp[1], start)])
-            self._topics.add(tp[0])
-            self._topic = tp[0] if len(self._topics) == 1 else None
             self.buffers[tp] = deque()
             self.expect[tp] = start
             return
         exp = self.expect[tp]
-        if exp == start or (exp >= 0 and 0 < start - exp <= max(SKIP_LIMIT, self._buffered_end(tp) - exp)):
-            return  # continue from the buffer and queue (records below start are dropped as read)
+        if exp == start or (exp >= 0 and 0 < start - exp <= SKIP_LIMIT):
+            return  # continue from the queue (records below start are dropped as read)
         self.buffers[tp].clear()
         try:
             self.consumer.seek(TopicPartition(tp[0], tp[1], start))
@@ -87,44 +79,6 @@ class GroupReader:
             self.consumer.incremental_unassign([TopicPartition(tp[0], tp[1])])
             self.consumer.incremental_assign([TopicPartition(tp[0], tp[1], start)])
         self.expect[tp] = start
-
-    def _buffered_end(self, tp) -> int:
-        """One past the newest record buffered for ``tp`` in Python (skipping to there is cheap)."""
-        for item in reversed(self.buffers[tp]):
-            return item if isinstance(item, int) else item[-1].offset() + 1
-        return -1
-
-    # -- between tasks ----------------------------------------------------------------------
-    def prefetch(self) -> None:
-        """Move what librdkafka has queued into the Python buffers while the worker is idle.
-
-        Spark hands a group's next task to whichever Python worker is free; a worker whose reader
-        did not read the last ranges then skips them, which costs consume() and a Python loop per
-        record (~80 ms per 50,000) on the task's critical path. Done here, between tasks, the
-        skip becomes a cut through buffered runs. The buffers keep the newest PREFETCH_CAP
-        records; older runs are dropped and the partition's expected offset moves past them.
-        """
-        try:
-            self._fill(self.consumer.consume(num_messages=PREFETCH_BATCH, timeout=0), {}, set(), True)
-        except Exception:  # noqa: BLE001 - a task reading these partitions meets the error itself
-            for tp in self.expect:
-                self.expect[tp] = -1
-                self.buffers[tp].clear()
-            return
-        sizes = {tp: sum(1 if isinstance(i, int) else len(i) for i in buf) for tp, buf in self.buffers.items()}
-        total = sum(sizes.values())
-        while total > PREFETCH_CAP:
-            tp = max(sizes, key=sizes.get)
-            item = self.buffers[tp].popleft()
-            if isinstance(item, int):
-                n = 1
-                self.expect[tp] = max(self.expect[tp], item) if self.expect[tp] >= 0 else -1
-            else:
-                n = len(item)
-                if self.expect[tp] >= 0:
-                    self.expect[tp] = max(self.expect[tp], item[-1].offset() + 1)
-            sizes[tp] -= n
-            total -= n
 
     # -- reading --------------------------------------------------------------------------
     # A partition's buffer is a deque of items in offset order: lists of consecutive data messages
@@ -162,20 +116,18 @@ class GroupReader:
         from confluent_kafka import KafkaError
 
         runs: dict = {}
-        topic = self._topic
         for m in msgs:
             err = m.error()
             if err is None:
-                # one topic (the usual case): key by partition alone, no tuple per record
-                key = m.partition() if topic is not None else (m.topic(), m.partition())
+                key = (m.topic(), m.partition())
                 run = runs.get(key)
                 if run is None:
                     runs[key] = [m]
                 else:
                     run.append(m)
             elif err.code() == KafkaError._PARTITION_EOF:
-                key = m.partition() if topic is not None else (m.topic(), m.partition())
-                buf = self.buffers.get((topic, key) if topic is not None else key)
+                key = (m.topic(), m.partition())
+                buf = self.buffers.get(key)
                 if buf is not None:
                     if key in runs:
                         buf.append(runs.pop(key))
@@ -183,24 +135,16 @@ class GroupReader:
             else:
                 self._on_error(m, err, pos, pending, fail_on_data_loss)
         for key, run in runs.items():
-            buf = self.buffers.get((topic, key) if topic is not None else key)
+            buf = self.buffers.get(key)
             if buf is not None:
                 buf.append(run)
 
     def read(self, ranges: Sequence[Range], poll_timeout_s: float, fail_on_data_loss: bool) -> Iterator[list]:
         """Yield lists of ((topic, partition), [messages]) holding exactly the records of ``ranges``
         (one range per partition), in offset order per partition."""
-        self.last_used = time.monotonic()
-        self.lock.acquire()
-        try:
-            yield from self._read(ranges, poll_timeout_s, fail_on_data_loss)
-        finally:
-            self.last_used = time.monotonic()
-            self.lock.release()
-
-    def _read(self, ranges, poll_timeout_s: float, fail_on_data_loss: bool) -> Iterator[list]:
         from confluent_kafka import TopicPartition
 
+        self.last_used = time.monotonic()
         pos: dict[tuple[str, int], int] = {}
         end: dict[tuple[str, int], int] = {}
         for t, p, s, e in ranges:
@@ -262,10 +206,7 @@ class GroupReader:
         where = f"{tp[0]}[{tp[1]}]" if tp else "Kafka"
         raise StreamscaleError(f"reading {where}: {err.str()}")
 
-    closed = False
-
     def close(self) -> None:
-        self.closed = True
         self.consumer.close()
 
 
@@ -304,66 +245,18 @@ def group_reader(bootstrap: str, kafka: tuple[tuple[str, str], ...], group: tupl
         r = _READERS.get(key)
         if r is None:
             r = _READERS[key] = GroupReader(reader_conf(bootstrap, dict(kafka)))
-        _start_prefetcher()
         return r
 
 
-_ACTIVE = [0]                 # tasks of this worker reading now
-_PREFETCHER: list = []
-
-
-class task_active:
-    """Marks a task running in this worker: the prefetcher stays off the GIL meanwhile."""
-
-    def __enter__(self):
-        with _LOCK:
-            _ACTIVE[0] += 1
-
-    def __exit__(self, *exc):
-        with _LOCK:
-            _ACTIVE[0] -= 1
-
-
-def _prefetch_loop() -> None:
-    while True:
-        time.sleep(PREFETCH_EVERY_S)
-        if _ACTIVE[0]:
-            continue
-        with _LOCK:
-            readers = list(_READERS.values())
-        for r in readers:
-            if _ACTIVE[0]:
-                break
-            if r.lock.acquire(blocking=False):
-                try:
-                    if not r.closed:
-                        r.prefetch()
-                finally:
-                    r.lock.release()
-
-
-def _start_prefetcher() -> None:
-    if not _PREFETCHER:  # a daemon thread: it works while the worker waits for its next task
-        t = threading.Thread(target=_prefetch_loop, name="streamscale-prefetch", daemon=True)
-        t.start()
-        _PREFETCHER.append(t)
-
-
 def _close(r: GroupReader) -> None:
-    # a task abandoned mid-read holds the lock until its generator is collected: don't wait forever
-    locked = r.lock.acquire(timeout=5)
     try:
         r.close()
     except Exception:  # noqa: BLE001 - closing at shutdown; nothing to report to
         pass
-    finally:
-        if locked:
-            r.lock.release()
 
 
 def close_readers() -> None:
     with _LOCK:
-        readers = list(_READERS.values())
+        for r in _READERS.values():
+            _close(r)
         _READERS.clear()
-    for r in readers:
-        _close(r)

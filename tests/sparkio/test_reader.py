@@ -110,8 +110,6 @@ def test_two_workers_alternating_with_skips_and_seeks_read_each_record_once(brok
     from streamscale.sparkio import readers
 
     monkeypatch.setattr(readers, "SKIP_LIMIT", 30)  # force the seek path as well as the skip path
-    monkeypatch.setattr(readers, "PREFETCH_BATCH", 50)  # idle prefetching in small steps ...
-    monkeypatch.setattr(readers, "PREFETCH_CAP", 120)  # ... dropping the oldest buffered runs
     topic = topic_factory(3)
     committed = _transactional_log(broker.bootstrap, topic, 3, txns=120, seed=7)
     ends = access.end_offsets(topic, "read_committed")
@@ -134,8 +132,6 @@ def test_two_workers_alternating_with_skips_and_seeks_read_each_record_once(brok
                     for (_, part), msgs in runs:
                         assert {m.partition() for m in msgs} == {part}
                         seen[part].extend(m.offset() for m in msgs)
-                for _ in range(rng.choice([0, 0, 1, 3])):  # an idle worker prefetches between tasks
-                    rng.choice(workers).prefetch()
             assert seen == reference, f"pass {restart}"
     finally:
         for w in workers:
