@@ -104,7 +104,8 @@ def evaluate(out_dir: Path, partitions: int = 32, measurements: int = 500, laten
         lat_rows.append({"algorithm": name,
                          "avg_consumers": round(float(np.mean([consumers_used(a) for a in assigns])), 3),
                          "samples": len(lat), "samples_latency_gt0": int(len(pos)),
-                         "p90_latency_s": round(float(np.percentile(lat, 90)), 3) if len(lat) else 0.0,
+                         # over the samples > 0 s, as the seed's Fig. 8 (over all samples MWF's is 0)
+                         "p90_latency_s": round(float(np.percentile(pos, 90)), 3) if len(pos) else 0.0,
                          "max_latency_s": round(float(lat.max()), 3) if len(lat) else 0.0})
     _write_csv(out_dir / "latency_summary.csv", lat_rows)
     table = ["algorithm  avg consumers  p90 latency (s)  samples > 0 s"]

@@ -382,6 +382,31 @@ def _live_config(state_dir: Path):
 StateDir = typer.Option(Path("autoscaler-state"), "--state-dir", help="Where the group keeps config, logs, sink, CSV")
 
 
+@auto_app.command("reproduce")
+def autoscale_reproduce(out_dir: Path = typer.Option(Path("results/autoscale-reproduce"), "--out"),
+                        spec_file: Path | None = typer.Option(None, "--spec", help="YAML spec (default: "
+                                                              "the paper's parameters, examples/autoscaler/reproduce.yaml)")):
+    """Seed 001 §VI-C/§VI-E figures over many draws: reproduction.csv, variants, plots, report.html."""
+    from rich.table import Table
+
+    from streamscale.autoscaler.reproduce import ReproduceSpec, reproduce
+    from streamscale.benchmark.spec import read_yaml, validate
+
+    spec = (validate(ReproduceSpec, read_yaml(spec_file) or {}, str(spec_file), "latency and packing")
+            if spec_file else ReproduceSpec())
+    r = reproduce(spec, out_dir, progress=lambda msg: console.print(msg, highlight=False))
+    table = Table(title="seed 001 §VI: paper vs measured (median over draws, 5-95 %)")
+    for col in ("figure", "paper", "measured", "5-95 %", "in spread"):
+        table.add_column(col, justify="left" if col == "figure" else "right", overflow="fold")
+    for row in r["rows"]:
+        unit = {"%": " %", "s": " s"}.get(row["unit"], "")
+        table.add_row(row["figure"], f"{row['paper']:g}{unit}", f"{row['measured']:.4g}{unit}",
+                      f"{row['low']:.4g} to {row['high']:.4g}",
+                      "no" if "outside" in row["note"] else "yes")
+    out.print(table)
+    out.print(f"wrote {out_dir}/ (reproduction.csv, reproduction-variants.csv, reproduction_*.png, report.html)")
+
+
 @auto_app.command("run")
 def autoscale_run(topics: list[str] = typer.Option(..., "--topic", "-t", help="Source topic (repeatable)"),
                   consumer_capacity: str = typer.Option(..., "--consumer-capacity",

@@ -161,3 +161,56 @@ def test_evaluate_writes_tables_and_figures(tmp_path):
     assert set(r["fronts"]) == set(DELTAS)
     kd1 = next(x for x in r["latency"] if x["algorithm"] == "kd_1")
     assert kd1["avg_consumers"] == 1 and kd1["samples_latency_gt0"] > 0
+
+
+def _naive_choose_open(self, size):
+    """The definition, by scanning every open bin: the reference for the indexed choice."""
+    limit = self.capacity * (1 + 1e-12)
+    if self.fit == "next":
+        last = self.order[-1] if self.order else None
+        return last if last is not None and self.load[last] + size <= limit else None
+    fitting = [c for c in self.order if self.load[c] + size <= limit]  # opening order
+    if not fitting:
+        return None
+    if self.fit == "first":
+        return min(fitting)  # left-most: the lowest index
+    rooms = [self.capacity - self.load[c] - size for c in fitting]
+    best = max(rooms) if self.fit == "worst" else min(rooms)
+    return fitting[rooms.index(best)]  # ties: the earliest opened
+
+
+@pytest.mark.parametrize("name", ["FFD", "BFD", "WFD", "MWF", "MBF", "MWFP", "MBFP"])
+def test_indexed_bin_choice_equals_the_scan_ties_included(name, monkeypatch):
+    from streamscale.autoscaler import binpacking
+
+    # coarse speeds (multiples of C/8) make equal loads, hence ties, frequent
+    streams = [measurement_stream(60, 40, d, 100.0, seed=s) for d, s in ((5, 1), (25, 2))]
+    streams.append([{p: round(v / 12.5) * 12.5 for p, v in m.items()}
+                    for m in measurement_stream(60, 40, 15, 100.0, seed=3)])
+
+    def run(stream):
+        prev, out = None, []
+        for speeds in stream:
+            prev = ALGORITHMS[name](speeds, 100.0, prev)
+            out.append(prev)
+        return out
+
+    fast = [run(s) for s in streams]
+    monkeypatch.setattr(binpacking._Bins, "choose_open", _naive_choose_open)
+    assert fast == [run(s) for s in streams]
+
+
+def test_first_fit_takes_the_left_most_bin_not_the_first_opened():
+    # §II-B: bins are indexed left to right and FFD puts an item in the left-most bin that fits.
+    # h(j, k) opens consumer 3 (p0's previous) before consumer 0 (p1's previous); p2 fits both:
+    # the left-most is 0, the first opened is 3.
+    speeds = {0: 60.0, 1: 50.0, 2: 30.0}
+    prev = {0: 3, 1: 0, 2: 5}
+    assert any_fit_decreasing(speeds, 100.0, prev, "first") == {0: 3, 1: 0, 2: 0}
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0])
+def test_non_finite_and_negative_speeds_are_refused(bad):
+    for name, algo in ALGORITHMS.items():
+        with pytest.raises(ValueError, match="speed"):
+            algo({0: 10.0, 1: bad}, 100.0, None)
