@@ -287,6 +287,7 @@ def _plots(out_dir: Path, table: list[dict], kd_curve: dict[int, list[float]], m
     ax.plot(ns, med, marker=".", label="kd_N, median")
     ax.axhline(float(np.median(mwf)), color="C3", label=f"{alg}, median ({np.median(mwf_consumers):.1f} consumers)")
     ax.set_yscale("symlog", linthresh=1.0)
+    ax.set_ylim(bottom=0)
     ax.set(xlabel="consumers N of Kafka's equal-count assignment kd_N", ylabel="p90 latency (s), samples > 0 s",
            title=f"§VI-C: p90 latency, {len(mwf)} draws")
     ax.grid(alpha=0.3)
