@@ -12,7 +12,8 @@ from streamscale.errors import ConfigError
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # allow_inf_nan=False: a YAML .inf or .nan in any number is refused with the field named
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class LoadGenSpec(_Model):

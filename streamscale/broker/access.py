@@ -26,6 +26,7 @@ Known gaps of the embedded broker (Tansu, measured with confluent-kafka 2.16):
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterable
@@ -33,7 +34,7 @@ from collections.abc import Iterable
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
-from streamscale.errors import StreamscaleError, UnsupportedByBroker
+from streamscale.errors import ConfigError, StreamscaleError, UnsupportedByBroker
 from streamscale.waiting import wait_for
 
 
@@ -53,6 +54,16 @@ def reader_config(bootstrap: str, group: str, **extra) -> dict:
 
 
 _OFFSET_INVALID = -1001
+
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def check_topic_name(name: str, what: str = "topic") -> str:
+    """Kafka's rule for topic names (as kafka-topics checks it), as one clear error."""
+    if not isinstance(name, str) or not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+        raise ConfigError(f"{what} name {name!r} is not a valid Kafka topic name: use 1-249 characters "
+                          "from a-z, A-Z, 0-9, '.', '_' and '-'")
+    return name
 
 
 class BrokerAccess:
@@ -85,8 +96,10 @@ class BrokerAccess:
 
     def create_topics(self, topics: dict[str, int], replication_factor: int = 1,
                       config: dict | None = None, exist_ok: bool = False) -> None:
-        new = [NewTopic(t, num_partitions=p, replication_factor=replication_factor, config=config or {})
-               for t, p in topics.items()]
+        if not topics:
+            return
+        new = [NewTopic(check_topic_name(t), num_partitions=p, replication_factor=replication_factor,
+                        config=config or {}) for t, p in topics.items()]
         futures = self.admin.create_topics(new, operation_timeout=self.timeout)
         for name, fut in futures.items():
             try:

@@ -9,6 +9,7 @@ worker that falls behind sends what is overdue at once, and the parent reports t
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import signal
 import threading
@@ -22,6 +23,7 @@ from streamscale.errors import ConfigError, StreamscaleError
 from streamscale.loadgen.records import Encoder, ValueDistribution, sensor_id
 from streamscale.observe import metrics
 
+MAX_SENSORS = 100_000_000  # each simulated sensor is state in a worker: beyond this memory, not load, runs out
 SHORTFALL_TOLERANCE = 0.05  # achieved below 95 % of the target counts as "not reaching it"
 
 
@@ -42,18 +44,21 @@ class GeneratorConfig:
     producer_config: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.sensors < 1:
-            raise ConfigError("sensors must be at least 1")
-        if self.period_s <= 0:
-            raise ConfigError("period must be positive")
-        if self.workers < 1:
-            raise ConfigError("workers must be at least 1")
+        from streamscale.broker.access import check_topic_name
+
+        check_topic_name(self.topic)
+        if not isinstance(self.sensors, int) or not 1 <= self.sensors <= MAX_SENSORS:
+            raise ConfigError(f"sensors must be a whole number from 1 to {MAX_SENSORS:,}, not {self.sensors}")
+        if not (isinstance(self.period_s, (int, float)) and math.isfinite(self.period_s) and self.period_s > 0):
+            raise ConfigError(f"period must be a positive finite number of seconds, not {self.period_s}")
+        if not isinstance(self.workers, int) or not 1 <= self.workers <= 256:
+            raise ConfigError(f"workers must be a whole number from 1 to 256, not {self.workers}")
         if self.workers > self.sensors:
             object.__setattr__(self, "workers", self.sensors)
-        if self.records is not None and self.records < 0:
-            raise ConfigError("records must be >= 0")
-        if self.duration_s is not None and self.duration_s <= 0:
-            raise ConfigError("duration must be positive")
+        if self.records is not None and (not isinstance(self.records, int) or self.records < 0):
+            raise ConfigError(f"records must be a whole number >= 0, not {self.records}")
+        if self.duration_s is not None and not (math.isfinite(self.duration_s) and self.duration_s > 0):
+            raise ConfigError(f"duration must be a positive finite number of seconds, not {self.duration_s}")
         Encoder(self.encoding)
         ValueDistribution.parse(self.distribution)
 

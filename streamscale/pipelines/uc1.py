@@ -96,8 +96,8 @@ class UC1(Pipeline):
         return records.select(
             "identifier", "timestamp", "valueInW", (F.col("valueInW") / 1000.0).alias("valueInKW"),
             "kafka_partition", "kafka_offset",
-            F.format_string('{"identifier":"%s","timestamp":%d,"valueInW":%s}', F.col("identifier"),
-                            F.col("timestamp"), F.col("valueInW").cast("string")).alias("line"))
+            # a JSON encoder: an identifier with a quote or backslash stays valid JSON
+            F.to_json(F.struct("identifier", "timestamp", "valueInW")).alias("line"))
 
     def start(self, spark, bootstrap: str, input_topic: str = "input", output_topic: str = "output",
               checkpoint: str | None = None, available_now: bool = False, starting_offsets: str = "earliest",

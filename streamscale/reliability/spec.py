@@ -14,7 +14,8 @@ Semantics = Literal["at-most-once", "at-least-once", "exactly-once"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # allow_inf_nan=False: a YAML .inf or .nan in any number is refused with the field named
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class NoFault(_Model):

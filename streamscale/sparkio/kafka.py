@@ -110,6 +110,10 @@ class SourceConfig:
         topics = tuple(t.strip() for t in opts["subscribe"].split(",") if t.strip())
         if not topics:
             raise ConfigError("option 'subscribe' names no topic")
+        from streamscale.broker.access import check_topic_name
+
+        for t in topics:
+            check_topic_name(t, "subscribed topic")
         mopt = opts.get("maxoffsetspertrigger")
         try:
             max_off = int(mopt) if mopt not in (None, "") else None
@@ -487,7 +491,12 @@ def _sink_conf(options) -> tuple[str, str | None, tuple]:
     bootstrap = opts.get("kafka.bootstrap.servers")
     if not bootstrap:
         raise ConfigError("option 'kafka.bootstrap.servers' is required")
-    return bootstrap, opts.get("topic"), tuple(sorted(_kafka_options(options).items()))
+    topic = opts.get("topic")
+    if topic is not None:
+        from streamscale.broker.access import check_topic_name
+
+        check_topic_name(topic, "sink topic")
+    return bootstrap, topic, tuple(sorted(_kafka_options(options).items()))
 
 
 def _as_bytes(v):

@@ -74,3 +74,17 @@ def test_unsupported_apis_degrade_clearly(access, topic_factory):
         assert "CreatePartitions" in str(exc)
     else:  # an external Kafka cluster does support it
         assert access.topics()[topic] == 3
+
+
+@pytest.mark.parametrize("name", ["", "bad topic", "a/b", "x" * 250, ".", "..", "ü"])
+def test_invalid_topic_names_are_refused_before_the_broker(name):
+    from streamscale.broker.access import check_topic_name
+    from streamscale.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not a valid Kafka topic name"):
+        check_topic_name(name)
+    assert check_topic_name("ok.name_-9" + "x" * 238) == "ok.name_-9" + "x" * 238  # 249 characters
+
+
+def test_creating_no_topics_is_a_no_op(access):
+    access.create_topics({})  # a second autoscaler run with nothing new to create used to crash here

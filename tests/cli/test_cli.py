@@ -31,7 +31,33 @@ def test_no_broker_is_one_clear_line(state):
 
 def test_bad_option_value(state):
     r = run("generate", "--period", "-1", "-n", "1", "-b", "127.0.0.1:1", env=state)
-    assert r.returncode == 2 and "period must be positive" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "period must be a positive" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--period", "nan"], "period"), (["--period", "inf"], "period"), (["-d", "inf"], "duration"),
+    (["-d", "nan"], "duration"), (["-s", "1000000000000"], "sensors"), (["-t", "bad topic!"], "topic"),
+    (["-t", "x" * 250], "topic"),
+])
+def test_non_finite_out_of_range_and_bad_names_are_one_line(state, args, named):
+    # before any broker is contacted (127.0.0.1:1 is closed): a clear line naming the option, exit 2
+    r = run("generate", *args, "-b", "127.0.0.1:1", env=state, timeout=30)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and named in errors[0] and "Traceback" not in r.stderr
+
+
+def test_yaml_infinity_in_a_spec_is_refused(tmp_path):
+    from streamscale.benchmark.spec import load_spec
+    from streamscale.errors import ConfigError
+
+    good = Path(__file__).parents[2] / "examples" / "uc1-small.yaml"
+    text = good.read_text()
+    spec = tmp_path / "inf.yaml"
+    spec.write_text(text.replace("duration_s:", "duration_s: .inf #", 1))
+    assert "duration_s: .inf" in spec.read_text()
+    with pytest.raises(ConfigError, match="duration_s"):
+        load_spec(spec)
 
 
 def test_broker_lifecycle_topic_and_generate(state):

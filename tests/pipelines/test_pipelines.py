@@ -12,7 +12,7 @@ import pytest
 from streamscale.errors import ConfigError
 from streamscale.pipelines import make_pipeline
 from tests.conftest import produce
-from tests.pipelines.helpers import T0, assert_stats_equal, latest_per_key, read_topic, reference_stats, send
+from tests.pipelines.helpers import T0, assert_stats_equal, latest_per_key, read_topic, rec, reference_stats, send
 
 pytestmark = pytest.mark.spark
 DAY = 86_400_000
@@ -57,6 +57,17 @@ def test_uc1_log_sink_writes_one_line_per_record(spark, broker, topic_factory, t
     src = topic_factory(2)
     recs = [(f"s_{i % 5}", T0 + i, i * 0.5) for i in range(300)]
     send(broker.bootstrap, src, recs, 2)
+    run(make_pipeline("uc1", {"sink": "log"}), spark, broker, src, None, tmp_path / "ck")
+    lines = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith('{"identifier"')]
+    assert sorted((d["identifier"], d["timestamp"], d["valueInW"]) for d in lines) == sorted(recs)
+
+
+def test_uc1_lines_are_valid_json_whatever_the_identifier(spark, broker, topic_factory, tmp_path, capfd):
+    # quotes, backslashes, control characters and non-ASCII in identifiers: a JSON encoder, not formatting
+    src = topic_factory(2)
+    idents = ['q"uote', "back\\slash", "tab\tnew\nline", "ünï€😀", '{"nested": 1}', ""]
+    recs = [(idents[i % len(idents)], T0 + i, i * 0.25) for i in range(60)]
+    produce(broker.bootstrap, src, ((None, rec(*r), i % 2) for i, r in enumerate(recs)))
     run(make_pipeline("uc1", {"sink": "log"}), spark, broker, src, None, tmp_path / "ck")
     lines = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith('{"identifier"')]
     assert sorted((d["identifier"], d["timestamp"], d["valueInW"]) for d in lines) == sorted(recs)
