@@ -50,6 +50,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something already listens on host:port (binding it ourselves is the reliable test)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -142,12 +152,20 @@ class EmbeddedBroker:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         attempts = 3 if self.port is None else 1
         last: Exception | None = None
+        if self.port is not None and not self.netns and port_in_use(self.host, self.port):
+            # otherwise whatever listens there would answer the readiness check, and the start
+            # would be reported as a success
+            raise BrokerError(f"port {self.port} on {self.host} is already in use: choose another "
+                              "--port, or stop what listens there")
         for _ in range(attempts):
             port = self.port or free_port()
             self.log_path = self.log_dir / f"tansu-{port}.log"
             try:
                 self._spawn(port)
                 wait_until_ready(f"{self.host}:{port}", self.ready_timeout, self.proc, self.log_path)
+                if self.proc.poll() is not None:
+                    raise BrokerError(f"broker exited with code {self.proc.returncode} during start-up"
+                                      f"{_tail(self.log_path)}")
                 self.port = port
                 return self
             except BrokerError as exc:  # port taken between probe and bind: try another

@@ -96,3 +96,16 @@ def test_benchmark_validate_and_bad_spec(tmp_path, state):
                    "  resources: {values: [1]}\n  duration_s: 10\n  warmup_s: 30\n")
     r = run("benchmark", "run", str(bad), env=state)
     assert r.returncode == 2 and "warmup_s" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_broker_start_on_a_taken_port_fails_with_the_reason(state):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = run("broker", "start", "--port", str(port), env=state, timeout=60)
+    assert r.returncode == 2 and f"port {port}" in r.stderr and "already in use" in r.stderr
+    assert "broker running" not in r.stdout
+    assert "no broker running" in run("broker", "status", env=state).stdout + run("broker", "status", env=state).stderr
