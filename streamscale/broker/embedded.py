@@ -302,6 +302,12 @@ def _reap(pid: int) -> bool:
         return False
 
 
+def external_bootstrap(bootstrap: str | None) -> str | None:
+    """For commands that start their own embedded broker when given none: --bootstrap-servers,
+    else $STREAMSCALE_BOOTSTRAP_SERVERS, else None (start one). The same order as every command."""
+    return bootstrap or os.environ.get("STREAMSCALE_BOOTSTRAP_SERVERS") or None
+
+
 def resolve_bootstrap(bootstrap: str | None) -> str:
     """--bootstrap-servers, else $STREAMSCALE_BOOTSTRAP_SERVERS, else the running daemon broker."""
     if bootstrap:

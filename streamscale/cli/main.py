@@ -267,7 +267,8 @@ def run_sut_cmd(
     param: list[str] = typer.Option(None, "--param", "-p", help="Pipeline parameter NAME=VALUE (repeatable)"),
     out_dir: Path = typer.Option(None, "--out", help="Write summary.json, lag.csv, batches.csv here"),
     bootstrap: str = typer.Option(None, "--bootstrap-servers", "-b",
-                                  help="External Kafka cluster (default: start an embedded broker)"),
+                                  help="External Kafka cluster (default: $STREAMSCALE_BOOTSTRAP_SERVERS, "
+                                       "else start an embedded broker)"),
 ):
     """Run one pipeline against the load generator, printing live rates and lag."""
     _metrics()
@@ -288,8 +289,10 @@ def run_sut_cmd(
         if int(s.t_s) % 5 == 0:
             out.print(f"  [{s.t_s:6.1f} s] consumer lag {s.lag:,} records")
 
+    from streamscale.broker.embedded import external_bootstrap
+
     r = run_sut(uc, sensors=sensors, duration_s=duration, master=master, params=params, partitions=partitions,
-                gen_workers=gen_workers, bootstrap=bootstrap, out_dir=out_dir, on_batch=on_batch, on_lag=on_lag)
+                gen_workers=gen_workers, bootstrap=external_bootstrap(bootstrap), out_dir=out_dir, on_batch=on_batch, on_lag=on_lag)
     out.print(f"\n{uc}: generated {r.generated:,} at {r.generator_rate:,.0f}/s (target {r.target_rate:,.0f}/s"
               f"{'' if r.generator_reached_target else ', NOT reached'}); processed {r.processed_records:,} "
               f"at {r.processed_rate:,.0f}/s; final lag {r.final_lag:,}; dropped late {r.dropped_late:,}; "
@@ -319,7 +322,8 @@ def bench_validate(spec_file: Path):
 def bench_run(spec_file: Path,
               out_dir: Path = typer.Option(None, "--out", help="Results directory (default results/<name>)"),
               bootstrap: str = typer.Option(None, "--bootstrap-servers", "-b",
-                                            help="External Kafka cluster (default: an embedded broker)"),
+                                            help="External Kafka cluster (default: "
+                                                 "$STREAMSCALE_BOOTSTRAP_SERVERS, else an embedded broker)"),
               serve: bool = typer.Option(False, "--serve", help="Live page of the running experiment on loopback"),
               serve_port: int = typer.Option(0, help="Port of the live page (default: a free one)")):
     """Run an execution: isolated experiments chosen by the search strategy; resumes if interrupted."""
@@ -337,7 +341,9 @@ def bench_run(spec_file: Path,
         server = LiveServer(live, serve_port).start()
         console.print(f"live page: {server.url}", highlight=False)
     try:
-        summary = run_execution(spec, out_dir, bootstrap, live=live)
+        from streamscale.broker.embedded import external_bootstrap
+
+        summary = run_execution(spec, out_dir, external_bootstrap(bootstrap), live=live)
     finally:
         if server is not None:
             server.stop()
@@ -523,7 +529,9 @@ def reliability_run(spec_file: Path, out_dir: Path = typer.Option(None, "--out",
 
     spec = load_spec(spec_file)
     out_dir = out_dir or Path("results") / spec.name
-    df = run_spec(spec, out_dir, bootstrap, progress=console.print)
+    from streamscale.broker.embedded import external_bootstrap
+
+    df = run_spec(spec, out_dir, external_bootstrap(bootstrap), progress=console.print)
     out.print(f"{len(df)} trials; results in {out_dir}/ (trials.csv, summary.csv, summary.json, fig*.png)")
 
 

@@ -109,3 +109,41 @@ def test_broker_start_on_a_taken_port_fails_with_the_reason(state):
     assert r.returncode == 2 and f"port {port}" in r.stderr and "already in use" in r.stderr
     assert "broker running" not in r.stdout
     assert "no broker running" in run("broker", "status", env=state).stdout + run("broker", "status", env=state).stderr
+
+
+def test_every_command_takes_the_bootstrap_from_the_environment(monkeypatch, tmp_path):
+    # benchmark run, run-sut and reliability run used to start an embedded broker regardless
+    from typer.testing import CliRunner
+
+    import streamscale.benchmark.runner as bench_runner
+    import streamscale.execution.sut as sut
+    import streamscale.reliability.runner as rel_runner
+    from streamscale.cli.main import _app
+
+    seen: dict[str, object] = {}
+
+    class Stop(Exception):
+        pass
+
+    def grab(name, pos):
+        def f(*args, **kwargs):
+            seen[name] = kwargs.get("bootstrap", args[pos] if len(args) > pos else None)
+            raise Stop
+        return f
+
+    monkeypatch.setattr(bench_runner, "run_execution", grab("bench", 2))
+    monkeypatch.setattr(sut, "run_sut", grab("sut", 99))
+    monkeypatch.setattr(rel_runner, "run_spec", grab("rel", 2))
+    monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "kafka.example:9092")
+    monkeypatch.setenv("STREAMSCALE_METRICS_PORT", "0")
+    examples = Path(__file__).parents[2] / "examples"
+    runner = CliRunner()
+    runner.invoke(_app, ["benchmark", "run", str(examples / "uc1-small.yaml"), "--out", str(tmp_path / "b")])
+    runner.invoke(_app, ["run-sut", "uc1", "-d", "5"])
+    rel = sorted((examples / "reliability").glob("*.yaml"))[0]
+    runner.invoke(_app, ["reliability", "run", str(rel), "--out", str(tmp_path / "r")])
+    assert seen == {"bench": "kafka.example:9092", "sut": "kafka.example:9092", "rel": "kafka.example:9092"}
+    monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "")
+    seen.clear()
+    runner.invoke(_app, ["run-sut", "uc1", "-d", "5", "-b", "given:1"])
+    assert seen == {"sut": "given:1"}  # the option wins
