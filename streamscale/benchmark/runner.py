@@ -12,8 +12,10 @@ An interrupted execution resumes: experiments already in experiments.csv are not
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
@@ -24,6 +26,7 @@ from rich.console import Console
 
 from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
 from streamscale.benchmark.spec import Spec
+from streamscale.errors import ConfigError
 from streamscale.execution.metrics import lag_slo_holds, lag_trend
 
 console = Console()
@@ -159,31 +162,47 @@ class Execution:
         if spec_file.exists():
             prev = yaml.safe_load(spec_file.read_text())
             if prev != mine:
-                from streamscale.errors import ConfigError
-
                 raise ConfigError(f"{self.out_dir} holds results of a different spec; choose another --out "
                                   "or delete it")
         spec_file.write_text(yaml.safe_dump(mine, sort_keys=False))
         if not self.csv_path.exists():
             return
+        text = self.csv_path.read_text()
+        if text and not text.endswith("\n"):
+            # a run killed while writing left a partial last row: drop it (that experiment runs
+            # again) and repair the file, so that appended rows start on a line of their own
+            text = text[: text.rfind("\n") + 1]
+            tmp = self.csv_path.with_suffix(".csv.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, self.csv_path)
+            console.print(f"{self.csv_path}: dropped a partial last row left by an interrupted run")
         types = {f.name: f.type for f in fields(ExperimentResult)}
-        with open(self.csv_path, newline="") as f:
-            for row in csv.DictReader(f):
-                vals = {}
+        for row in csv.DictReader(io.StringIO(text)):
+            vals = {}
+            try:
+                if None in row or None in row.values():
+                    raise ValueError("wrong number of fields")
                 for k, v in row.items():
                     t = types[k]
                     vals[k] = (v == "True") if t in ("bool", bool) else \
                         float(v) if t in ("float", float) else int(v) if t in ("int", int) else v
-                r = ExperimentResult(**vals)
-                self.done[(r.load, r.resources, r.repetition)] = r
+            except (KeyError, ValueError) as exc:
+                raise ConfigError(f"{self.csv_path}: a row cannot be read ({exc}); move the file away to "
+                                  "start over") from None
+            r = ExperimentResult(**vals)
+            self.done[(r.load, r.resources, r.repetition)] = r
 
     def _append(self, r: ExperimentResult) -> None:
         new = not self.csv_path.exists()
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=[x.name for x in fields(ExperimentResult)])
+        if new:
+            w.writeheader()
+        w.writerow(asdict(r))
         with open(self.csv_path, "a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=[x.name for x in fields(ExperimentResult)])
-            if new:
-                w.writeheader()
-            w.writerow(asdict(r))
+            f.write(buf.getvalue())  # one write of whole rows, on disk before the next experiment
+            f.flush()
+            os.fsync(f.fileno())
 
     def passes(self, load, res) -> bool:
         reps = self.spec.execution.repetitions

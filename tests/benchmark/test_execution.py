@@ -89,3 +89,23 @@ def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
         apps = (tmp_path / "cluster" / "master.log").read_text()
         assert "Registered app" in apps and apps.count("Launching executor") >= 2
     assert all(p.poll() is not None for p in c.procs) or not c.procs
+
+
+def test_resume_after_a_torn_last_row(tmp_path):
+    # a run killed while writing a row: the partial row is dropped (that experiment runs again),
+    # the file is repaired, and the rows after the resume are whole
+    spec = parse_spec(spec_dict(repetitions=1))
+    ex = Execution(spec, tmp_path, lambda *a, **k: fake_result(*a[:3], passed=True))
+    ex._append(fake_result(1000.0, 1, 0, True))
+    ex._append(fake_result(2000.0, 1, 0, True))
+    path = tmp_path / "experiments.csv"
+    text = path.read_text()
+    path.write_text(text[: len(text) - 25])  # cut inside the last row
+    ran = []
+    ex = Execution(spec, tmp_path, lambda *a, **k: (ran.append(a[:3]), fake_result(*a[:3], passed=True))[1])
+    assert set(ex.done) == {(1000.0, 1, 0)}
+    ex.run()
+    assert (2000.0, 1, 0) in ran and (1000.0, 1, 0) not in ran
+    rows = list(csv.DictReader(open(path)))
+    assert all(None not in r and None not in r.values() for r in rows)
+    assert len({(r["load"], r["resources"], r["repetition"]) for r in rows}) == len(rows)
