@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
+import os
 import signal
 import threading
 import time
@@ -94,8 +95,13 @@ def _worker_quota(cfg: GeneratorConfig, w: int) -> int | None:
 
 
 def _worker(cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, stop, sent_v, ok_v,
-            failed_v, done_v, err_q) -> None:
+            failed_v, done_v, err_q, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+
+    def orphaned() -> bool:
+        # a SIGKILLed parent never sets `stop`: a worker that outlives it would produce forever
+        return os.getppid() != parent_pid
+
     from confluent_kafka import Producer
 
     sensors = _worker_sensors(cfg, w)
@@ -127,7 +133,7 @@ def _worker(cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, stop, sent
     produce = producer.produce
     topic = cfg.topic
     # CLOCK_MONOTONIC is system-wide, so all workers share the parent's schedule origin t0.
-    while time.monotonic() < t0 and not stop.is_set():
+    while time.monotonic() < t0 and not stop.is_set() and not orphaned():
         time.sleep(min(0.01, t0 - time.monotonic() + 1e-4))
     k = 0
     chunk = 2000
@@ -136,7 +142,7 @@ def _worker(cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, stop, sent
     deadline = t0 + cfg.duration_s if cfg.duration_s else None
     try:
         final = False
-        while not stop.is_set():
+        while not stop.is_set() and not orphaned():
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 # Send what the schedule made due within the duration, then stop; a worker far
@@ -178,7 +184,7 @@ def _worker(cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, stop, sent
             ok_v.value = counters["ok"]
             failed_v.value = counters["failed"]
     finally:
-        remaining = producer.flush(60)
+        remaining = producer.flush(1 if orphaned() else 60)
         if remaining:
             counters["failed"] += remaining
             err_q.put(f"worker {w}: {remaining} records not delivered within 60 s")
@@ -238,7 +244,8 @@ class LoadGenerator:
         for w in range(self.cfg.workers):
             p = self._ctx.Process(target=_worker, name=f"streamscale-loadgen-{w}", daemon=True,
                                   args=(self.cfg, w, t0_wall_ms, self._t0, self._stop, self._sent[w],
-                                        self._ok[w], self._failed[w], self._done[w], self._errors))
+                                        self._ok[w], self._failed[w], self._done[w], self._errors,
+                                        os.getpid()))
             p.start()
             self._procs.append(p)
         self._monitor = threading.Thread(target=self._watch, daemon=True)

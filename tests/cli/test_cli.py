@@ -147,3 +147,49 @@ def test_every_command_takes_the_bootstrap_from_the_environment(monkeypatch, tmp
     seen.clear()
     runner.invoke(_app, ["run-sut", "uc1", "-d", "5", "-b", "given:1"])
     assert seen == {"sut": "given:1"}  # the option wins
+
+
+def _children(pid: int) -> set[int]:
+    out = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.add(int(d.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigkilled_generate_leaves_no_worker_producing(state, broker, topic_factory):
+    import signal
+    import time
+
+    from streamscale.waiting import wait_for
+
+    topic = topic_factory(2)
+    p = subprocess.Popen([EXE, "generate", "-t", topic, "-s", "200", "-w", "2", "-b", broker.bootstrap],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **state})
+    workers: set[int] = set()
+    try:
+        wait_for(lambda: len(_children(p.pid)) >= 2, 60, "the generator's worker processes")
+        time.sleep(2)  # workers producing (endless mode)
+        workers = _children(p.pid)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        wait_for(lambda: not any(_alive(w) for w in workers), 10, "the orphaned workers to exit")
+    finally:
+        for pid in [p.pid, *workers]:  # whatever the outcome, nothing of this test keeps running
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        p.wait()
