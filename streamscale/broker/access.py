@@ -26,6 +26,7 @@ Known gaps of the embedded broker (Tansu, measured with confluent-kafka 2.16):
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -54,6 +55,40 @@ def reader_config(bootstrap: str, group: str, **extra) -> dict:
 
 
 _OFFSET_INVALID = -1001
+
+CONNECT_TIMEOUT_ENV = "STREAMSCALE_CONNECT_TIMEOUT"
+
+
+def connect_timeout() -> float:
+    """Seconds a command waits for the broker before giving up ($STREAMSCALE_CONNECT_TIMEOUT, 10)."""
+    raw = os.environ.get(CONNECT_TIMEOUT_ENV, "10")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value < 3600):
+        raise ConfigError(f"${CONNECT_TIMEOUT_ENV} must be a number of seconds in (0, 3600), not {raw!r}")
+    return value
+
+
+class BrokerUnreachable(StreamscaleError):
+    pass
+
+
+def ensure_reachable(bootstrap: str, timeout: float | None = None, client_config: dict | None = None) -> None:
+    """One metadata request, answered within ``timeout``, or one clear error (librdkafka's own
+    connection complaints are silenced: they would be hundreds of lines for one fact)."""
+    timeout = connect_timeout() if timeout is None else timeout
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(client_config or {}), "log_level": 0,
+                         "socket.connection.setup.timeout.ms": max(1000, int(timeout * 1000))})
+    try:
+        admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise BrokerUnreachable(f"cannot reach the Kafka broker at {bootstrap} within {timeout:g} s "
+                                f"({exc.args[0].str() if exc.args else exc}); is it running? "
+                                f"(wait longer with ${CONNECT_TIMEOUT_ENV})") from None
+    finally:
+        del admin
 
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 

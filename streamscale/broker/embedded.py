@@ -304,20 +304,27 @@ def _reap(pid: int) -> bool:
 
 def external_bootstrap(bootstrap: str | None) -> str | None:
     """For commands that start their own embedded broker when given none: --bootstrap-servers,
-    else $STREAMSCALE_BOOTSTRAP_SERVERS, else None (start one). The same order as every command."""
-    return bootstrap or os.environ.get("STREAMSCALE_BOOTSTRAP_SERVERS") or None
+    else $STREAMSCALE_BOOTSTRAP_SERVERS (which must answer), else None (start one)."""
+    bootstrap = bootstrap or os.environ.get("STREAMSCALE_BOOTSTRAP_SERVERS") or None
+    if bootstrap:
+        from streamscale.broker.access import ensure_reachable
+
+        ensure_reachable(bootstrap)
+    return bootstrap
 
 
 def resolve_bootstrap(bootstrap: str | None) -> str:
-    """--bootstrap-servers, else $STREAMSCALE_BOOTSTRAP_SERVERS, else the running daemon broker."""
-    if bootstrap:
-        return bootstrap
-    env = os.environ.get("STREAMSCALE_BOOTSTRAP_SERVERS")
-    if env:
-        return env
-    info = daemon_status()
-    if info is not None:
-        return info.bootstrap
+    """--bootstrap-servers, else $STREAMSCALE_BOOTSTRAP_SERVERS, else the running daemon broker;
+    checked to answer within $STREAMSCALE_CONNECT_TIMEOUT seconds (one clear error if not)."""
+    from streamscale.broker.access import ensure_reachable
+
+    chosen = bootstrap or os.environ.get("STREAMSCALE_BOOTSTRAP_SERVERS")
+    if not chosen:
+        info = daemon_status()
+        chosen = info.bootstrap if info is not None else None
+    if chosen:
+        ensure_reachable(chosen)
+        return chosen
     raise BrokerError("no broker: start the embedded one with `streamscale broker start` "
                       "or pass --bootstrap-servers HOST:PORT for an external Kafka cluster")
 

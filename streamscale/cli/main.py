@@ -164,13 +164,17 @@ def generate_cmd(
     from streamscale.broker import BrokerAccess, resolve_bootstrap
     from streamscale.loadgen import GeneratorConfig, LoadGenerator
 
+    import dataclasses
+
+    # options first (a bad value is named at once), then the broker
+    cfg = GeneratorConfig("unresolved", topic=topic, sensors=sensors, period_s=period, workers=workers,
+                          encoding=encoding, distribution=distribution, seed=seed, records=records,
+                          duration_s=duration, throttle=not unthrottled)
     bs = resolve_bootstrap(bootstrap)
+    cfg = dataclasses.replace(cfg, bootstrap=bs)
     if partitions:
         with BrokerAccess(bs) as access:
             access.create_topic(topic, partitions, exist_ok=True)
-    cfg = GeneratorConfig(bs, topic=topic, sensors=sensors, period_s=period, workers=workers,
-                          encoding=encoding, distribution=distribution, seed=seed, records=records,
-                          duration_s=duration, throttle=not unthrottled)
     mode = "unthrottled" if unthrottled else f"target {cfg.target_rate:,.0f} records/s"
     console.print(f"generating into {topic} at {bs}: {sensors:,} sensors, {mode}, {cfg.workers} worker(s)"
                   + ("" if records is not None or duration else " — Ctrl-C to stop"))

@@ -134,6 +134,9 @@ def test_every_command_takes_the_bootstrap_from_the_environment(monkeypatch, tmp
     monkeypatch.setattr(bench_runner, "run_execution", grab("bench", 2))
     monkeypatch.setattr(sut, "run_sut", grab("sut", 99))
     monkeypatch.setattr(rel_runner, "run_spec", grab("rel", 2))
+    import streamscale.broker.access as access_mod
+
+    monkeypatch.setattr(access_mod, "ensure_reachable", lambda *a, **k: None)  # no such cluster here
     monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "kafka.example:9092")
     monkeypatch.setenv("STREAMSCALE_METRICS_PORT", "0")
     examples = Path(__file__).parents[2] / "examples"
@@ -193,3 +196,18 @@ def test_sigkilled_generate_leaves_no_worker_producing(state, broker, topic_fact
             except ProcessLookupError:
                 pass
         p.wait()
+
+
+@pytest.mark.parametrize("args", [["topic", "create", "t1"], ["topic", "list"], ["generate", "-n", "5"],
+                                  ["run-sut", "uc1", "-d", "5"]])
+def test_unreachable_broker_is_one_line_within_the_timeout(state, args):
+    import time
+
+    env = {**state, "STREAMSCALE_CONNECT_TIMEOUT": "3"}
+    t = time.monotonic()
+    r = run(*args, "-b", "127.0.0.1:1", env=env, timeout=60)
+    took = time.monotonic() - t
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "cannot reach the Kafka broker at 127.0.0.1:1" in r.stderr
+    assert "Traceback" not in r.stderr and "|FAIL|" not in r.stderr and "rdkafka" not in r.stderr
+    assert took < 3 + 10  # the timeout, plus the interpreter's start-up
