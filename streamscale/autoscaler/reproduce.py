@@ -23,6 +23,7 @@ Readings of the text this module makes (docs/autoscaler.md gives the reasons):
 from __future__ import annotations
 
 import csv
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +37,8 @@ from streamscale.autoscaler.evaluation import cardinal_bin_score, expected_rscor
 from streamscale.autoscaler.latency import latency_segments
 
 BASELINES = ("NFD", "FFD", "BFD", "WFD")
-COLUMNS = ["figure", "paper", "measured", "low", "high", "unit", "draws", "note"]
+COLUMNS = ["figure", "paper", "measured", "low", "high"]                 # reproduction*.csv
+DETAILS = [*COLUMNS, "unit", "draws", "in_spread", "note"]                 # reproduction.json, report
 
 _Pos = Field(gt=0, allow_inf_nan=False)
 
@@ -129,17 +131,20 @@ class Row:
     figure: str
     values: list[float]
     note: str = ""
+    variant: str = ""  # variants name their reading in the figure column: "<figure> [<variant>]"
 
     def as_dict(self) -> dict:
         paper, unit, rounding = PAPER.get(self.figure, (float("nan"), "", 0.0))
         vals = np.array([v for v in self.values if v is not None and math.isfinite(v)], dtype=float)
         med, lo, hi = ((float(np.median(vals)), float(np.percentile(vals, 5)), float(np.percentile(vals, 95)))
                        if len(vals) else (float("nan"),) * 3)
+        inside = bool(len(vals)) and lo - rounding <= paper <= hi + rounding
         note = self.note
-        if len(vals) and math.isfinite(paper) and not lo - rounding <= paper <= hi + rounding:
+        if len(vals) and math.isfinite(paper) and not inside:
             note = (note + "; " if note else "") + "paper outside the measured 5-95 % spread"
-        return {"figure": self.figure, "paper": paper, "measured": round(med, 4), "low": round(lo, 4),
-                "high": round(hi, 4), "unit": unit, "draws": len(vals), "note": note}
+        figure = f"{self.figure} [{self.variant}]" if self.variant else self.figure
+        return {"figure": figure, "paper": paper, "measured": round(med, 4), "low": round(lo, 4),
+                "high": round(hi, 4), "unit": unit, "draws": len(vals), "in_spread": inside, "note": note}
 
 
 # -- §VI-C ------------------------------------------------------------------------------------
@@ -230,9 +235,10 @@ def reproduce(spec: ReproduceSpec, out_dir: Path, progress: Callable[[str], None
         Row("VI-C smallest kd_N whose p90 beats MWF", [_smallest_beating(dr, alg, dr.p90) for dr in draws]),
     ]
     variants = [
-        Row("VI-C p90 latency of MWF", [dr.p90_all[alg] for dr in draws], "p90 over all samples, zeros included"),
+        Row("VI-C p90 latency of MWF", [dr.p90_all[alg] for dr in draws],
+            variant="p90 over all samples, zeros included"),
         Row("VI-C p90 latency of kd_N with MWF's cost (paper: kd_15)",
-            [dr.p90.get("kd_15", float("nan")) for dr in draws], "kd_15 fixed, whatever MWF's cost"),
+            [dr.p90.get("kd_15", float("nan")) for dr in draws], variant="kd_15 fixed, whatever MWF's cost"),
     ]
     mwf_consumers = [dr.consumers[alg] for dr in draws]
 
@@ -249,15 +255,17 @@ def reproduce(spec: ReproduceSpec, out_dir: Path, progress: Callable[[str], None
         rows += [Row(f"VI-E Rscore of MWF vs the best baseline, delta={d}", [r for r, _ in packing[delta]]),
                  Row(f"VI-E operational cost (CBS of MWF), delta={d}", [c for _, c in packing[delta]])]
         variants += [Row(f"VI-E Rscore of MWF vs the best baseline, delta={d}", [r for r, _ in packing_nfd0[delta]],
-                         "NFD opens consumer 0 first"),
+                         variant="NFD opens consumer 0 first"),
                      Row(f"VI-E operational cost (CBS of MWF), delta={d}", [c for _, c in packing_nfd0[delta]],
-                         "NFD opens consumer 0 first")]
+                         variant="NFD opens consumer 0 first")]
     order = list(PAPER)
     rows.sort(key=lambda r: order.index(r.figure) if r.figure in order else len(order))
     table = [r.as_dict() for r in rows]
     var_table = [r.as_dict() for r in variants]
     _write(out_dir / "reproduction.csv", table)
     _write(out_dir / "reproduction-variants.csv", var_table)
+    (out_dir / "reproduction.json").write_text(json.dumps({"figures": table, "variants": var_table,
+                                                           "spec": spec.model_dump()}, indent=2))
     kd_curve = {n: [dr.p90[f"kd_{n}"] for dr in draws] for n in range(1, lat.partitions + 1)}
     _plots(out_dir, table, kd_curve, [dr.p90[alg] for dr in draws], mwf_consumers, alg)
     (out_dir / "report.html").write_text(_html(spec, table, var_table, out_dir))
@@ -266,7 +274,7 @@ def reproduce(spec: ReproduceSpec, out_dir: Path, progress: Callable[[str], None
 
 def _write(path: Path, rows: list[dict]) -> None:
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
 
@@ -321,9 +329,9 @@ def _html(spec: ReproduceSpec, table: list[dict], variants: list[dict], out_dir:
     import yaml
 
     def rows(t: list[dict]) -> str:
-        return "".join("<tr>" + "".join(f"<td>{html.escape(str(r[c]))}</td>" for c in COLUMNS) + "</tr>" for r in t)
+        return "".join("<tr>" + "".join(f"<td>{html.escape(str(r[c]))}</td>" for c in DETAILS) + "</tr>" for r in t)
 
-    head = "<tr>" + "".join(f"<th>{c}</th>" for c in COLUMNS) + "</tr>"
+    head = "<tr>" + "".join(f"<th>{c}</th>" for c in DETAILS) + "</tr>"
     imgs = "".join(
         f'<p><img alt="{name}" src="data:image/png;base64,'
         f'{base64.b64encode((out_dir / name).read_bytes()).decode()}"></p>'

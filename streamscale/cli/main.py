@@ -412,9 +412,10 @@ def autoscale_reproduce(out_dir: Path = typer.Option(Path("results/autoscale-rep
         unit = {"%": " %", "s": " s"}.get(row["unit"], "")
         table.add_row(row["figure"], f"{row['paper']:g}{unit}", f"{row['measured']:.4g}{unit}",
                       f"{row['low']:.4g} to {row['high']:.4g}",
-                      "no" if "outside" in row["note"] else "yes")
+                      "yes" if row["in_spread"] else "no")
     out.print(table)
-    out.print(f"wrote {out_dir}/ (reproduction.csv, reproduction-variants.csv, reproduction_*.png, report.html)")
+    out.print(f"wrote {out_dir}/ (reproduction.csv, reproduction-variants.csv, reproduction.json, "
+              "reproduction_*.png, report.html)")
 
 
 @auto_app.command("run")

@@ -1,6 +1,7 @@
 """`autoscale reproduce`: the exact latency percentiles, Kafka's random deal, the reduced run's files."""
 
 import csv
+import json
 import math
 
 import numpy as np
@@ -56,7 +57,7 @@ def test_reduced_reproduction_writes_every_figure_with_its_spread(tmp_path):
     r = reproduce(spec, tmp_path)
     with open(tmp_path / "reproduction.csv") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == COLUMNS
+    assert list(rows[0]) == COLUMNS == ["figure", "paper", "measured", "low", "high"]
     assert [row["figure"] for row in rows] == list(PAPER)  # one row per figure, in the issue's order
     for row in rows:
         low, med, high = float(row["low"]), float(row["measured"]), float(row["high"])
@@ -65,9 +66,13 @@ def test_reduced_reproduction_writes_every_figure_with_its_spread(tmp_path):
     assert 4.0 < float(mwf["measured"]) < 5.0  # rebalanced bytes wait up to the 5 s rebalance
     with open(tmp_path / "reproduction-variants.csv") as f:
         variants = list(csv.DictReader(f))
-    assert {v["note"].split(";")[0] for v in variants} >= {"NFD opens consumer 0 first",
-                                                           "p90 over all samples, zeros included"}
-    assert float(next(v for v in variants if v["note"].startswith("p90 over all"))["measured"]) == 0.0
+    assert list(variants[0]) == COLUMNS
+    assert {v["figure"].split(" [")[1].rstrip("]") for v in variants} >= {"NFD opens consumer 0 first",
+                                                                         "p90 over all samples, zeros included"}
+    assert float(next(v for v in variants if "p90 over all" in v["figure"])["measured"]) == 0.0
+    details = json.loads((tmp_path / "reproduction.json").read_text())
+    assert [d["figure"] for d in details["figures"]] == list(PAPER)
+    assert all(isinstance(d["in_spread"], bool) and d["draws"] >= 2 for d in details["figures"])
     for name in ("reproduction_figures.png", "reproduction_latency.png", "report.html"):
         assert (tmp_path / name).stat().st_size > 1000
 
