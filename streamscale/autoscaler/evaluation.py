@@ -20,7 +20,12 @@ def measurement_stream(partitions: int, n: int, delta: float, capacity: float, s
     one consumer cannot be assigned by any algorithm (the seed leaves this case open).
     """
     rng = np.random.default_rng(seed)
-    s = rng.uniform(0, capacity, partitions) if initial == "uniform" else np.zeros(partitions)
+    # §VI-B tried four starts: uniform in [0, C] (the one reported), all 0, all C/2, all C
+    starts = {"uniform": lambda: rng.uniform(0, capacity, partitions), "zero": lambda: np.zeros(partitions),
+              "half": lambda: np.full(partitions, capacity / 2), "full": lambda: np.full(partitions, capacity)}
+    if initial not in starts:
+        raise ValueError(f"initial must be one of {sorted(starts)}, not {initial!r}")
+    s = starts[initial]()
     out = [dict(enumerate(s.tolist()))]
     for _ in range(n - 1):
         s = np.clip(s + rng.uniform(-delta, delta, partitions) / 100.0 * capacity, 0.0, capacity)

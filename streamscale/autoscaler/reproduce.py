@@ -44,7 +44,14 @@ _Pos = Field(gt=0, allow_inf_nan=False)
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("initial", check_fields=False)
+    @classmethod
+    def _initial(cls, v: str) -> str:
+        if v not in ("uniform", "zero", "half", "full"):
+            raise ValueError("initial must be uniform, zero, half or full")
+        return v
 
 
 class LatencySpec(_Spec):
@@ -53,6 +60,7 @@ class LatencySpec(_Spec):
     partitions: int = Field(32, ge=1, le=10_000)
     measurements: int = Field(100, ge=2, le=100_000)
     delta: float = Field(5.0, ge=0, le=100, allow_inf_nan=False)
+    initial: str = Field("uniform", description="Eq. 15 start: uniform in [0, C], zero, half (C/2) or full (C)")
     bin_capacity: float = Field(100.0, gt=0, allow_inf_nan=False, description="C, the bin capacity")
     consumer_capacity: float = Field(133.0, gt=0, allow_inf_nan=False, description="C-bar, a consumer's read rate")
     iteration_s: float = Field(30.0, gt=0, allow_inf_nan=False)
@@ -98,6 +106,7 @@ class PackingSpec(_Spec):
     partitions: int = Field(200, ge=1, le=10_000)
     measurements: int = Field(500, ge=2, le=100_000)
     bin_capacity: float = Field(100.0, gt=0, allow_inf_nan=False)
+    initial: str = Field("uniform", description="Eq. 15 start: uniform in [0, C], zero, half (C/2) or full (C)")
     deltas: list[float] = Field(default_factory=lambda: [5.0, 25.0])
     streams: int = Field(10, ge=1, le=10_000)
 
@@ -163,7 +172,8 @@ class LatencyDraw:
 
 
 def latency_draw(spec: LatencySpec, seed: int) -> LatencyDraw:
-    stream = measurement_stream(spec.partitions, spec.measurements, spec.delta, spec.bin_capacity, seed=seed)
+    stream = measurement_stream(spec.partitions, spec.measurements, spec.delta, spec.bin_capacity, seed=seed,
+                                initial=spec.initial)
     configs: dict[str, list[Assignment]] = {
         spec.algorithm: run_stream(spec.algorithm, ALGORITHMS[spec.algorithm], stream, spec.bin_capacity).assignments}
     rng = np.random.default_rng(seed + 1_000_003)
@@ -199,7 +209,8 @@ def nfd_first_consumer_zero(speeds, capacity, previous=None) -> Assignment:
 def packing_stream(spec: PackingSpec, delta: float, seed: int) -> dict[str, tuple[float, float]]:
     """On one stream: (Rscore change of MWF vs the best baseline in %, CBS of MWF in %), as the
     text reads (``"text"``) and with NFD opening consumer 0 first (``"nfd0"``)."""
-    stream = measurement_stream(spec.partitions, spec.measurements, delta, spec.bin_capacity, seed=seed)
+    stream = measurement_stream(spec.partitions, spec.measurements, delta, spec.bin_capacity, seed=seed,
+                                initial=spec.initial)
     runs = {name: run_stream(name, algo, stream, spec.bin_capacity) for name, algo in ALGORITHMS.items()}
     nfd0 = run_stream("NFD", nfd_first_consumer_zero, stream, spec.bin_capacity)
     out = {}

@@ -82,7 +82,7 @@ def test_spec_refuses_bad_values():
 
     for bad in ({"latency": {"draws": 0}}, {"latency": {"bin_capacity": float("nan")}},
                 {"latency": {"bin_capacity": 200, "consumer_capacity": 133}}, {"packing": {"deltas": [float("inf")]}},
-                {"latency": {"over": "some"}}, {"unknown": 1}):
+                {"latency": {"over": "some"}}, {"unknown": 1}, {"packing": {"initial": "random"}}):
         with pytest.raises(ValidationError):
             ReproduceSpec.model_validate(bad)
 
