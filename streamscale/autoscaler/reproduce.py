@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -43,15 +44,11 @@ DETAILS = [*COLUMNS, "unit", "draws", "in_spread", "note"]                 # rep
 _Pos = Field(gt=0, allow_inf_nan=False)
 
 
+Initial = Literal["uniform", "zero", "half", "full"]  # §VI-B's four starting speeds
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    @field_validator("initial", check_fields=False)
-    @classmethod
-    def _initial(cls, v: str) -> str:
-        if v not in ("uniform", "zero", "half", "full"):
-            raise ValueError("initial must be uniform, zero, half or full")
-        return v
 
 
 class LatencySpec(_Spec):
@@ -60,31 +57,17 @@ class LatencySpec(_Spec):
     partitions: int = Field(32, ge=1, le=10_000)
     measurements: int = Field(100, ge=2, le=100_000)
     delta: float = Field(5.0, ge=0, le=100, allow_inf_nan=False)
-    initial: str = Field("uniform", description="Eq. 15 start: uniform in [0, C], zero, half (C/2) or full (C)")
+    initial: Initial = Field("uniform", description="Eq. 15 start: uniform in [0, C], zero, C/2 or C")
     bin_capacity: float = Field(100.0, gt=0, allow_inf_nan=False, description="C, the bin capacity")
     consumer_capacity: float = Field(133.0, gt=0, allow_inf_nan=False, description="C-bar, a consumer's read rate")
     iteration_s: float = Field(30.0, gt=0, allow_inf_nan=False)
     rebalance_s: float = Field(5.0, ge=0, allow_inf_nan=False)
-    sampling: str = Field("bytes", description="bytes (one sample per byte) or instants")
+    sampling: Literal["bytes", "instants"] = Field("bytes", description="one sample per byte, or instants")
     instants: int = Field(30, ge=1, description="samples per queue and iteration when sampling=instants")
     percentile: float = Field(90.0, gt=0, le=100, allow_inf_nan=False)
-    over: str = Field("positive", description="positive (samples > 0 s, as Fig. 8) or all")
+    over: Literal["positive", "all"] = Field("positive", description="samples > 0 s (as Fig. 8), or all")
     draws: int = Field(200, ge=1, le=100_000)
     algorithm: str = "MWF"
-
-    @field_validator("sampling")
-    @classmethod
-    def _sampling(cls, v: str) -> str:
-        if v not in ("bytes", "instants"):
-            raise ValueError("sampling must be 'bytes' or 'instants'")
-        return v
-
-    @field_validator("over")
-    @classmethod
-    def _over(cls, v: str) -> str:
-        if v not in ("positive", "all"):
-            raise ValueError("over must be 'positive' or 'all'")
-        return v
 
     @field_validator("algorithm")
     @classmethod
@@ -106,7 +89,7 @@ class PackingSpec(_Spec):
     partitions: int = Field(200, ge=1, le=10_000)
     measurements: int = Field(500, ge=2, le=100_000)
     bin_capacity: float = Field(100.0, gt=0, allow_inf_nan=False)
-    initial: str = Field("uniform", description="Eq. 15 start: uniform in [0, C], zero, half (C/2) or full (C)")
+    initial: Initial = Field("uniform", description="Eq. 15 start: uniform in [0, C], zero, C/2 or C")
     deltas: list[float] = Field(default_factory=lambda: [5.0, 25.0])
     streams: int = Field(10, ge=1, le=10_000)
 
