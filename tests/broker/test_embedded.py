@@ -93,6 +93,11 @@ def test_bootstrap_resolution_order(tmp_path, monkeypatch):
     monkeypatch.delenv("STREAMSCALE_BOOTSTRAP_SERVERS", raising=False)
     with pytest.raises(embedded.BrokerError, match="--bootstrap-servers"):
         embedded.resolve_bootstrap(None)
+    import streamscale.broker.access as access_mod
+
+    probed: list[str] = []
+    monkeypatch.setattr(access_mod, "ensure_reachable", lambda bs, *a, **k: probed.append(bs))  # no such hosts
     monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "kafka:9092")
     assert embedded.resolve_bootstrap(None) == "kafka:9092"
     assert embedded.resolve_bootstrap("other:1") == "other:1"
+    assert probed == ["kafka:9092", "other:1"]  # whichever wins is checked to answer
