@@ -61,6 +61,8 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
         access.create_topic("input", partitions)
         console.print(f"[bold]2/4[/] Spark session on {master} (the first micro-batch starts Python workers)")
         spark = build_session(master, "streamscale-demo")
+        if spark.streamscale_log:
+            console.print(f"    Spark's and Java's own log: {spark.streamscale_log}", highlight=False)
         gen = None
         query = None
         try:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from streamscale.errors import StreamscaleError
 
@@ -45,11 +48,44 @@ def prepare_environment() -> None:
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
 
 
+def spark_log_path() -> Path:
+    """Where the JVM's and the Python workers' output goes ($STREAMSCALE_SPARK_LOG, or a file per
+    process in the temp directory)."""
+    given = os.environ.get("STREAMSCALE_SPARK_LOG")
+    if given:
+        return Path(given)
+    return Path(tempfile.gettempdir()) / "streamscale-logs" / f"spark-{os.getpid()}.log"
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path):
+    """The process's file descriptor 2 points at ``path`` while the JVM starts, so the JVM, and the
+    Python workers it starts later, write their WARN lines, stack traces and worker tracebacks of
+    stopped queries there for their whole life; this process's stderr is restored afterwards."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(log, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
+
+
 def build_session(master: str = "local[2]", app_name: str = "streamscale", conf: dict | None = None,
                   shuffle_partitions: int | None = None, ui: bool = False):
-    """A SparkSession with the streamscale Kafka data source registered."""
+    """A SparkSession with the streamscale Kafka data source registered.
+
+    Spark's and Java's output goes to :func:`spark_log_path` (``spark.streamscale_log`` on the
+    session), unless ``STREAMSCALE_SPARK_LOG=-`` keeps it on stderr.
+    """
     java_version()
     prepare_environment()
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     from streamscale.sparkio.kafka import KafkaDataSource
@@ -69,7 +105,14 @@ def build_session(master: str = "local[2]", app_name: str = "streamscale", conf:
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     for k, v in (conf or {}).items():
         builder = builder.config(k, str(v))
-    spark = builder.getOrCreate()
+    log = None
+    if os.environ.get("STREAMSCALE_SPARK_LOG") == "-" or SparkContext._gateway is not None:
+        spark = builder.getOrCreate()  # the JVM runs already (or the user wants its output on stderr)
+    else:
+        log = spark_log_path()
+        with _stderr_to(log):
+            spark = builder.getOrCreate()
+    spark.streamscale_log = str(log) if log else None
     spark.sparkContext.setLogLevel(os.environ.get("STREAMSCALE_SPARK_LOG_LEVEL", "WARN"))
     spark.dataSource.register(KafkaDataSource)
     return spark
