@@ -211,3 +211,57 @@ def test_unreachable_broker_is_one_line_within_the_timeout(state, args):
     assert "cannot reach the Kafka broker at 127.0.0.1:1" in r.stderr
     assert "Traceback" not in r.stderr and "|FAIL|" not in r.stderr and "rdkafka" not in r.stderr
     assert took < 3 + 10  # the timeout, plus the interpreter's start-up
+
+
+def _descendants(root: int) -> set[int]:
+    kids: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                kids.setdefault(int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(d.name))
+            except OSError:
+                pass
+    out, todo = set(), [root]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+@pytest.mark.spark
+def test_sigkilled_benchmark_run_leaves_no_process_behind(state, tmp_path):
+    # broker, Spark's JVM and Python workers, generator workers: all go with the command
+    import signal
+
+    from streamscale.waiting import wait_for
+
+    spec = Path(__file__).parents[2] / "examples" / "uc1-small.yaml"
+    p = subprocess.Popen([EXE, "benchmark", "run", str(spec), "--out", str(tmp_path / "res")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **state})
+    tree: set[int] = set()
+    try:
+        def running() -> bool:
+            cmds = [_cmdline(x) for x in _descendants(p.pid)]
+            return any(b"java" in c for c in cmds) and any(b"multiprocessing.spawn" in c for c in cmds)
+
+        wait_for(running, 180, "the experiment's broker, JVM and generator workers")
+        tree = _descendants(p.pid)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        wait_for(lambda: not any(_alive(x) for x in tree), 60, "every process the command started to exit")
+    finally:
+        for pid in [p.pid, *tree]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        p.wait()
