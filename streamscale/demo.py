@@ -7,6 +7,7 @@ Broker -> load generator -> PySpark streaming query through the Python Kafka sou
 from __future__ import annotations
 
 import csv
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -65,6 +66,7 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
             console.print(f"    Spark's and Java's own log: {spark.streamscale_log}", highlight=False)
         gen = None
         query = None
+        ckpt = None
         try:
             cfg = GeneratorConfig(broker.bootstrap, topic="input", sensors=sensors, workers=2,
                                   duration_s=seconds + 60)
@@ -108,6 +110,8 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
             if query is not None:
                 query.stop()
             result = gen.stop() if gen is not None else None
+            if ckpt is not None:
+                shutil.rmtree(ckpt, ignore_errors=True)  # the demo's own: nothing left in $TMPDIR
         total_read = spark.sql("select coalesce(sum(n), 0) as n from demo_counts").collect()[0]["n"]
         spark.stop()
         steady = [r for r in rows[1:] if r["input_rows"] > 0]  # batch 0 pays the worker start-up

@@ -9,6 +9,7 @@ and writes results through the Kafka sink (or, for UC1, a side effect). ``start(
 from __future__ import annotations
 
 import re
+import shutil
 import tempfile
 import threading
 import time
@@ -85,6 +86,9 @@ class BatchMetrics:
     output_records: int | None
     max_latency_ms: float | None
     avg_latency_ms: float | None
+
+
+_TEMP_CHECKPOINTS: set[str] = set()  # checkpoints query_settings created, removed when their run stops
 
 
 @dataclass
@@ -178,6 +182,9 @@ class PipelineRun:
         self.poll()
         if self.writer is not None:
             self.writer.close()
+        if self.checkpoint in _TEMP_CHECKPOINTS:  # ours, not the user's: nothing left in $TMPDIR
+            _TEMP_CHECKPOINTS.discard(self.checkpoint)
+            shutil.rmtree(self.checkpoint, ignore_errors=True)
 
 
 class Pipeline(ABC):
@@ -233,8 +240,13 @@ class Pipeline(ABC):
         """The logical topology as text."""
 
     def query_settings(self, checkpoint: str | None, available_now: bool) -> tuple[str, dict, str]:
-        """Checkpoint directory, trigger and a unique query name for a run of this pipeline."""
-        checkpoint = checkpoint or tempfile.mkdtemp(prefix=f"streamscale-{self.name}-")
+        """Checkpoint directory, trigger and a unique query name for a run of this pipeline.
+
+        Without a checkpoint the run gets a temporary one, removed when the run stops (a named
+        checkpoint is the user's and stays, to restart from)."""
+        if not checkpoint:
+            checkpoint = tempfile.mkdtemp(prefix=f"streamscale-{self.name}-")
+            _TEMP_CHECKPOINTS.add(checkpoint)
         trigger = {"availableNow": True} if available_now else \
             {"processingTime": f"{self.params.trigger_interval_s} seconds"}
         return checkpoint, trigger, f"{self.name}-{int(time.time() * 1000)}"

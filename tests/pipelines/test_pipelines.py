@@ -201,3 +201,20 @@ def test_describe_and_parameter_errors():
         make_pipeline("uc9")
     with pytest.raises(ConfigError, match="windw_s"):
         make_pipeline("uc2", {"windw_s": 3})
+
+
+def test_a_run_removes_the_temporary_checkpoint_it_made_and_keeps_a_named_one(spark, broker, topic_factory,
+                                                                             tmp_path):
+    from pathlib import Path
+
+    src = topic_factory(1)
+    send(broker.bootstrap, src, [(f"s_{i % 3}", T0 + i, 1.0) for i in range(50)], 1)
+    pipe = make_pipeline("uc1", {"sink": "none"})
+    r = pipe.start(spark, broker.bootstrap, src, None, None, available_now=True)
+    r.await_available(300)
+    assert Path(r.checkpoint).is_dir()
+    r.stop()
+    assert not Path(r.checkpoint).exists()
+    named = run(pipe, spark, broker, src, None, tmp_path / "ck")
+    named.stop()
+    assert (tmp_path / "ck").is_dir()  # the user's: kept for a restart
