@@ -182,3 +182,16 @@ def test_live_group_follows_load_exactly_once_and_survives_a_controller_crash(br
                 p.wait()
         backend.delete_all(timeout=5)
         monitor.join(timeout=10)
+
+
+def test_groups_get_topics_of_their_own(tmp_path):
+    from streamscale.autoscaler.live.protocol import LiveConfig
+
+    a = LiveConfig(bootstrap="x:1", topics=["in"], group="team-a", state_dir=tmp_path / "a", consumer_capacity=10)
+    b = LiveConfig(bootstrap="x:1", topics=["in"], group="team b", state_dir=tmp_path / "b", consumer_capacity=10)
+    assert {a.speed_topic, a.metadata_topic} == {"team-a.monitor.writeSpeed", "team-a.consumer.metadata"}
+    assert {b.speed_topic, b.metadata_topic} == {"team_b.monitor.writeSpeed", "team_b.consumer.metadata"}
+    a.save()
+    assert LiveConfig.load(tmp_path / "a").metadata_topic == a.metadata_topic  # consumers read the same
+    with pytest.raises(Exception, match="not a valid Kafka topic name"):
+        LiveConfig(bootstrap="x:1", topics=["bad topic"], group="g", state_dir=tmp_path, consumer_capacity=10)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from streamscale.autoscaler.binpacking import ALGORITHMS
 from streamscale.autoscaler.latency import CAPACITY_RATIO
@@ -32,8 +33,10 @@ class LiveConfig(BaseModel):
     max_consumers: int = Field(32, ge=1, description="consumer.metadata has max_consumers + 1 partitions")
     ack_timeout_secs: float = Field(60.0, gt=0)
     start_from: str = "earliest"
-    speed_topic: str = "monitor.writeSpeed"
-    metadata_topic: str = "consumer.metadata"
+    # per group (a run of another group beside this one has topics of its own); given explicitly
+    # they are kept as they are
+    speed_topic: str | None = Field(None, description="default <group>.monitor.writeSpeed")
+    metadata_topic: str | None = Field(None, description="default <group>.consumer.metadata")
     sink_path: Path | None = None
 
     @field_validator("algorithm")
@@ -49,6 +52,18 @@ class LiveConfig(BaseModel):
         if v not in ("earliest", "latest"):
             raise ValueError("start_from must be 'earliest' or 'latest'")
         return v
+
+    @model_validator(mode="after")
+    def _namespaced_topics(self):
+        from streamscale.broker.access import check_topic_name
+
+        prefix = re.sub(r"[^a-zA-Z0-9._-]", "_", self.group)[:200]
+        self.speed_topic = check_topic_name(self.speed_topic or f"{prefix}.monitor.writeSpeed", "speed topic")
+        self.metadata_topic = check_topic_name(self.metadata_topic or f"{prefix}.consumer.metadata",
+                                               "metadata topic")
+        for t in self.topics:
+            check_topic_name(t, "source topic")
+        return self
 
     @property
     def bin_capacity(self) -> float:
