@@ -57,6 +57,9 @@ def spark_log_path() -> Path:
     return Path(tempfile.gettempdir()) / "streamscale-logs" / f"spark-{os.getpid()}.log"
 
 
+_JVM_LOG: list[str | None] = [None]  # where this process's JVM writes, once it has been started here
+
+
 @contextlib.contextmanager
 def _stderr_to(path: Path):
     """The process's file descriptor 2 points at ``path`` while the JVM starts, so the JVM, and the
@@ -105,14 +108,14 @@ def build_session(master: str = "local[2]", app_name: str = "streamscale", conf:
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     for k, v in (conf or {}).items():
         builder = builder.config(k, str(v))
-    log = None
     if os.environ.get("STREAMSCALE_SPARK_LOG") == "-" or SparkContext._gateway is not None:
         spark = builder.getOrCreate()  # the JVM runs already (or the user wants its output on stderr)
     else:
         log = spark_log_path()
         with _stderr_to(log):
             spark = builder.getOrCreate()
-    spark.streamscale_log = str(log) if log else None
+        _JVM_LOG[0] = str(log)
+    spark.streamscale_log = _JVM_LOG[0]  # the JVM outlives a stopped session: its log stays the same
     spark.sparkContext.setLogLevel(os.environ.get("STREAMSCALE_SPARK_LOG_LEVEL", "WARN"))
     spark.dataSource.register(KafkaDataSource)
     return spark
