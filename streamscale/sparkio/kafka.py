@@ -83,6 +83,20 @@ def _kafka_options(options) -> dict:
     return out
 
 
+def _positive_int(opts: dict, name: str, default):
+    """Option ``name`` (looked up lower-cased) as a positive whole number, or ``default``."""
+    raw = opts.get(name.lower())
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, not '{raw}'") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive")
+    return value
+
+
 @dataclass(frozen=True)
 class SourceConfig:
     bootstrap: str
@@ -114,20 +128,8 @@ class SourceConfig:
 
         for t in topics:
             check_topic_name(t, "subscribed topic")
-        mopt = opts.get("maxoffsetspertrigger")
-        try:
-            max_off = int(mopt) if mopt not in (None, "") else None
-        except ValueError:
-            raise ConfigError(f"maxOffsetsPerTrigger must be a whole number, not '{mopt}'") from None
-        if max_off is not None and max_off <= 0:
-            raise ConfigError("maxOffsetsPerTrigger must be positive")
-        mpart = opts.get("maxpartitions")
-        try:
-            max_parts = int(mpart) if mpart not in (None, "") else (os.cpu_count() or 2)
-        except ValueError:
-            raise ConfigError(f"maxPartitions must be a whole number, not '{mpart}'") from None
-        if max_parts <= 0:
-            raise ConfigError("maxPartitions must be positive")
+        max_off = _positive_int(opts, "maxOffsetsPerTrigger", None)
+        max_parts = _positive_int(opts, "maxPartitions", os.cpu_count() or 2)
         fmt = opts.get("valueformat", "raw").lower()
         if fmt not in formats.FORMATS:
             raise ConfigError(f"valueFormat must be one of {formats.FORMATS}, not '{fmt}'")
