@@ -211,6 +211,13 @@ ALGORITHMS: dict[str, Callable[..., Assignment]] = {
 }
 
 
+def known_algorithm(name: str) -> str:
+    """``name`` if it is one of ALGORITHMS, else a ValueError listing them (for spec validators)."""
+    if name not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}")
+    return name
+
+
 def consumers_used(assignment: Assignment) -> int:
     return len(set(assignment.values()))
 

@@ -33,7 +33,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from streamscale.autoscaler.binpacking import ALGORITHMS, Assignment, any_fit_decreasing, consumers_used
+from streamscale.autoscaler.binpacking import ALGORITHMS, Assignment, any_fit_decreasing, consumers_used, known_algorithm
 from streamscale.autoscaler.evaluation import cardinal_bin_score, expected_rscore, measurement_stream, run_stream
 from streamscale.autoscaler.latency import latency_segments
 
@@ -72,9 +72,7 @@ class LatencySpec(_Spec):
     @field_validator("algorithm")
     @classmethod
     def _algorithm(cls, v: str) -> str:
-        if v not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}")
-        return v
+        return known_algorithm(v)
 
     @model_validator(mode="after")
     def _capacities(self):

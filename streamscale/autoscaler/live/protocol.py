@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from streamscale.autoscaler.binpacking import ALGORITHMS
+from streamscale.autoscaler.binpacking import known_algorithm
 from streamscale.autoscaler.latency import CAPACITY_RATIO
 from streamscale.errors import ConfigError
 
@@ -42,9 +42,7 @@ class LiveConfig(BaseModel):
     @field_validator("algorithm")
     @classmethod
     def _known(cls, v: str) -> str:
-        if v not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {v!r}; choose one of {', '.join(ALGORITHMS)}")
-        return v
+        return known_algorithm(v)
 
     @field_validator("start_from")
     @classmethod
