@@ -33,7 +33,13 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from streamscale.autoscaler.binpacking import ALGORITHMS, Assignment, any_fit_decreasing, consumers_used, known_algorithm
+from streamscale.autoscaler.binpacking import (
+    ALGORITHMS,
+    Assignment,
+    any_fit_decreasing,
+    consumers_used,
+    known_algorithm,
+)
 from streamscale.autoscaler.evaluation import cardinal_bin_score, expected_rscore, measurement_stream, run_stream
 from streamscale.autoscaler.latency import latency_segments
 
@@ -315,23 +321,19 @@ def _plots(out_dir: Path, table: list[dict], kd_curve: dict[int, list[float]], m
 
 
 def _html(spec: ReproduceSpec, table: list[dict], variants: list[dict], out_dir: Path) -> str:
-    import base64
     import html
 
     import yaml
 
-    def rows(t: list[dict]) -> str:
-        return "".join("<tr>" + "".join(f"<td>{html.escape(str(r[c]))}</td>" for c in DETAILS) + "</tr>" for r in t)
+    from streamscale.observe.report import html_table, img_tag, page_head, page_tail
 
-    head = "<tr>" + "".join(f"<th>{c}</th>" for c in DETAILS) + "</tr>"
-    imgs = "".join(
-        f'<p><img alt="{name}" src="data:image/png;base64,'
-        f'{base64.b64encode((out_dir / name).read_bytes()).decode()}"></p>'
-        for name in ("reproduction_figures.png", "reproduction_latency.png"))
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>seed 001 §VI reproduction</title>"
-            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:3px 8px;font-size:90%}</style></head><body>"
-            f"<h1>Autoscaler evaluation: seed 001 §VI reproduced</h1><h2>Figures</h2><table>{head}{rows(table)}</table>"
-            f"<h2>Variants</h2><table>{head}{rows(variants)}</table>{imgs}"
-            f"<h2>Spec</h2><pre>{html.escape(yaml.safe_dump(spec.model_dump(), sort_keys=False))}</pre>"
-            "</body></html>")
+    def detailed(rows: list[dict]) -> list[dict]:
+        return [{c: r[c] for c in DETAILS} for r in rows]
+
+    return "".join([
+        page_head("seed 001 §VI reproduction"), "<h1>Autoscaler evaluation: seed 001 §VI reproduced</h1>",
+        "<h2>Figures</h2>", html_table(detailed(table)), "<h2>Variants</h2>", html_table(detailed(variants)),
+        img_tag(out_dir / "reproduction_figures.png", "paper vs measured"),
+        img_tag(out_dir / "reproduction_latency.png", "p90 latency per kd_N"),
+        "<h2>Spec</h2>", f"<pre>{html.escape(yaml.safe_dump(spec.model_dump(), sort_keys=False))}</pre>",
+        page_tail()])

@@ -57,12 +57,13 @@ def environment(spec=None, bootstrap: str | None = None, embedded_broker: bool =
     return env
 
 
-def _img(path: Path, alt: str) -> str:
+def img_tag(path: Path, alt: str) -> str:
+    """A PNG embedded as a data URI: the page needs no other file and no network."""
     data = base64.b64encode(path.read_bytes()).decode()
     return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'
 
 
-def _table(rows: list[dict], cls: str = "") -> str:
+def html_table(rows: list[dict], cls: str = "") -> str:
     if not rows:
         return "<p><em>none</em></p>"
     cols = list(rows[0])
@@ -89,6 +90,17 @@ window.addEventListener('load', function () {
 </script>"""
 
 
+def page_head(title: str) -> str:
+    """The opening of a self-contained streamscale page (inline styles)."""
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style></head><body>")
+
+
+def page_tail() -> str:
+    """The end of a page: the image-check script the headless-browser tests read."""
+    return _SCRIPT + "</body></html>"
+
+
 def write_report(results_dir: Path) -> Path:
     d = Path(results_dir)
     if not (d / "experiments.csv").exists() and not (d / "summary.json").exists():
@@ -101,18 +113,17 @@ def write_report(results_dir: Path) -> Path:
     metric_rows = [{k: (v if v != "" else "none of the tested amounts") for k, v in r.items()} for r in metric_rows]
     kind = summary.get("metric", "demand")
     title = summary.get("name", d.name)
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}: streamscale report</title>"
-             f"<style>{_CSS}</style></head><body>",
+    parts = [page_head(f"{title}: streamscale report"),
              f"<h1>{html.escape(title)}</h1>",
              f"<p>{'Resource demand' if kind == 'demand' else 'Load capacity'} · "
              f"{len(experiments)} experiments · {sum(1 for e in experiments if e.get('valid') != 'True')} invalid · "
              f"report written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>",
-             "<h2>Metric</h2>", _table(metric_rows, "metric")]
+             "<h2>Metric</h2>", html_table(metric_rows, "metric")]
     plot = d / ("demand.png" if kind == "demand" else "capacity.png")
     if plot.exists():
-        parts.append(_img(plot, f"{kind} plot"))
+        parts.append(img_tag(plot, f"{kind} plot"))
     parts += ["<h2>Experiments</h2>",
-              _table([{k: e[k] for k in ("exp_id", "load", "resources", "repetition", "valid", "lag_slope", "lag_limit",
+              html_table([{k: e[k] for k in ("exp_id", "load", "resources", "repetition", "valid", "lag_slope", "lag_limit",
                                         "lag_slo", "dropped", "dropped_slo", "passed", "generator_rate", "note")
                        if k in e} for e in experiments], "experiments")]
     for e in experiments:
@@ -125,13 +136,13 @@ def write_report(results_dir: Path) -> Path:
                      f"{html.escape(e.get('lag_limit', '?'))}): lag SLO {'met' if e.get('lag_slo') == 'True' else 'violated'}; "
                      f"dropped {html.escape(e.get('dropped', '?'))} (SLO {'met' if e.get('dropped_slo') == 'True' else 'violated'})</p>")
         lag_png = d / "lag" / f"{e['exp_id']}.png"
-        parts.append(_img(lag_png, f"lag of {e['exp_id']}") if lag_png.exists()
+        parts.append(img_tag(lag_png, f"lag of {e['exp_id']}") if lag_png.exists()
                      else "<p><em>no lag plot (experiment resumed from an older run?)</em></p>")
         parts.append("</div>")
     parts += ["<h2>Environment</h2>",
-              _table([{"key": k, "value": v} for k, v in env.items()], "environment") if env else
+              html_table([{"key": k, "value": v} for k, v in env.items()], "environment") if env else
               "<p><em>environment.json missing (execution from an older streamscale)</em></p>",
-              "<h2>Spec</h2>", f"<pre>{html.escape(spec_text)}</pre>", _SCRIPT, "</body></html>"]
+              "<h2>Spec</h2>", f"<pre>{html.escape(spec_text)}</pre>", page_tail()]
     out = d / "report.html"
     out.write_text("\n".join(parts))
     return out
