@@ -318,13 +318,13 @@ def resolve_bootstrap(bootstrap: str | None) -> str:
     checked to answer within $STREAMSCALE_CONNECT_TIMEOUT seconds (one clear error if not)."""
     from streamscale.broker.access import ensure_reachable
 
-    chosen = bootstrap or os.environ.get("STREAMSCALE_BOOTSTRAP_SERVERS")
-    if not chosen:
-        info = daemon_status()
-        chosen = info.bootstrap if info is not None else None
+    chosen = external_bootstrap(bootstrap)  # the option or the environment, checked
     if chosen:
-        ensure_reachable(chosen)
         return chosen
+    info = daemon_status()
+    if info is not None:
+        ensure_reachable(info.bootstrap)
+        return info.bootstrap
     raise BrokerError("no broker: start the embedded one with `streamscale broker start` "
                       "or pass --bootstrap-servers HOST:PORT for an external Kafka cluster")
 
