@@ -296,7 +296,8 @@ def run_sut_cmd(
     from streamscale.broker.embedded import external_bootstrap
 
     r = run_sut(uc, sensors=sensors, duration_s=duration, master=master, params=params, partitions=partitions,
-                gen_workers=gen_workers, bootstrap=external_bootstrap(bootstrap), out_dir=out_dir, on_batch=on_batch, on_lag=on_lag)
+                gen_workers=gen_workers, bootstrap=external_bootstrap(bootstrap), out_dir=out_dir,
+                on_batch=on_batch, on_lag=on_lag)
     out.print(f"\n{uc}: generated {r.generated:,} at {r.generator_rate:,.0f}/s (target {r.target_rate:,.0f}/s"
               f"{'' if r.generator_reached_target else ', NOT reached'}); processed {r.processed_records:,} "
               f"at {r.processed_rate:,.0f}/s; final lag {r.final_lag:,}; dropped late {r.dropped_late:,}; "
