@@ -70,6 +70,11 @@ _ARROW_BASE = [
     pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32()),
 ]
 
+# With option batchWatermarkFrom=<the query's checkpoint>: every row carries the event-time
+# watermark of its micro-batch (what Spark's stateful operators use in it), so late records can be
+# counted exactly on the executors (streamscale.pipelines.accounting).
+WATERMARK_FIELD = "batchWatermarkMs"
+
 _EARLIEST, _LATEST = -2, -1
 _BATCH_ROWS = 20_000
 
@@ -112,6 +117,7 @@ class SourceConfig:
     poll_timeout_s: float
     include_raw: bool
     max_partitions: int
+    watermark_from: str | None = None  # a query's checkpoint: add its batch watermark as a column
 
     @classmethod
     def from_options(cls, options) -> "SourceConfig":
@@ -147,7 +153,7 @@ class SourceConfig:
             fail_on_data_loss=opts.get("failondataloss", "true").lower() != "false",
             poll_timeout_s=float(opts.get("polltimeoutms", "120000")) / 1000.0,
             include_raw=opts.get("includeraw", "true").lower() != "false" or fmt == "raw",
-            max_partitions=max_parts,
+            max_partitions=max_parts, watermark_from=opts.get("batchwatermarkfrom") or None,
         )
 
     @property
@@ -166,6 +172,8 @@ class SourceConfig:
                 raise ConfigError(f"valueSchema fields {sorted(clash)} clash with the source's own columns")
             fields += list(decoded)
             fields.append(pa.field(ERROR_COLUMN, pa.string()))
+        if self.watermark_from:
+            fields.append(pa.field(self.meta_prefix + WATERMARK_FIELD, pa.int64()))
         return pa.schema(fields)
 
     def spark_ddl(self) -> str:
@@ -176,11 +184,13 @@ class SourceConfig:
 
 
 class KafkaInputPartition(InputPartition):
-    """One Spark task: ranges [start, end) of one group of Kafka partitions (see readers.group_of)."""
+    """One Spark task: ranges [start, end) of one group of Kafka partitions (see readers.group_of),
+    and the micro-batch's watermark when the source was asked for it (``batchWatermarkFrom``)."""
 
-    def __init__(self, group: tuple, ranges: tuple[tuple[str, int, int, int], ...]):
-        super().__init__((group, ranges))
-        self.group, self.ranges = group, ranges
+    def __init__(self, group: tuple, ranges: tuple[tuple[str, int, int, int], ...],
+                 watermark_ms: int | None = None):
+        super().__init__((group, ranges, watermark_ms))
+        self.group, self.ranges, self.watermark_ms = group, ranges, watermark_ms
 
 
 # -- worker-side client caches: a Python worker serves many tasks, so clients outlive a batch --
@@ -253,9 +263,10 @@ def produce_all(producer, topic_default: str | None, rows, timeout: float = 120.
     return sent
 
 
-def read_ranges(cfg: SourceConfig, group: tuple, ranges) -> Iterator[pa.RecordBatch]:
+def read_ranges(cfg: SourceConfig, group: tuple, ranges, watermark_ms: int | None = None) -> Iterator[pa.RecordBatch]:
     """Yield Arrow record batches holding exactly the records of ``ranges`` (topic, partition,
-    start, end), read by this worker's reader for ``group``."""
+    start, end), read by this worker's reader for ``group``; ``watermark_ms`` fills the batch
+    watermark column when the source has one."""
     schema = cfg.arrow_schema()
     ranges = [r for r in ranges if r[3] > r[2]]
     if not ranges:
@@ -270,10 +281,10 @@ def read_ranges(cfg: SourceConfig, group: tuple, ranges) -> Iterator[pa.RecordBa
         rows += sum(len(msgs) for _, msgs in runs)
         # fewer, larger Arrow batches: each one is a round trip to the JVM
         if rows >= _BATCH_ROWS:
-            yield _to_arrow(pending, schema, cfg, decode_schema, dlq)
+            yield _to_arrow(pending, schema, cfg, decode_schema, dlq, watermark_ms)
             pending, rows = [], 0
     if pending:
-        yield _to_arrow(pending, schema, cfg, decode_schema, dlq)
+        yield _to_arrow(pending, schema, cfg, decode_schema, dlq, watermark_ms)
     if dlq is not None:
         remaining = dlq.flush(60)
         if remaining:
@@ -285,7 +296,8 @@ def read_range(cfg: SourceConfig, topic: str, partition: int, start: int, end: i
     return read_ranges(cfg, ((topic, partition),), [(topic, partition, start, end)])
 
 
-def _to_arrow(runs, schema: pa.Schema, cfg: SourceConfig, decode_schema, dlq) -> pa.RecordBatch:
+def _to_arrow(runs, schema: pa.Schema, cfg: SourceConfig, decode_schema, dlq,
+              watermark_ms: int | None = None) -> pa.RecordBatch:
     """Runs of one partition's messages -> one Arrow batch (topic and partition from the runs)."""
     msgs = [m for _, run in runs for m in run] if len(runs) > 1 else runs[0][1]
     lengths = [len(run) for _, run in runs]
@@ -308,6 +320,8 @@ def _to_arrow(runs, schema: pa.Schema, cfg: SourceConfig, decode_schema, dlq) ->
         cols.append(pa.array(errors, pa.string()))
         if dlq is not None and any(e is not None for e in errors):
             _send_dead_letters(dlq, cfg.dead_letter_topic, msgs, errors)
+    if cfg.watermark_from:
+        cols.append(pa.array(np.full(len(msgs), 0 if watermark_ms is None else watermark_ms, dtype=np.int64)))
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
@@ -447,10 +461,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             s, e = int(start.get(t, {}).get(str(p), 0)), int(end[t][str(p)])
             if e > s:
                 ranges.setdefault(readers.group_of(i, groups), []).append((t, p, s, e))
-        return [KafkaInputPartition((self.cfg.topics, groups, g), tuple(r)) for g, r in sorted(ranges.items())]
+        watermark = None
+        if ranges and self.cfg.watermark_from:
+            from streamscale.sparkio.checkpoint import watermark_for_offsets
+
+            watermark = watermark_for_offsets(self.cfg.watermark_from, end)
+        return [KafkaInputPartition((self.cfg.topics, groups, g), tuple(r), watermark)
+                for g, r in sorted(ranges.items())]
 
     def read(self, partition: KafkaInputPartition):
-        return read_ranges(self.cfg, partition.group, partition.ranges)
+        return read_ranges(self.cfg, partition.group, partition.ranges, partition.watermark_ms)
 
     def commit(self, end: dict) -> None:
         if self.cfg.commit_group:
