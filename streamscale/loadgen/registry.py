@@ -46,7 +46,12 @@ class SensorRegistry:
 
     @property
     def num_sensors(self) -> int:
-        return self.children ** self.levels
+        """Leaves of the tree (a loaded registry may be irregular: groups of different depths)."""
+        def leaves(n: dict) -> int:
+            kids = n.get("children")
+            return sum(leaves(c) for c in kids) if kids else 1
+
+        return leaves(self.tree["topLevelSensor"])
 
     def sensors(self) -> list[str]:
         return list(self.ancestors())

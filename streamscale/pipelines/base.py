@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
+from streamscale.errors import ConfigError
 from streamscale.sparkio.io import read_records
 
 class PipelineParams(BaseModel):
@@ -55,7 +56,10 @@ def windowed_stats(df, window, keys: list[str]):
 
 
 def watermarked(records, lateness_s: float):
-    return event_time(records).withWatermark("event_time", f"{int(lateness_s * 1000)} milliseconds")
+    """Event time and watermark; end-of-input markers move the watermark, then leave the stream."""
+    from streamscale.pipelines.accounting import without_flush
+
+    return without_flush(event_time(records).withWatermark("event_time", f"{int(lateness_s * 1000)} milliseconds"))
 
 
 _EXCHANGE = re.compile(r"(?<![A-Za-z])(Exchange|ShuffleExchange)\s")
@@ -86,6 +90,9 @@ class BatchMetrics:
     output_records: int | None
     max_latency_ms: float | None
     avg_latency_ms: float | None
+    dropped_contributions: int = 0   # window contributions dropped (UC3: up to 3 per record)
+    unregistered: int = 0            # UC4: readings of sensors not in the registry (not late)
+    late_counted: bool = True        # False: no late accounting (Spark's builtin Kafka source)
 
 
 _TEMP_CHECKPOINTS: set[str] = set()  # checkpoints query_settings created, removed when their run stops
@@ -98,7 +105,6 @@ class PipelineRun:
     name: str
     queries: list
     main_query: object
-    contributions_per_record: int = 1
     checkpoint: str = ""
     writer: object | None = None
     batches: list[BatchMetrics] = field(default_factory=list)
@@ -120,31 +126,35 @@ class PipelineRun:
 
     def _metrics(self, p: dict) -> BatchMetrics:
         src = p["sources"][0] if p.get("sources") else {}
+        from streamscale.pipelines.accounting import ACCOUNTING_OBSERVATION
+
         obs = p.get("observedMetrics") or {}
         inp = _as_dict(obs.get("input"))
-        out = self.writer.batches.get(p["batchId"]) if self.writer is not None else None
-        dropped = 0
-        if out is not None:
-            # exact: valid records in minus record contributions the window state accepted
-            accepted = out.accepted_contributions / self.contributions_per_record
-            dropped = int(round(int(inp.get("valid") or 0) - accepted))
+        late = _as_dict(obs.get(ACCOUNTING_OBSERVATION))
+        out = self.writer.batches.pop(p["batchId"], None) if self.writer is not None else None
         return BatchMetrics(
             batch_id=p["batchId"], timestamp=p["timestamp"], input_rows=p.get("numInputRows", 0),
             input_rate=float(p.get("inputRowsPerSecond") or 0.0),
             processed_rate=float(p.get("processedRowsPerSecond") or 0.0),
             batch_ms=int(p.get("durationMs", {}).get("triggerExecution", 0)),
             end_offsets=src.get("endOffset") or {},
-            dropped_late=dropped,
+            dropped_late=int(late.get("dropped_records") or 0),
             malformed=int(inp.get("malformed") or 0),
             output_records=out.output_records if out else None,
             max_latency_ms=out.max_latency_ms if out else None,
-            avg_latency_ms=out.avg_latency_ms if out else None)
+            avg_latency_ms=out.avg_latency_ms if out else None,
+            dropped_contributions=int(late.get("dropped_contributions") or 0),
+            unregistered=int(late.get("unregistered") or 0),
+            late_counted=self.writer is None or bool(late) or not p.get("numInputRows"))
 
     def totals(self) -> dict:
         self.poll()
         return {"batches": len(self.batches), "input_rows": sum(b.input_rows for b in self.batches),
                 "dropped_late": sum(b.dropped_late for b in self.batches),
-                "malformed": sum(b.malformed for b in self.batches)}
+                "dropped_contributions": sum(b.dropped_contributions for b in self.batches),
+                "unregistered": sum(b.unregistered for b in self.batches),
+                "malformed": sum(b.malformed for b in self.batches),
+                "late_counted": all(b.late_counted for b in self.batches)}
 
     def shuffle_stages(self) -> int:
         return count_shuffles(self.physical_plan())
@@ -194,11 +204,11 @@ class Pipeline(ABC):
     params_model: type[PipelineParams] = PipelineParams
     key_cols: list[str] = []
     value_cols: list[str] = []
-    emit_final: bool = False
 
-    def contributions_per_record(self) -> int:
-        """Window rows one record adds to (UC3: windows per record, UC4: ancestor groups)."""
-        return 1
+    @property
+    def emit_final(self) -> bool:
+        """One final row per window when the watermark closes it (Spark's append mode)."""
+        return getattr(self.params, "emit", "update") == "final"
 
     def lateness_ms(self) -> int:
         return int(getattr(self.params, "lateness_s", 0) * 1000)
@@ -211,16 +221,23 @@ class Pipeline(ABC):
         self.params = params
 
     def read(self, spark, bootstrap: str, input_topic: str, starting_offsets: str, commit_group: str | None,
-             kafka_impl: str | None = None):
+             kafka_impl: str | None = None, watermark_from: str | None = None):
+        """Decoded, valid readings (malformed ones counted); with ``watermark_from`` (the query's
+        checkpoint) each row carries its micro-batch's watermark, for the late-record count."""
         from pyspark.sql import functions as F
 
+        from streamscale.pipelines.accounting import FLUSH_SENSOR
+
         opts = {"commitGroup": commit_group} if commit_group else {}
+        if watermark_from:
+            opts["batchWatermarkFrom"] = watermark_from
         df = read_records(spark, bootstrap, input_topic, dead_letter_topic=self.params.dead_letter_topic,
                           starting_offsets=starting_offsets,
                           max_offsets_per_trigger=self.params.max_offsets_per_trigger, impl=kafka_impl,
                           options=opts)
+        valid = F.col("value_error").isNull() & ~F.col("identifier").eqNullSafe(F.lit(FLUSH_SENSOR))
         df = df.observe("input", F.count(F.when(F.col("value_error").isNotNull(), 1)).alias("malformed"),
-                        F.count(F.when(F.col("value_error").isNull(), 1)).alias("valid"))
+                        F.count(F.when(valid, 1)).alias("valid"))
         return df.where(F.col("value_error").isNull())
 
     def logical_plan(self):
@@ -251,18 +268,46 @@ class Pipeline(ABC):
             {"processingTime": f"{self.params.trigger_interval_s} seconds"}
         return checkpoint, trigger, f"{self.name}-{int(time.time() * 1000)}"
 
+    def finish(self, spark, bootstrap: str, input_topic: str, output_topic: str, checkpoint: str,
+               timeout_s: float = 600, **start_options) -> PipelineRun:
+        """End of a bounded input: close every window, so that ``emit: final`` emits the newest ones.
+
+        Writes an end-of-input marker (streamscale.pipelines.accounting.flush_input) and runs the
+        query to the end of the input, twice: the first run moves the watermark past every window,
+        but Spark emits what a watermark closes only in the batch after it, and an ``availableNow``
+        run stops without running a batch for the watermark alone. Records written later with
+        older timestamps count as late. Returns the second run."""
+        from streamscale.pipelines.accounting import flush_input
+
+        if not checkpoint:
+            raise ConfigError("finish() continues a query: give its checkpoint")
+        run = None
+        for _ in range(2):
+            flush_input(bootstrap, input_topic)
+            run = self.start(spark, bootstrap, input_topic, output_topic, checkpoint, available_now=True,
+                             **start_options)
+            run.await_available(timeout_s)
+            if run.exception() is not None:
+                raise run.exception()
+        return run
+
     def start(self, spark, bootstrap: str, input_topic: str = "input", output_topic: str = "output",
               checkpoint: str | None = None, available_now: bool = False, starting_offsets: str = "earliest",
               commit_group: str | None = None, kafka_impl: str | None = None) -> PipelineRun:
-        """Windowed pipelines: Spark's update mode into the accounting writer (see windowed_output)."""
-        from streamscale.pipelines.windowed_output import WindowedOutputWriter
+        """Windowed pipelines: Spark's update mode (or append mode with ``emit: final``) into the
+        executor-side Kafka output (see streamscale.pipelines.output); late records counted on the
+        executors (streamscale.pipelines.accounting)."""
+        from streamscale.pipelines.output import WindowedOutput
+        from streamscale.sparkio.io import kafka_impl as resolve_impl
 
         checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
-        records = self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, kafka_impl)
+        impl = resolve_impl(kafka_impl)
+        records = self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, impl,
+                            watermark_from=checkpoint if impl == "python" else None)
         out_df = self.build(spark, records)
-        writer = WindowedOutputWriter(bootstrap, output_topic, self.key_cols, self.value_cols, self.lateness_ms(),
-                                      self.emit_final, checkpoint)
-        query = (out_df.writeStream.outputMode("update").foreachBatch(writer)
+        writer = WindowedOutput(bootstrap, output_topic, self.key_cols, self.value_cols, self.lateness_ms(),
+                                self.emit_final, checkpoint, impl)
+        query = (out_df.writeStream.outputMode("append" if self.emit_final else "update").foreachBatch(writer)
                  .option("checkpointLocation", checkpoint).trigger(**trigger)
                  .queryName(query_name).start())
-        return PipelineRun(self.name, [query], query, self.contributions_per_record(), checkpoint, writer)
+        return PipelineRun(self.name, [query], query, checkpoint, writer)

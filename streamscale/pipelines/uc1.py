@@ -126,7 +126,7 @@ class UC1(Pipeline):
             q = w.foreachBatch(jdbc).start()
         else:  # pragma: no cover - validated by the params model
             raise ConfigError(f"unknown UC1 sink {p.sink}")
-        return PipelineRun(self.name, [q], q, 1, checkpoint)
+        return PipelineRun(self.name, [q], q, checkpoint)
 
     def sink(self, out_df, bootstrap, output_topic, checkpoint, trigger, kafka_impl, query_name):
         from pyspark.sql import functions as F

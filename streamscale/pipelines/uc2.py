@@ -1,10 +1,13 @@
 """UC2 downsampling: per-sensor statistics over tumbling event-time windows.
 
-Records whose window has closed (window end <= max event time seen so far - lateness) are
-discarded by Spark's watermark and counted (``numRowsDroppedByWatermark``): the dropped-records SLO.
+Records whose window has closed (window end <= the batch's watermark: max event time seen so far
+- lateness) are discarded by Spark's watermark and counted exactly on the executors
+(streamscale.pipelines.accounting): the dropped-records SLO.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -14,6 +17,7 @@ from streamscale.pipelines.base import Pipeline, PipelineParams
 class UC2Params(PipelineParams):
     window_s: float = Field(60.0, gt=0)
     lateness_s: float = Field(5.0, ge=0)
+    emit: Literal["update", "final"] = "update"  # final: one row per window when the watermark closes it
 
 
 class UC2(Pipeline):

@@ -6,6 +6,8 @@ Default windows are 3 days sliding by 1 day, so each record contributes to 3 win
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from streamscale.pipelines.base import Pipeline, PipelineParams
@@ -18,6 +20,7 @@ class UC3Params(PipelineParams):
     slide_s: float = Field(DAY_S, gt=0)
     emit_interval_s: float = Field(5.0, gt=0)
     lateness_s: float = Field(DAY_S, ge=0)
+    emit: Literal["update", "final"] = "update"  # final: one row per window when the watermark closes it
 
     @model_validator(mode="after")
     def _check(self):
@@ -32,9 +35,6 @@ class UC3(Pipeline):
     params_model = UC3Params
     key_cols = ['identifier', 'hourOfDay']
     value_cols = ['identifier', 'hourOfDay', 'windowStartMs', 'windowEndMs', 'count', 'sum', 'mean', 'min', 'max', 'variance']
-
-    def contributions_per_record(self) -> int:
-        return int(round(self.params.window_s / self.params.slide_s))
 
     def describe(self) -> str:
         p = self.params

@@ -37,10 +37,6 @@ class UC4(Pipeline):
         p = self.params
         self.registry = SensorRegistry.load(p.registry_path) if p.registry_path else \
             SensorRegistry.build(p.levels, p.children)
-        self.emit_final = self.params.emit == "final"
-
-    def contributions_per_record(self) -> int:
-        return self.registry.levels  # a full tree: every sensor has `levels` ancestor groups
 
     def describe(self) -> str:
         p, r = self.params, self.registry
@@ -59,8 +55,8 @@ class UC4(Pipeline):
     def registry_frame(self, spark):
         from pyspark.sql import functions as F
 
-        pairs = [(s, g) for s, groups in self.registry.ancestors().items() for g in groups]
-        return F.broadcast(spark.createDataFrame(pairs, "identifier STRING, groupId STRING"))
+        rows = [(s, g, i == 0) for s, groups in self.registry.ancestors().items() for i, g in enumerate(groups)]
+        return F.broadcast(spark.createDataFrame(rows, "identifier STRING, groupId STRING, firstAncestor BOOLEAN"))
 
     def logical_plan(self):
         from streamscale.topology.catalog import uc4_plan

@@ -117,3 +117,13 @@ def write_kafka(df, bootstrap: str, topic: str, checkpoint: str, impl: str | Non
     if query_name:
         w = w.queryName(query_name)
     return w.start()
+
+
+def write_kafka_batch(df, bootstrap: str, topic: str, impl: str | None = None, options: dict | None = None) -> None:
+    """Write a (batch) DataFrame's ``value`` (and ``key``) columns to ``topic`` from the executors,
+    e.g. one micro-batch inside ``foreachBatch``."""
+    impl = kafka_impl(impl)
+    w = df.write.format(FORMAT_NAME if impl == "python" else "kafka").mode("append")
+    for k, v in {"kafka.bootstrap.servers": bootstrap, "topic": topic, **(options or {})}.items():
+        w = w.option(k, str(v))
+    w.save()

@@ -1,0 +1,82 @@
+"""Output of the windowed pipelines (UC2-UC4), written by the executors.
+
+``foreachBatch`` hands each micro-batch of window rows to the Kafka batch writer (the
+streamscale-kafka sink, or Spark's ``kafka`` with the builtin switch): the rows are encoded by
+Spark (``to_json``) and produced by the tasks, so the driver holds nothing that grows with keys or
+open windows. What comes back to the driver is one small observation per batch (rows written,
+latency). A replayed batch (restart) writes the same rows again: the output is at-least-once, and
+the rows of a window are idempotent updates keyed by (key, window).
+
+Each row carries ``final``: true when no later row for its window can follow. With ``emit:
+final`` (Spark's append mode) every row is final, one per window, emitted when the watermark
+closes it. With ``emit: update`` a row is final when its window ends at or before W(N+1), the
+watermark Spark uses after this batch: max(W(N), newest event time of the batch - lateness); the
+newest event time is taken from the batch's rows (a persisted pass over them) and W(N) from the
+checkpoint (streamscale.sparkio.checkpoint).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class BatchOutput:
+    output_records: int
+    max_latency_ms: float | None
+    avg_latency_ms: float | None
+
+
+class WindowedOutput:
+    def __init__(self, bootstrap: str, topic: str, key_cols: list[str], value_cols: list[str],
+                 lateness_ms: int, emit_final: bool, checkpoint: str, kafka_impl: str | None = None):
+        self.bootstrap, self.topic = bootstrap, topic
+        self.key_cols, self.value_cols = key_cols, value_cols
+        self.lateness_ms, self.emit_final = lateness_ms, emit_final
+        self.checkpoint, self.kafka_impl = checkpoint, kafka_impl
+        self.batches: dict[int, BatchOutput] = {}  # taken by PipelineRun.poll: a few batches at most
+
+    def next_watermark(self, batch_df, batch_id: int) -> int:
+        from pyspark.sql import functions as F
+
+        from streamscale.sparkio.checkpoint import batch_watermark_ms
+
+        newest = batch_df.agg(F.max("max_event_ms")).first()[0]
+        current = batch_watermark_ms(self.checkpoint, batch_id)
+        return current if newest is None else max(current, int(newest) - self.lateness_ms)
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        from streamscale.sparkio.io import write_kafka_batch
+
+        now = int(time.time() * 1000)
+        cached = None
+        if self.emit_final:
+            final = F.lit(True)
+        else:
+            cached = batch_df = batch_df.persist()
+            final = F.col("windowEndMs") <= F.lit(self.next_watermark(batch_df, batch_id))
+        try:
+            obs = Observation(f"streamscale-output-{batch_id}")
+            latency = F.lit(now) - F.col("max_event_ms")
+            observed = batch_df.observe(obs, F.count(F.lit(1)).alias("rows"),
+                                        F.max(latency).alias("max_latency_ms"), F.avg(latency).alias("avg_latency_ms"))
+            value = F.to_json(F.struct(*[F.col(c) for c in self.value_cols], F.lit(now).alias("emittedAtMs"),
+                                       final.alias("final")))
+            key = F.concat_ws(";", *[F.col(c).cast("string") for c in self.key_cols])
+            write_kafka_batch(observed.select(key.alias("key"), value.alias("value")), self.bootstrap, self.topic,
+                              self.kafka_impl)
+            got = obs.get
+        finally:
+            if cached is not None:
+                cached.unpersist()
+        self.batches[batch_id] = BatchOutput(
+            output_records=int(got.get("rows") or 0),
+            max_latency_ms=None if got.get("max_latency_ms") is None else float(got["max_latency_ms"]),
+            avg_latency_ms=None if got.get("avg_latency_ms") is None else float(got["avg_latency_ms"]))
+
+    def close(self) -> None:
+        """Nothing to flush: the executors' producers deliver before their tasks end."""

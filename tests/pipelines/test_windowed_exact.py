@@ -1,0 +1,209 @@
+"""UC2-UC4 against an independent replay of Spark's watermark rules, micro-batch by micro-batch.
+
+Each phase of input is one micro-batch (one ``availableNow`` run, restarted from the checkpoint
+between phases). The replay: W(0) = 0; a reading of batch N is dropped from a window when the
+window ends at or before W(N); after the batch W(N+1) = max(W(N), newest event time of the batch -
+lateness). Windows are Spark's (last start = ts - ts mod slide, back by the slide while they
+contain ts). The output must equal pandas statistics over what the replay accepted, and the
+dropped counts must equal the replay's exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pandas as pd
+import pytest
+
+from streamscale.pipelines import make_pipeline
+from streamscale.pipelines.accounting import FLUSH_SENSOR
+from tests.conftest import produce
+from tests.pipelines.helpers import T0, assert_stats_equal, read_topic, rec, reference_stats
+
+pytestmark = pytest.mark.spark
+HOUR = 3_600_000
+
+
+def windows(ts: int, size: int, slide: int) -> list[tuple[int, int]]:
+    last = ts - ts % slide
+    out = []
+    for k in range(math.ceil(size / slide)):
+        start = last - k * slide
+        if start + size > ts:
+            out.append((start, start + size))
+    return out
+
+
+def replay(phases, size, slide, lateness, keys_of):
+    """-> accepted (key..., windowStartMs, value) rows, dropped records, dropped contributions,
+    unregistered readings. ``keys_of(reading)``: the aggregation keys of a reading ([] = unregistered)."""
+    watermark, rows, dropped, dropped_c, unregistered = 0, [], 0, 0, 0
+    for phase in phases:
+        newest = None
+        for r in phase:
+            ident, ts, value = r
+            newest = ts if newest is None else max(newest, ts)
+            if ident == FLUSH_SENSOR:
+                continue
+            keys = keys_of(r)
+            if not keys:
+                unregistered += 1
+                continue
+            lost = 0
+            for start, end in windows(ts, size, slide):
+                for k in keys:
+                    if end <= watermark:
+                        lost += 1
+                    else:
+                        rows.append((*k, start, value))
+            dropped += lost > 0
+            dropped_c += lost
+        if newest is not None:
+            watermark = max(watermark, newest - lateness)
+    return rows, dropped, dropped_c, unregistered
+
+
+def send_phase(bootstrap, topic, phase, partitions):
+    produce(bootstrap, topic, ((r[0].encode(), rec(*r), i % partitions) for i, r in enumerate(phase)))
+
+
+def run_phases(spark, broker, pipe, src, out, ckpt, phases, partitions=2):
+    totals = []
+    for phase in phases:
+        send_phase(broker.bootstrap, src, phase, partitions)
+        r = pipe.start(spark, broker.bootstrap, src, out, str(ckpt), available_now=True)
+        r.await_available(300)
+        assert r.exception() is None
+        assert len([b for b in r.batches if b.input_rows]) == 1  # the replay's batch boundaries
+        totals.append(r.totals())
+    return {k: sum(t[k] for t in totals) for k in ("dropped_late", "dropped_contributions", "unregistered",
+                                                    "malformed")}
+
+
+def docs_of(broker, out, partitions=2):
+    return [json.loads(v) for _p, _o, _k, v in sorted(read_topic(broker.bootstrap, out, partitions))]
+
+
+def latest(docs, keys):
+    last = {}
+    for d in docs:
+        last[tuple(d[k] for k in keys) + (d["windowStartMs"],)] = d
+    return pd.DataFrame(list(last.values())).sort_values(keys + ["windowStartMs"]).reset_index(drop=True)
+
+
+def late_phases(rng, idents, span_s, lateness_ms):
+    """Three batches: in order, then a mix of on-time, late and partly late, then more."""
+    p1 = [(i, T0 + rng.randrange(span_s * 1000), rng.randrange(400) * 0.25) for i in idents for _ in range(6)]
+    newest = max(t for _, t, _ in p1)
+    # around the watermark: some readings late, some just on time
+    p2 = [(i, newest - lateness_ms - rng.randrange(-30_000, 90_000), rng.randrange(400) * 0.25)
+          for i in idents for _ in range(5)]
+    p2 += [(i, newest + rng.randrange(20_000), rng.randrange(400) * 0.25) for i in idents for _ in range(3)]
+    newest2 = max(newest, max(t for _, t, _ in p2))
+    p3 = [(i, newest2 - lateness_ms - rng.randrange(-40_000, 200_000), 1.25) for i in idents for _ in range(4)]
+    return [p1, p2, p3]
+
+
+def test_uc2_late_records_counted_exactly_across_batches_and_restarts(spark, broker, topic_factory, tmp_path):
+    src, out = topic_factory(2), topic_factory(2)
+    rng = random.Random(21)
+    phases = late_phases(rng, [f"s_{i}" for i in range(7)], 120, 5_000)
+    rows, dropped, dropped_c, _ = replay(phases, 10_000, 10_000, 5_000, lambda r: [(r[0],)])
+    assert 0 < dropped < sum(map(len, phases))  # the input really has late readings
+    got = run_phases(spark, broker, make_pipeline("uc2", {"window_s": 10, "lateness_s": 5}), src, out,
+                     tmp_path / "ck", phases)
+    assert (got["dropped_late"], got["dropped_contributions"], got["unregistered"]) == (dropped, dropped, 0)
+    docs = docs_of(broker, out)
+    ref = reference_stats(pd.DataFrame(rows, columns=["identifier", "windowStartMs", "valueInW"]), ["identifier"])
+    assert_stats_equal(latest(docs, ["identifier"]), ref, ["identifier"])
+
+
+def test_uc3_dropped_records_and_contributions_both_exact(spark, broker, topic_factory, tmp_path):
+    # windows of 3 h sliding by 1 h, lateness 30 min: readings near the watermark lose 1 or 2 of
+    # their 3 windows (a record counts once, each lost window once)
+    src, out = topic_factory(2), topic_factory(2)
+    rng = random.Random(5)
+    p1 = [(f"s_{i}", T0 + rng.randrange(10 * HOUR), rng.randrange(400) * 0.25) for i in range(4) for _ in range(30)]
+    wm = max(t for _, t, _ in p1) - HOUR // 2
+    p2 = [(f"s_{i}", wm - rng.randrange(-HOUR, 3 * HOUR), rng.randrange(400) * 0.25) for i in range(4) for _ in range(40)]
+    phases = [p1, p2]
+    keys = lambda r: [(r[0], (r[1] // HOUR) % 24)]  # noqa: E731 - (sensor, hour of day), UTC
+    rows, dropped, dropped_c, _ = replay(phases, 3 * HOUR, HOUR, HOUR // 2, keys)
+    partly = sum(1 for i, t, _ in p2 if 0 < sum(e <= wm for _, e in windows(t, 3 * HOUR, HOUR)) < 3)
+    assert partly > 0 and dropped_c > dropped  # some records lost only part of their windows
+    pipe = make_pipeline("uc3", {"window_s": 3 * 3600, "slide_s": 3600, "lateness_s": 1800})
+    got = run_phases(spark, broker, pipe, src, out, tmp_path / "ck", phases)
+    assert (got["dropped_late"], got["dropped_contributions"]) == (dropped, dropped_c)
+    ref = reference_stats(pd.DataFrame(rows, columns=["identifier", "hourOfDay", "windowStartMs", "valueInW"]),
+                          ["identifier", "hourOfDay"])
+    assert_stats_equal(latest(docs_of(broker, out), ["identifier", "hourOfDay"]), ref, ["identifier", "hourOfDay"])
+
+
+IRREGULAR = {"topLevelSensor": {"identifier": "root", "children": [
+    {"identifier": "g1", "children": [{"identifier": "s_0"}, {"identifier": "s_1"}]},
+    {"identifier": "s_2"},
+    {"identifier": "g2", "children": [{"identifier": "g3", "children": [{"identifier": "s_3"},
+                                                                      {"identifier": "s_4"}]}]}]}}
+ANCESTORS = {"s_0": ["g1", "root"], "s_1": ["g1", "root"], "s_2": ["root"], "s_3": ["g3", "g2", "root"],
+             "s_4": ["g3", "g2", "root"]}
+
+
+def test_uc4_irregular_registry_unregistered_readings_and_a_final_flush(spark, broker, topic_factory, tmp_path):
+    src, out = topic_factory(2), topic_factory(2)
+    reg = tmp_path / "registry.json"
+    reg.write_text(json.dumps(IRREGULAR))
+    rng = random.Random(9)
+    idents = list(ANCESTORS) + ["s_9", "s_77"]  # two sensors the registry does not know
+    phases = late_phases(rng, idents, 60, 2_000)
+    keys = lambda r: [(g,) for g in ANCESTORS.get(r[0], [])]  # noqa: E731
+    rows, dropped, dropped_c, unregistered = replay(phases, 10_000, 10_000, 2_000, keys)
+    assert dropped and unregistered and dropped_c > dropped
+    pipe = make_pipeline("uc4", {"registry_path": str(reg), "window_s": 10, "lateness_s": 2})
+    assert pipe.emit_final
+    got = run_phases(spark, broker, pipe, src, out, tmp_path / "ck", phases)
+    assert (got["dropped_late"], got["dropped_contributions"], got["unregistered"]) == \
+        (dropped, dropped_c, unregistered)
+    before = docs_of(broker, out)
+    r = pipe.finish(spark, broker.bootstrap, src, out, str(tmp_path / "ck"))  # end of the bounded input
+    assert r.totals()["dropped_late"] == 0 and r.totals()["unregistered"] == 0
+    docs = docs_of(broker, out)
+    assert len(docs) > len(before)  # the newest windows came out only with the flush
+    assert all(d["final"] is True for d in docs)
+    keys_seen = [(d["groupId"], d["windowStartMs"]) for d in docs]
+    assert len(keys_seen) == len(set(keys_seen))  # one row per group and window
+    ref = reference_stats(pd.DataFrame(rows, columns=["groupId", "windowStartMs", "valueInW"]), ["groupId"])
+    assert_stats_equal(latest(docs, ["groupId"]), ref, ["groupId"])
+
+
+def test_update_rows_say_when_they_are_final_and_final_mode_emits_once(spark, broker, topic_factory, tmp_path):
+    src, out, out_final = topic_factory(2), topic_factory(2), topic_factory(2)
+    rng = random.Random(4)
+    phases = late_phases(rng, [f"s_{i}" for i in range(5)], 90, 5_000)
+    params = {"window_s": 10, "lateness_s": 5}
+    run_phases(spark, broker, make_pipeline("uc2", params), src, out, tmp_path / "ck", phases)
+    docs = docs_of(broker, out)
+    # W after each batch, from the replay's rule: a row is final iff its window ends by then
+    marks, wm = [], 0
+    for phase in phases:
+        wm = max(wm, max(t for _, t, _ in phase) - 5_000)
+        marks.append(wm)
+    finals = [d for d in docs if d["final"]]
+    assert finals and any(not d["final"] for d in docs)
+    assert all(d["windowEndMs"] <= marks[-1] for d in finals)
+    for f in finals:  # nothing follows a final row of its window
+        later = [d for d in docs if (d["identifier"], d["windowStartMs"]) == (f["identifier"], f["windowStartMs"])
+                 and d["emittedAtMs"] > f["emittedAtMs"]]
+        assert not later
+    rows, *_ = replay(phases, 10_000, 10_000, 5_000, lambda r: [(r[0],)])
+    ref = reference_stats(pd.DataFrame(rows, columns=["identifier", "windowStartMs", "valueInW"]), ["identifier"])
+    # emit: final, then a flush: one final row per window, equal to the update stream's last rows
+    src2 = topic_factory(2)
+    final = make_pipeline("uc2", {**params, "emit": "final"})
+    run_phases(spark, broker, final, src2, out_final, tmp_path / "ck2", phases)
+    final.finish(spark, broker.bootstrap, src2, out_final, str(tmp_path / "ck2"))
+    fin = docs_of(broker, out_final)
+    assert all(d["final"] for d in fin)
+    assert len({(d["identifier"], d["windowStartMs"]) for d in fin}) == len(fin)
+    assert_stats_equal(latest(fin, ["identifier"]), ref, ["identifier"])
