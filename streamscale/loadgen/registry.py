@@ -114,11 +114,20 @@ class SensorRegistry:
             top = tree["topLevelSensor"]
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"not a sensor registry: {exc}") from None
-        depth, width, n = 0, 0, top
-        while "children" in n:
-            width = max(width, len(n["children"]))
-            n = n["children"][0]
-            depth += 1
+        depth = width = 0
+        stack = [(top, 0)]
+        while stack:  # the deepest leaf and the widest group: registries may be irregular
+            n, d = stack.pop()
+            if not isinstance(n, dict) or not isinstance(n.get("identifier"), str):
+                raise ConfigError(f"not a sensor registry: a node without an 'identifier' string: {str(n)[:80]}")
+            kids = n.get("children")
+            if kids:
+                if not isinstance(kids, list):
+                    raise ConfigError(f"not a sensor registry: 'children' of {n['identifier']} is not a list")
+                width = max(width, len(kids))
+                stack.extend((c, d + 1) for c in kids)
+            else:
+                depth = max(depth, d)
         return cls(depth, width, tree)
 
     def publish(self, bootstrap: str, topic: str = REGISTRY_TOPIC) -> None:

@@ -41,11 +41,12 @@ class UC4(Pipeline):
     def describe(self) -> str:
         p, r = self.params, self.registry
         return "\n".join([
-            f"UC4 hierarchical aggregation ({r.levels} levels x {r.children} children = {r.num_sensors:,} sensors, "
-            f"{len(r.groups()):,} groups; one shuffle: by group)",
+            f"UC4 hierarchical aggregation ({r.num_sensors:,} sensors in {len(r.groups()):,} groups, "
+            f"up to {r.levels} levels; one shuffle: by group)",
             "  Source: Kafka input topic -> decode ActivePowerRecord (malformed -> dead-letter topic)",
             "  --> filter malformed, event time = timestamp (ms)",
             "  --> join sensor registry (broadcast): one row per ancestor group   [flatMap, key change]",
+            "      (readings of unregistered sensors counted as such, not aggregated)",
             f"  --> watermark: lateness {p.lateness_s:g} s (later records dropped and counted)",
             f"  --> groupByKey(group) x tumbling window {p.window_s:g} s   [repartition by key]",
             "  --> aggregate count, sum, mean, min, max, population variance",

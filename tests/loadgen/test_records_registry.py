@@ -55,3 +55,22 @@ def test_registry_file_round_trip(tmp_path):
     assert back.ancestors() == reg.ancestors()
     with pytest.raises(ConfigError):
         SensorRegistry.load('{"nope": 1}')
+
+
+def test_an_irregular_registry_loads_with_its_real_depth_and_sensor_count():
+    import json
+
+    from streamscale.errors import ConfigError
+    from streamscale.loadgen.registry import SensorRegistry
+
+    tree = {"topLevelSensor": {"identifier": "root", "children": [
+        {"identifier": "s_a"},
+        {"identifier": "g1", "children": [{"identifier": "g2", "children": [{"identifier": "s_b"}]},
+                                          {"identifier": "s_c"}]}]}}
+    r = SensorRegistry.load(json.dumps(tree))
+    assert (r.levels, r.children, r.num_sensors) == (3, 2, 3)  # the first child is a sensor at depth 1
+    assert r.ancestors() == {"s_a": ["root"], "s_b": ["g2", "g1", "root"], "s_c": ["g1", "root"]}
+    for bad in ('{"topLevelSensor": {"children": []}}', '{"topLevelSensor": {"identifier": "r", "children": [7]}}',
+                '{"topLevelSensor": {"identifier": "r", "children": "s_0"}}'):
+        with pytest.raises(ConfigError, match="not a sensor registry"):
+            SensorRegistry.load(bad)
