@@ -301,7 +301,8 @@ def run_sut_cmd(
     out.print(f"\n{uc}: generated {r.generated:,} at {r.generator_rate:,.0f}/s (target {r.target_rate:,.0f}/s"
               f"{'' if r.generator_reached_target else ', NOT reached'}); processed {r.processed_records:,} "
               f"at {r.processed_rate:,.0f}/s; final lag {r.final_lag:,}; dropped late {r.dropped_late:,}; "
-              f"malformed {r.malformed:,}; shuffle stages {r.shuffle_stages}")
+              f"malformed {r.malformed:,}{f'; unregistered {r.unregistered:,}' if r.unregistered else ''}; "
+              f"shuffle stages {r.shuffle_stages}")
     if out_dir:
         out.print(f"wrote {out_dir}/summary.json, lag.csv, batches.csv")
 

@@ -50,6 +50,7 @@ class SutResult:
     shuffle_stages: int | None
     sampler_cpu_s: float = 0.0  # lag sampler thread + the controlling loop: the harness overhead
     wall_s: float = 0.0
+    unregistered: int = 0  # UC4: readings of sensors the registry does not know (not late)
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
 
@@ -195,7 +196,7 @@ def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str 
         dropped_late=sum(b.dropped_late for b in run.batches), malformed=sum(b.malformed for b in run.batches),
         final_lag=lag[-1].lag if lag else -1, max_avg_latency_ms=max(lats) if lats else None,
         shuffle_stages=shuffles, sampler_cpu_s=sampler.cpu_s + controller_cpu, wall_s=time.monotonic() - t_start,
-        lag=lag, batches=batches)
+        unregistered=sum(b.unregistered for b in run.batches), lag=lag, batches=batches)
     if out_dir is not None:
         write_result(result, out_dir)
     return result
