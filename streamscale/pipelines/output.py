@@ -12,7 +12,10 @@ final`` (Spark's append mode) every row is final, one per window, emitted when t
 closes it. With ``emit: update`` a row is final when its window ends at or before W(N+1), the
 watermark Spark uses after this batch: max(W(N), newest event time of the batch - lateness); the
 newest event time is taken from the batch's rows (a persisted pass over them) and W(N) from the
-checkpoint (streamscale.sparkio.checkpoint).
+checkpoint (streamscale.sparkio.checkpoint). A bound per row (the row's own newest event time)
+would save that pass but never mark anything: a window's readings all lie before its end.
+Windows of in-order data usually close after their last update, so a consumer that wants exactly
+one final row per window uses ``emit: final``.
 """
 
 from __future__ import annotations
