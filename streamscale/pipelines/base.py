@@ -125,9 +125,9 @@ class PipelineRun:
         return new
 
     def _metrics(self, p: dict) -> BatchMetrics:
-        src = p["sources"][0] if p.get("sources") else {}
         from streamscale.pipelines.accounting import ACCOUNTING_OBSERVATION
 
+        src = p["sources"][0] if p.get("sources") else {}
         obs = p.get("observedMetrics") or {}
         inp = _as_dict(obs.get("input"))
         late = _as_dict(obs.get(ACCOUNTING_OBSERVATION))

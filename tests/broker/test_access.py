@@ -88,3 +88,27 @@ def test_invalid_topic_names_are_refused_before_the_broker(name):
 
 def test_creating_no_topics_is_a_no_op(access):
     access.create_topics({})  # a second autoscaler run with nothing new to create used to crash here
+
+
+def test_start_offsets_corrected_when_listed_earliest_is_inside_the_log(broker, access, topic_factory, monkeypatch):
+    # Tansu sometimes answers ListOffsets(earliest) with an offset inside the log (1,345 for a
+    # partition starting at 0); a query from "earliest" skipped the records before it. Replay
+    # such answers and check that the records a consumer can read from 0 win.
+    from confluent_kafka.admin import OffsetSpec
+
+    from streamscale.broker.access import BrokerAccess
+
+    topic = topic_factory(3)
+    produce(broker.bootstrap, topic, ((None, b"x%d" % i, i % 2) for i in range(3000)))  # partition 2 empty
+    real = BrokerAccess._list_offsets
+
+    def inflated(self, t, parts, spec, isolation):
+        got = real(self, t, parts, spec, isolation)
+        if isinstance(spec, type(OffsetSpec.earliest())):
+            return {p: {0: 1345, 1: 7, 2: 0}[p] for p in got}
+        return got
+
+    monkeypatch.setattr(BrokerAccess, "_list_offsets", inflated)
+    assert access._list_offsets(topic, access.partitions(topic), OffsetSpec.earliest(), "read_uncommitted") == \
+        {0: 1345, 1: 7, 2: 0}  # the replayed wrong answers are in place
+    assert access.start_offsets(topic) == {0: 0, 1: 0, 2: 0}
