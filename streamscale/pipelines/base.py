@@ -21,6 +21,10 @@ from pydantic import BaseModel, ConfigDict
 from streamscale.errors import ConfigError
 from streamscale.sparkio.io import read_records
 
+MIN_EVENT_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: Spark's timestamp range, in epoch ms
+MAX_EVENT_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+
+
 class PipelineParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -204,6 +208,7 @@ class Pipeline(ABC):
     params_model: type[PipelineParams] = PipelineParams
     key_cols: list[str] = []
     value_cols: list[str] = []
+    windowed: bool = True  # aggregates over event-time windows (UC2-UC4)
 
     @property
     def emit_final(self) -> bool:
@@ -235,10 +240,16 @@ class Pipeline(ABC):
                           starting_offsets=starting_offsets,
                           max_offsets_per_trigger=self.params.max_offsets_per_trigger, impl=kafka_impl,
                           options=opts)
-        valid = F.col("value_error").isNull() & ~F.col("identifier").eqNullSafe(F.lit(FLUSH_SENSOR))
-        df = df.observe("input", F.count(F.when(F.col("value_error").isNotNull(), 1)).alias("malformed"),
+        decoded = F.col("value_error").isNull()
+        if self.windowed:
+            # A window needs a timestamp Spark can hold: one outside years 1-9999 (a valid int64
+            # all the same) made the window arithmetic overflow and killed the query, again on
+            # every restart. Such a reading counts as malformed.
+            decoded = decoded & F.coalesce(F.col("timestamp").between(MIN_EVENT_MS, MAX_EVENT_MS), F.lit(False))
+        valid = decoded & ~F.col("identifier").eqNullSafe(F.lit(FLUSH_SENSOR))
+        df = df.observe("input", F.count(F.when(~decoded, 1)).alias("malformed"),
                         F.count(F.when(valid, 1)).alias("valid"))
-        return df.where(F.col("value_error").isNull())
+        return df.where(decoded)
 
     def logical_plan(self):
         """The pipeline as a logical plan (streamscale.topology), from which ``build`` compiles."""
@@ -273,22 +284,20 @@ class Pipeline(ABC):
         """End of a bounded input: close every window, so that ``emit: final`` emits the newest ones.
 
         Writes an end-of-input marker (streamscale.pipelines.accounting.flush_input) and runs the
-        query to the end of the input, twice: the first run moves the watermark past every window,
-        but Spark emits what a watermark closes only in the batch after it, and an ``availableNow``
-        run stops without running a batch for the watermark alone. Records written later with
-        older timestamps count as late. Returns the second run."""
+        query to the end of the input: the marker's batch moves the watermark past every window,
+        and Spark then runs one more batch without data that evicts (and in append mode emits)
+        them before the ``availableNow`` run stops. Records written later with older timestamps
+        count as late. Returns the run."""
         from streamscale.pipelines.accounting import flush_input
 
         if not checkpoint:
             raise ConfigError("finish() continues a query: give its checkpoint")
-        run = None
-        for _ in range(2):
-            flush_input(bootstrap, input_topic)
-            run = self.start(spark, bootstrap, input_topic, output_topic, checkpoint, available_now=True,
-                             **start_options)
-            run.await_available(timeout_s)
-            if run.exception() is not None:
-                raise run.exception()
+        flush_input(bootstrap, input_topic)
+        run = self.start(spark, bootstrap, input_topic, output_topic, checkpoint, available_now=True,
+                         **start_options)
+        run.await_available(timeout_s)
+        if run.exception() is not None:
+            raise run.exception()
         return run
 
     def start(self, spark, bootstrap: str, input_topic: str = "input", output_topic: str = "output",

@@ -71,6 +71,7 @@ def _log_batch(batch_df, batch_id: int) -> None:
 class UC1(Pipeline):
     name = "uc1"
     params_model = UC1Params
+    windowed = False
 
     def describe(self) -> str:
         p = self.params

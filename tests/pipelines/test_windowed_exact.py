@@ -207,3 +207,21 @@ def test_update_rows_say_when_they_are_final_and_final_mode_emits_once(spark, br
     assert all(d["final"] for d in fin)
     assert len({(d["identifier"], d["windowStartMs"]) for d in fin}) == len(fin)
     assert_stats_equal(latest(fin, ["identifier"]), ref, ["identifier"])
+
+
+@pytest.mark.parametrize("uc", ["uc2", "uc3", "uc4"])
+def test_timestamps_spark_cannot_hold_are_malformed_and_the_query_lives(uc, spark, broker, topic_factory, tmp_path):
+    # valid int64 all of them, but outside years 1-9999: the window arithmetic overflowed and the
+    # query died on every restart
+    src, out = topic_factory(2), topic_factory(2)
+    hostile = [("s_0", 9_000_000_000_000_000_000, 1.0), ("s_1", -9_000_000_000_000_000_000, 2.0),
+               ("s_2", 253_402_300_800_000, 3.0), ("s_3", -62_135_596_800_001, 4.0)]
+    fine = [(f"s_{i % 4}", T0 + i * 1000, 0.25 * i) for i in range(40)]
+    send_phase(broker.bootstrap, src, hostile + fine, 2)
+    pipe = make_pipeline(uc, {"window_s": 10, "lateness_s": 1} if uc != "uc3" else
+                         {"window_s": 30, "slide_s": 10, "lateness_s": 1})
+    r = pipe.start(spark, broker.bootstrap, src, out, str(tmp_path / "ck"), available_now=True)
+    r.await_available(300)
+    assert r.exception() is None
+    t = r.totals()
+    assert (t["malformed"], t["dropped_late"], t["input_rows"]) == (len(hostile), 0, len(hostile) + len(fine))
