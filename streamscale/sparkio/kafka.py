@@ -205,12 +205,9 @@ def _producer(bootstrap: str, extra: tuple[tuple[str, str], ...]):
     with _LOCK:
         p = _PRODUCERS.get(key)
         if p is None:
-            # Delivery reports for failures only: a Python callback per delivered record cost
-            # about a third of the sink's time; flush() still waits for every record, and
-            # produce_all(errors_only=True) counts the rest as delivered.
             conf = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
                     "linger.ms": 5, "batch.num.messages": 10000, "queue.buffering.max.kbytes": 512 * 1024,
-                    "allow.auto.create.topics": False, "delivery.report.only.error": True}
+                    "allow.auto.create.topics": False}
             conf.update(dict(extra))
             p = Producer(conf)
             _PRODUCERS[key] = p
@@ -234,12 +231,8 @@ class _Delivery:
                 self.first_error = f"{err.str()} (topic {msg.topic()})"
 
 
-def produce_all(producer, topic_default: str | None, rows, timeout: float = 120.0, errors_only: bool = False) -> int:
-    """Produce (key, value, topic, partition, headers) tuples; return the count or raise on any loss.
-
-    ``errors_only``: the producer reports failed deliveries only (``delivery.report.only.error``,
-    as :func:`_producer`'s do); after a complete flush every record not reported failed was
-    delivered."""
+def produce_all(producer, topic_default: str | None, rows, timeout: float = 120.0) -> int:
+    """Produce (key, value, topic, partition, headers) tuples; return the count or raise on any loss."""
     report = _Delivery()
     sent = 0
     for key, value, topic, partition, headers in rows:
@@ -263,8 +256,6 @@ def produce_all(producer, topic_default: str | None, rows, timeout: float = 120.
     remaining = producer.flush(timeout)
     if remaining:
         raise StreamscaleError(f"Kafka sink: {remaining} records not delivered within {timeout:.0f} s")
-    if errors_only:
-        report.ok = sent - report.failed
     if report.failed:
         raise StreamscaleError(f"Kafka sink: {report.failed} of {sent} records failed: {report.first_error}")
     if report.ok != sent:
@@ -342,7 +333,7 @@ def _send_dead_letters(dlq, dlq_topic: str, msgs, errors) -> None:
                        ("source.partition", str(m.partition()).encode()),
                        ("source.offset", str(m.offset()).encode())]
             rows.append((m.key(), m.value(), dlq_topic, None, headers))
-    produce_all(dlq, dlq_topic, rows, errors_only=True)
+    produce_all(dlq, dlq_topic, rows)
 
 
 # -- offsets ---------------------------------------------------------------------------------
@@ -561,7 +552,7 @@ class _SinkWriterMixin:
             raise ConfigError("the Kafka sink needs option 'topic' or a 'topic' column")
 
     def _write_rows(self, rows) -> _SinkCommit:
-        return _SinkCommit(produce_all(_producer(self.bootstrap, self.extra), self.topic, rows, errors_only=True))
+        return _SinkCommit(produce_all(_producer(self.bootstrap, self.extra), self.topic, rows))
 
 
 _ArrowBase = DataSourceStreamArrowWriter or DataSourceStreamWriter
