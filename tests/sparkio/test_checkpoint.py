@@ -37,3 +37,4 @@ def test_the_newest_batch_ending_at_the_offsets_gives_the_watermark(tmp_path):
 def test_a_checkpoint_uri_is_read_through_pyarrow(tmp_path):
     write_batch(tmp_path, 3, 77, {"t": {"0": 1}})
     assert watermark_for_offsets(f"file://{tmp_path}", {"t": {"0": 1}}) == 77
+    assert watermark_for_offsets(f"file:{tmp_path}", {"t": {"0": 1}}) == 77  # Hadoop's spelling
