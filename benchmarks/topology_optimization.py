@@ -1,10 +1,12 @@
-"""Effect of the topology optimization: the blog's two-aggregation example and UC4, optimized vs not.
+"""Effect of the topology optimization: the blog's two-aggregation example and UC4, merged always
+(forced), by the default choice, and never.
 
     .venv/bin/python benchmarks/topology_optimization.py [--records 2000000] [--repeat 3] [--master local[2]]
 
 Each variant compiles the same logical plan (streamscale.topology) and processes the same static
 batch (one big micro-batch) into Spark's no-op sink; runs alternate between the variants. Printed:
-records/s per variant (median of the runs), shuffles in the plan, and the ratio optimized / not.
+records/s per variant (median of the runs), shuffles in the plan, the ratios to the unoptimized
+plan, and what the default chose.
 """
 
 from __future__ import annotations
@@ -47,23 +49,31 @@ def main() -> None:
         "blog": lambda opt: combined(compile_plan(physical_plan(blog_plan(), opt), spark, {"inputTopic": blog_in})),
         "uc4": lambda opt: uc4.build(spark, uc4_in, optimize=opt),
     }
+    modes = {"forced": True, "default": None, "off": False}  # default: chosen per plan (physical.py)
     for name, make in variants.items():
-        times: dict[bool, list[float]] = {True: [], False: []}
-        shuffles: dict[bool, int] = {}
+        times: dict[str, list[float]] = {m: [] for m in modes}
+        shuffles: dict[str, int] = {}
+        for m in modes:  # warm-up, untimed: the first runs of a plan carry code generation and JIT
+            make(modes[m]).write.format("noop").mode("overwrite").save()
         for i in range(args.repeat):
-            for opt in ((True, False) if i % 2 == 0 else (False, True)):  # no order advantage
-                df = make(opt)
+            order = list(modes)[i % 3:] + list(modes)[:i % 3]  # rotate: no order advantage
+            for m in order:
+                df = make(modes[m])
                 t0 = time.perf_counter()
                 df.write.format("noop").mode("overwrite").save()
-                times[opt].append(time.perf_counter() - t0)
-                shuffles[opt] = count_distinct_exchanges(df._jdf.queryExecution().executedPlan().toString())
+                times[m].append(time.perf_counter() - t0)
+                shuffles[m] = count_distinct_exchanges(df._jdf.queryExecution().executedPlan().toString())
                 spark.catalog.clearCache()
-                blog_in.cache()
-                uc4_in.cache()
-        rate = {opt: n / statistics.median(ts) for opt, ts in times.items()}
-        print(f"{name:<5} optimized {rate[True]:>12,.0f} rec/s  not optimized {rate[False]:>12,.0f} rec/s  "
-              f"ratio {rate[True] / rate[False]:.2f}   (shuffles in plan: {shuffles[True]} vs {shuffles[False]}; "
-              f"runs {[round(t, 2) for t in times[True]]} vs {[round(t, 2) for t in times[False]]} s)", flush=True)
+                # materialised here, outside the clock: a lazy cache() made the next variant pay
+                blog_in.cache().count()
+                uc4_in.cache().count()
+        rate = {m: n / statistics.median(ts) for m, ts in times.items()}
+        chosen = physical_plan(blog_plan() if name == "blog" else uc4.logical_plan(), None).optimized
+        print(f"{name:<5} forced {rate['forced']:>11,.0f} rec/s  default {rate['default']:>11,.0f}  "
+              f"off {rate['off']:>11,.0f}   forced/off {rate['forced'] / rate['off']:.2f}  "
+              f"default/off {rate['default'] / rate['off']:.2f}  (default merges: {chosen}; shuffles "
+              f"{shuffles['forced']}/{shuffles['default']}/{shuffles['off']}; runs "
+              f"{ {m: [round(t, 2) for t in ts] for m, ts in times.items()} })", flush=True)
     spark.stop()
 
 

@@ -574,8 +574,9 @@ def reliability_netem_check():
 
 @topo_app.command("describe")
 def topology_describe(name: str = typer.Argument(..., help="uc1, uc2, uc3, uc4 or blog (the seed's example)"),
-                      optimize: bool = typer.Option(True, "--optimize/--no-optimize",
-                                                    help="Merge repartitions (seed 004) or not"),
+                      optimize: bool | None = typer.Option(
+                          None, "--optimize/--no-optimize",
+                          help="Merge repartitions (seed 004) always / never; default: where it pays on Spark"),
                       out_dir: Path = typer.Option(Path("results/topology"), "--out"),
                       params: list[str] = typer.Option([], "--param", "-p", help="Pipeline parameter KEY=VALUE")):
     """Print sub-topologies like Kafka Streams' Topology#describe() and write DOT and PNG graphs."""
@@ -588,7 +589,7 @@ def topology_describe(name: str = typer.Argument(..., help="uc1, uc2, uc3, uc4 o
     text = describe(phys)
     out.print(text, markup=False, highlight=False)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{name.lower()}-{'optimized' if optimize else 'unoptimized'}"
+    stem = out_dir / f"{name.lower()}-{'optimized' if phys.optimized else 'unoptimized'}"
     stem.with_suffix(".txt").write_text(text + "\n")
     stem.with_suffix(".dot").write_text(to_dot(phys))
     render_png(phys, stem.with_suffix(".png"))

@@ -31,7 +31,9 @@ class PipelineParams(BaseModel):
     max_offsets_per_trigger: int | None = None
     trigger_interval_s: float = 1.0
     dead_letter_topic: str | None = None
-    optimize_topology: bool = True  # seed 004's repartition rules (streamscale.topology); False: none
+    # seed 004's repartition merging (streamscale.topology.physical): None chooses per plan what is
+    # faster on Spark, True always merges, False never
+    optimize_topology: bool | None = None
 
 
 def event_time(df):

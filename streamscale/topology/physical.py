@@ -9,6 +9,13 @@ value-only operators keep that, key-changing ones lose it. Rules:
    repartition, one repartition is pushed up right after the key change and shared (the blog's
    two-aggregation example); unoptimized, each stateful operator gets its own repartition directly
    before its groupByKey, duplicating the data.
+
+``optimize=None`` (the default) decides per key change what is faster on Spark: rule 2 only where
+one of the aggregations it feeds cannot combine partially. Spark's own per-aggregation shuffle
+carries partial aggregates, the shared one every raw record: with aggregations that all combine,
+merging made Spark 0.51-0.67x as fast (docs/performance.md); where one does not, raw records
+cross its shuffle anyway and one shared shuffle replaces several. True forces rule 2 (Kafka
+Streams' choice: its repartition topics carry raw records either way), False turns it off.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from streamscale.topology.plan import LogicalPlan, Node
 @dataclass
 class PhysicalPlan:
     name: str
-    optimized: bool
+    optimized: bool  # rule 2 applied somewhere
     nodes: list[Node]
     repartitions: list[Node]
     subtopologies: list[list[Node]] = field(default_factory=list)
@@ -38,7 +45,7 @@ def _clone(plan: LogicalPlan) -> list[Node]:
     mapping: dict[int, Node] = {}
     for n in plan.nodes:  # creation order is topological
         mapping[n.id] = Node(n.id, n.kind, [mapping[p.id] for p in n.parents], list(n.keys), fn=n.fn, topic=n.topic,
-                             label=n.label, window=n.window, store=n.store)
+                             label=n.label, window=n.window, store=n.store, combinable=n.combinable)
         for p in mapping[n.id].parents:
             p.children.append(mapping[n.id])
     return list(mapping.values())
@@ -70,7 +77,15 @@ def _insert_after(parent: Node, children: list[Node], r: Node) -> None:
     parent.children.append(r)
 
 
-def physical_plan(plan: LogicalPlan, optimize: bool = True) -> PhysicalPlan:
+def _aggregate_of(g: Node) -> Node:
+    agg = g
+    while agg.children and agg.kind != "aggregate":
+        agg = agg.children[0]
+    return agg
+
+
+def physical_plan(plan: LogicalPlan, optimize: bool | None = None) -> PhysicalPlan:
+    """Repartitions placed; ``optimize``: True/False force rule 2, None chooses per key change."""
     nodes = _clone(plan)
     next_id = max(n.id for n in nodes) + 1
     memo: dict[int, bool] = {}
@@ -87,7 +102,7 @@ def physical_plan(plan: LogicalPlan, optimize: bool = True) -> PhysicalPlan:
         return r
 
     handled: set[int] = set()
-    if optimize:
+    if optimize is not False:
         # group the stateful operators by the key change they descend from
         by_origin: dict[int, list[Node]] = {}
         origin_of: dict[int, Node] = {}
@@ -100,6 +115,8 @@ def physical_plan(plan: LogicalPlan, optimize: bool = True) -> PhysicalPlan:
         for kid, groups in by_origin.items():
             if len(groups) < 2:
                 continue
+            if optimize is None and all(_aggregate_of(g).combinable for g in groups):
+                continue  # Spark's partial aggregation beats one shared shuffle of raw records
             k = origin_of[kid]
             r = new_repartition(k, k.name)
             r.explicit = True  # materialised once and shared (compile: explicit repartition)
@@ -109,14 +126,12 @@ def physical_plan(plan: LogicalPlan, optimize: bool = True) -> PhysicalPlan:
         if g.id in handled:
             continue
         parent = _stream_parent(g)
-        agg = g
-        while agg.children and agg.kind != "aggregate":
-            agg = agg.children[0]
+        agg = _aggregate_of(g)
         r = new_repartition(parent, agg.store or g.name)
         r.explicit = False  # the aggregation's own exchange performs it
         _insert_after(parent, [g], r)
     ordered = _topological(nodes)
-    phys = PhysicalPlan(plan.name, optimize, ordered, repartitions)
+    phys = PhysicalPlan(plan.name, any(r.explicit for r in repartitions), ordered, repartitions)
     phys.subtopologies = _subtopologies(ordered)
     return phys
 

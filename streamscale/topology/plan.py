@@ -36,6 +36,7 @@ class Node:
     window: Callable | None = None   # windowedBy: () -> Column
     store: str | None = None         # state store of a stateful operator
     explicit: bool = False           # repartition: materialised and shared (else the aggregation shuffles)
+    combinable: bool = True          # aggregate: combines partially before a shuffle (Spark's built-ins do)
     children: list["Node"] = field(default_factory=list)
 
     @property
@@ -121,11 +122,13 @@ class Stream:
     def windowed_by(self, window: Callable, label: str = "") -> "Stream":
         return self._then("windowedBy", window=window, label=label)
 
-    def aggregate(self, fn: Callable, store: str, label: str = "") -> "Stream":
+    def aggregate(self, fn: Callable, store: str, label: str = "", combinable: bool = True) -> "Stream":
+        """``combinable``: Spark can aggregate partially before the shuffle (count, sum, min, max,
+        avg, variance, ...); false for e.g. collect_list or a pandas aggregation UDF."""
         if self.node.kind not in ("groupByKey", "windowedBy"):
             raise ValueError("aggregate() follows group_by_key() or windowed_by()")
         window = self.node.window if self.node.kind == "windowedBy" else None
-        return self._then("aggregate", fn, label=label, window=window, store=store)
+        return self._then("aggregate", fn, label=label, window=window, store=store, combinable=combinable)
 
     def to(self, topic: str) -> Node:
         return self.plan._add("to", [self.node], self.node.keys, topic=topic)

@@ -45,6 +45,28 @@ def test_blog_repartition_is_pushed_up_after_the_key_change_and_shared():
     assert to_dot(opt).count("style=dashed") == 2
 
 
+def _two_aggregations(combinable_second: bool) -> LogicalPlan:
+    plan = LogicalPlan("two")
+    rekeyed = plan.stream("in", ["k"]).select_key(["k2"], lambda d: d)
+    rekeyed.group_by_key().aggregate(lambda d, k, w: d, "a-store").to("a")
+    rekeyed.group_by_key().aggregate(lambda d, k, w: d, "b-store", combinable=combinable_second).to("b")
+    return plan
+
+
+def test_the_default_merges_repartitions_only_where_it_pays_on_spark():
+    # all aggregations combine partially (the blog's counts): Spark's own shuffles win, no merge
+    auto, off = physical_plan(blog_plan()), physical_plan(blog_plan(), False)
+    assert not auto.optimized and describe(auto) == describe(off)
+    assert physical_plan(blog_plan(), True).optimized  # forced: seed 004's rule
+    assert not physical_plan(_two_aggregations(True)).optimized
+    # one aggregation cannot combine (raw records cross its shuffle anyway): one shared shuffle
+    merged = physical_plan(_two_aggregations(False))
+    assert merged.optimized and describe(merged) == describe(physical_plan(_two_aggregations(False), True))
+    assert not physical_plan(_two_aggregations(False), False).optimized
+    for name in ("uc1", "uc2", "uc3", "uc4"):  # one aggregation each: nothing to merge
+        assert describe(physical_plan(plan_for(name))) == describe(physical_plan(plan_for(name), False))
+
+
 def test_optimization_leaves_the_logical_plan_untouched():
     plan = blog_plan()
     before = [(n.kind, [p.id for p in n.parents]) for n in plan.nodes]
@@ -120,5 +142,6 @@ def test_the_optimization_switch_is_a_pipeline_parameter():
     from streamscale.pipelines import make_pipeline
 
     assert make_pipeline("uc4", {"optimize_topology": False}).params.optimize_topology is False
+    assert make_pipeline("uc4").params.optimize_topology is None  # default: chosen per plan
     with pytest.raises(ConfigError, match="optimize_topology"):
         make_pipeline("uc2", {"optimize_topology": "sometimes"})
