@@ -12,17 +12,22 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def plot_lag(times, lags, warmup_s: float, res, path: Path) -> Path:
+def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None, batch_points=((), ())) -> Path:
+    """The lag, the points the trend was fitted through, and that trend (streamscale.execution.metrics:
+    the one place the trend is computed; nothing is refitted here)."""
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    ax.plot(times, lags, marker=".", linewidth=1, label="consumer lag")
+    ax.plot(times, lags, marker=".", linewidth=1, label="consumer lag (1 s samples)")
     if times:
         ax.axvspan(0, warmup_s, color="grey", alpha=0.15, label=f"warm-up ({warmup_s:g} s)")
-    t = np.asarray(times, dtype=float)
-    y = np.asarray(lags, dtype=float)
-    keep = t >= warmup_s
-    if keep.sum() >= 2 and math.isfinite(res.lag_slope):
-        b, a = np.polyfit(t[keep], y[keep], 1)
-        ax.plot(t[keep], a + b * t[keep], color="red", linewidth=2, label=f"trend {b:,.1f} records/s")
+    bt, bl = batch_points
+    if len(bt):
+        ax.plot(bt, bl, "o", color="black", markersize=3, label="after each batch commit")
+    if trend is not None and math.isfinite(trend.slope):
+        xs = [x for x in (bt if trend.basis == "batches" else times) if x >= warmup_s]
+        if xs:
+            grid = np.array([min(xs), max(xs)])
+            ax.plot(grid, trend.line(grid), color="red", linewidth=2,
+                    label=f"trend {trend.slope:,.1f} records/s [{trend.low:,.1f}, {trend.high:,.1f}]")
     verdict = "PASS" if res.passed else ("INVALID" if not res.valid else "FAIL")
     ax.set_title(f"load {res.load:g}, resources {res.resources}, repetition {res.repetition + 1}: {verdict} "
                  f"(limit {res.lag_limit:,.0f}/s)", fontsize=10)

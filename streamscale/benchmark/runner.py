@@ -27,7 +27,7 @@ from rich.console import Console
 from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
 from streamscale.benchmark.spec import Spec
 from streamscale.errors import ConfigError
-from streamscale.execution.metrics import lag_slo_holds, lag_trend
+from streamscale.execution.metrics import lag_limit, lag_trend_estimate
 
 console = Console()
 
@@ -54,6 +54,10 @@ class ExperimentResult:
     sampler_cpu_pct: float
     wall_s: float
     note: str = ""
+    lag_low: float = float("nan")    # 95 % interval of the lag slope
+    lag_high: float = float("nan")
+    lag_basis: str = ""              # fitted through batch commits ("batches") or 1 s samples ("seconds")
+    lag_verdict: str = ""            # pass | fail | undecided (interval straddles the limit)
 
 
 def _exp_id(load, res, rep) -> str:
@@ -107,8 +111,12 @@ class ExperimentRunner:
                     gen_workers=spec.benchmark.loadgen.workers, bootstrap=self.bootstrap,
                     spark_conf=s["spark_conf"], period_s=spec.benchmark.loadgen.period_s,
                     distribution=spec.benchmark.loadgen.distribution, on_lag=on_lag)
-        slope = lag_trend([x.t_s for x in r.lag], [x.lag for x in r.lag], ex.warmup_s)
-        lag_ok = lag_slo_holds(slope, r.target_rate, ex.slos.lag_trend_threshold)
+        trend = lag_trend_estimate(r.lag, r.batches, r.t0_wall, ex.warmup_s, r.input_topic)
+        slope, limit = trend.slope, lag_limit(r.target_rate, ex.slos.lag_trend_threshold)
+        lag_verdict = trend.verdict(limit)
+        # undecided: the runner adds repetitions (execution.extra_repetitions); when none is left
+        # the point estimate decides, as a bare slope did before intervals
+        lag_ok = lag_verdict == "pass" or (lag_verdict == "undecided" and slope <= limit)
         windowed = spec.benchmark.sut in ("uc2", "uc4")
         frac = r.dropped_late / r.generated if r.generated else 0.0
         thr = ex.slos.dropped_records_threshold
@@ -119,26 +127,36 @@ class ExperimentRunner:
             target_rate=r.target_rate, generator_rate=round(r.generator_rate, 1),
             generator_reached_target=r.generator_reached_target, valid=valid,
             lag_slope=round(slope, 3) if math.isfinite(slope) else slope,
-            lag_limit=ex.slos.lag_trend_threshold * r.target_rate, lag_slo=lag_ok, dropped=r.dropped_late,
+            lag_limit=limit, lag_slo=lag_ok, dropped=r.dropped_late,
             dropped_fraction=round(frac, 6), dropped_slo=dropped_ok, passed=valid and lag_ok and dropped_ok,
             final_lag=r.final_lag, processed_records=r.processed_records,
             sampler_cpu_pct=round(100 * r.sampler_cpu_s / ex.duration_s, 3), wall_s=round(r.wall_s, 1),
-            note="" if valid else "generator fell short of its target rate: experiment invalid")
-        self._write_lag(res, r.lag)
+            note="generator fell short of its target rate: experiment invalid" if not valid else
+            "lag interval straddles the limit" if lag_verdict == "undecided" else "",
+            lag_low=round(trend.low, 3), lag_high=round(trend.high, 3), lag_basis=trend.basis,
+            lag_verdict=lag_verdict)
+        self._write_lag(res, r.lag, trend, r)
         metrics.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()
         return res
 
-    def _write_lag(self, res: ExperimentResult, lag) -> None:
+    def _write_lag(self, res: ExperimentResult, lag, trend, r) -> None:
+        from streamscale.benchmark.plots import plot_lag
+        from streamscale.execution.metrics import batch_boundary_lags
+
         d = self.out_dir / "lag"
         d.mkdir(parents=True, exist_ok=True)
         with open(d / f"{res.exp_id}.csv", "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["t_s", "lag"])
             w.writerows([[x.t_s, x.lag] for x in lag])
-        from streamscale.benchmark.plots import plot_lag
-
+        bt, bl = batch_boundary_lags(r.batches, lag, r.t0_wall, r.input_topic) if r.t0_wall else ([], [])
+        if bt:
+            with open(d / f"{res.exp_id}-batches.csv", "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["t_s", "lag_after_commit"])
+                w.writerows(zip(bt, bl))
         plot_lag([x.t_s for x in lag], [x.lag for x in lag], self.spec.execution.warmup_s, res,
-                 d / f"{res.exp_id}.png")
+                 d / f"{res.exp_id}.png", trend=trend, batch_points=(bt, bl))
 
 
 class Execution:
@@ -207,13 +225,16 @@ class Execution:
     def passes(self, load, res) -> bool:
         reps = self.spec.execution.repetitions
         verdicts: list[bool] = []
-        for rep in range(reps):
+        extra = 0  # repetitions added because a lag interval straddled the limit
+        rep = -1
+        while rep + 1 < reps + extra:
+            rep += 1
             key = (float(load), int(res), rep)
             r = self.done.get(key)
             if r is not None:
                 self.resumed += 1
             else:
-                console.print(f"[bold]experiment[/] load {load:g} x resources {res} (repetition {rep + 1}/{reps})")
+                console.print(f"[bold]experiment[/] load {load:g} x resources {res} (repetition {rep + 1}/{reps + extra})")
                 t0 = time.monotonic()
                 if self.live is not None:
                     self.live.start_experiment(exp_id=_exp_id(load, res, rep), load=load, resources=res,
@@ -232,8 +253,14 @@ class Execution:
                 self._append(r)
                 colour = "green" if r.passed else "red"
                 console.print(f"  [{colour}]{'PASS' if r.passed else 'FAIL'}[/] lag slope {r.lag_slope:,.1f}/s "
-                              f"(limit {r.lag_limit:,.0f}), dropped {r.dropped:,}, generator "
-                              f"{r.generator_rate:,.0f}/s{'' if r.valid else ' [red]INVALID[/]'}")
+                              f"[{r.lag_low:,.1f}, {r.lag_high:,.1f}] (limit {r.lag_limit:,.0f}), dropped "
+                              f"{r.dropped:,}, generator {r.generator_rate:,.0f}/s"
+                              f"{'' if r.valid else ' [red]INVALID[/]'}")
+            if r.lag_verdict == "undecided" and r.valid and r.dropped_slo and \
+                    extra < self.spec.execution.extra_repetitions:
+                extra += 1  # the interval straddles the limit: no verdict from this run, one more
+                console.print(f"  lag interval straddles the limit: repetition {reps + extra} added")
+                continue
             verdicts.append(r.passed)
             decided = majority(verdicts, reps)
             if decided is not None:

@@ -93,6 +93,8 @@ class ExecutionSpec(_Model):
     duration_s: float = Field(60.0, gt=0)
     warmup_s: float = Field(20.0, ge=0)
     repetitions: int = Field(1, ge=1)
+    extra_repetitions: int = Field(2, ge=0, le=10, description="runs added per load and resources when a lag "
+                                   "trend's 95 % interval straddles the limit")
     strategy: StrategySpec = Field(default_factory=StrategySpec)
     metric: Literal["demand", "capacity"] = "demand"
     bootstrap_servers: str | None = None

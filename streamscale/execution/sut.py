@@ -51,6 +51,8 @@ class SutResult:
     sampler_cpu_s: float = 0.0  # lag sampler thread + the controlling loop: the harness overhead
     wall_s: float = 0.0
     unregistered: int = 0  # UC4: readings of sensors the registry does not know (not late)
+    t0_wall: float = 0.0   # wall-clock time of the first lag sample (its t_s = 0)
+    input_topic: str = ""
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
 
@@ -72,10 +74,11 @@ class LagSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="lag-sampler")
         self.t0 = 0.0
+        self.t0_wall = 0.0  # the same instant on the wall clock: batch times are wall-clock
         self.cpu_s = 0.0
 
     def start(self) -> "LagSampler":
-        self.t0 = time.monotonic()
+        self.t0, self.t0_wall = time.monotonic(), time.time()
         self._thread.start()
         return self
 
@@ -196,7 +199,8 @@ def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str 
         dropped_late=sum(b.dropped_late for b in run.batches), malformed=sum(b.malformed for b in run.batches),
         final_lag=lag[-1].lag if lag else -1, max_avg_latency_ms=max(lats) if lats else None,
         shuffle_stages=shuffles, sampler_cpu_s=sampler.cpu_s + controller_cpu, wall_s=time.monotonic() - t_start,
-        unregistered=sum(b.unregistered for b in run.batches), lag=lag, batches=batches)
+        unregistered=sum(b.unregistered for b in run.batches),
+        t0_wall=sampler.t0_wall if sampler is not None else 0.0, input_topic=input_topic, lag=lag, batches=batches)
     if out_dir is not None:
         write_result(result, out_dir)
     return result

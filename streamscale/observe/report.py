@@ -123,8 +123,8 @@ def write_report(results_dir: Path) -> Path:
     if plot.exists():
         parts.append(img_tag(plot, f"{kind} plot"))
     parts += ["<h2>Experiments</h2>",
-              html_table([{k: e[k] for k in ("exp_id", "load", "resources", "repetition", "valid", "lag_slope", "lag_limit",
-                                        "lag_slo", "dropped", "dropped_slo", "passed", "generator_rate", "note")
+              html_table([{k: e[k] for k in ("exp_id", "load", "resources", "repetition", "valid", "lag_slope", "lag_low",
+                                        "lag_high", "lag_limit", "lag_verdict", "lag_slo", "dropped", "dropped_slo", "passed", "generator_rate", "note")
                        if k in e} for e in experiments], "experiments")]
     for e in experiments:
         verdict = "pass" if e.get("passed") == "True" else "fail"
@@ -132,7 +132,10 @@ def write_report(results_dir: Path) -> Path:
                      f'<span class="{verdict}">{verdict.upper()}</span></h3>')
         if e.get("valid") != "True":
             parts.append(f'<p class="invalid">INVALID: {html.escape(e.get("note") or "no reason recorded")}</p>')
-        parts.append(f"<p>lag trend {html.escape(e.get('lag_slope', '?'))} records/s (limit "
+        interval = (f" [{html.escape(e['lag_low'])}, {html.escape(e['lag_high'])}] through "
+                    f"{'the batch commits' if e.get('lag_basis') == 'batches' else '1 s samples'}"
+                    if e.get("lag_low") else "")
+        parts.append(f"<p>lag trend {html.escape(e.get('lag_slope', '?'))} records/s{interval} (limit "
                      f"{html.escape(e.get('lag_limit', '?'))}): lag SLO {'met' if e.get('lag_slo') == 'True' else 'violated'}; "
                      f"dropped {html.escape(e.get('dropped', '?'))} (SLO {'met' if e.get('dropped_slo') == 'True' else 'violated'})</p>")
         lag_png = d / "lag" / f"{e['exp_id']}.png"

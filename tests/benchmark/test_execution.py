@@ -23,6 +23,31 @@ def fake_result(load, res, rep, passed):
                             load * 0.01, passed, 0, 0.0, True, passed, 0, 100, 0.1, 1.0)
 
 
+def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
+    import dataclasses
+
+    spec = parse_spec(spec_dict(load={"type": "sensors", "values": [1000]}, resources={"type": "cores", "values": [1]},
+                                repetitions=1, extra_repetitions=2))
+    ran = []
+
+    def undecided_then_pass(load, res, rep, on_lag=None):
+        ran.append(rep)
+        r = fake_result(load, res, rep, passed=rep == 2)
+        return dataclasses.replace(r, lag_verdict="undecided" if rep < 2 else "pass")
+
+    summary = Execution(spec, tmp_path, undecided_then_pass).run()
+    assert ran == [0, 1, 2]  # two added runs; the third decided
+    assert summary["results"] == [{"load": 1000.0, "resources": 1}]
+    rows = list(csv.DictReader(open(tmp_path / "experiments.csv")))
+    assert [r["lag_verdict"] for r in rows] == ["undecided", "undecided", "pass"]
+    # with no runs to add, an undecided run's own verdict stands
+    ran.clear()
+    spec0 = parse_spec(spec_dict(load={"type": "sensors", "values": [1000]}, resources={"type": "cores", "values": [1]},
+                                 repetitions=1, extra_repetitions=0))
+    Execution(spec0, tmp_path / "none", undecided_then_pass).run()
+    assert ran == [0]
+
+
 def test_interrupted_execution_resumes(tmp_path):
     spec = parse_spec(spec_dict(strategy={"name": "linear", "lower_bound": True}, repetitions=3))
     ran = []
@@ -53,9 +78,13 @@ def test_results_dir_of_another_spec_is_refused(tmp_path):
 
 @pytest.mark.spark
 def test_real_uc1_execution_two_loads_two_resources(tmp_path, broker):
-    spec = parse_spec(spec_dict())
+    spec = parse_spec(spec_dict(extra_repetitions=0))  # one run per point: the suite's time
     summary = run_execution(spec, tmp_path, broker.bootstrap)
     rows = list(csv.DictReader(open(tmp_path / "experiments.csv")))
+    for r in rows:  # the trend through the batch commits, with its interval and verdict
+        assert r["lag_basis"] == "batches" and r["lag_verdict"] in ("pass", "fail", "undecided"), r
+        assert float(r["lag_low"]) <= float(r["lag_slope"]) <= float(r["lag_high"])
+        assert (tmp_path / "lag" / f"{r['exp_id']}-batches.csv").exists()
     assert {(float(r["load"]), int(r["resources"])) for r in rows} == {(1000, 1), (1000, 2), (2000, 1), (2000, 2)}
     for r in rows:
         assert r["valid"] == "True", r  # the generator held 1,000-2,000 records/s
@@ -80,7 +109,7 @@ def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
     with StandaloneCluster(workers=2, cores_per_worker=1, memory_per_worker="1g", log_dir=tmp_path / "cluster") as c:
         spec = parse_spec(spec_dict(load={"type": "sensors", "values": [1000]},
                                     resources={"type": "executors", "values": [2]}, master=c.master_url,
-                                    executor_memory="512m", duration_s=16, warmup_s=6))
+                                    executor_memory="512m", duration_s=16, warmup_s=6, extra_repetitions=0))
         summary = run_execution(spec, tmp_path / "res", broker.bootstrap)
         [row] = list(csv.DictReader(open(tmp_path / "res" / "experiments.csv")))
         assert row["valid"] == "True" and int(row["processed_records"]) > 10_000

@@ -30,3 +30,66 @@ def test_noisy_flat_lag_passes_and_growth_fails():
 def test_too_few_samples_cannot_pass():
     assert math.isnan(lag_trend([0, 1, 2], [1, 2, 3], warmup_s=5))
     assert not lag_slo_holds(float("nan"), 1000)
+
+
+# -- the trend through batch commits, with its interval -------------------------------------------
+
+def _sawtooth_run(rate=20_000.0, batch_s=5.3, seconds=60, growth=0.0, jitter=0.0, seed=1):
+    """A micro-batch query reading ``rate`` records/s that arrive at ``rate`` (+ ``growth``):
+    1 s lag samples and the batches' progress (start timestamp, duration, end offsets)."""
+    from datetime import datetime, timezone
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)
+    t0_wall = 1_800_000_000.0
+    arrival = lambda t: (rate + growth) * t  # noqa: E731 - records on the topic by time t
+    batches, commits, t, done = [], [(0.0, 0)], 0.0, 0
+    while t < seconds:
+        dur = batch_s * (1 + jitter * rng.uniform(-1, 1))
+        # a batch takes what has arrived when it starts, at most what the query can process in it
+        end_offset = min(int(arrival(t)), done + int(rate * dur))
+        batches.append({"input_rows": max(end_offset - done, 1), "batch_ms": int(dur * 1000),
+                        "timestamp": datetime.fromtimestamp(t0_wall + t, timezone.utc).isoformat().replace("+00:00", "Z"),
+                        "end_offsets": {"in": {"0": end_offset // 2, "1": end_offset - end_offset // 2}}})
+        t += dur
+        done = end_offset
+        commits.append((t, done))
+    samples = []
+    for s in range(seconds + 1):
+        committed = max(c for ct, c in commits if ct <= s)
+        end = int(arrival(s))
+        samples.append(SimpleNamespace(t_s=float(s), lag=end - committed, end_total=end, committed_total=committed))
+    return samples, batches, t0_wall
+
+
+def test_commit_points_see_through_the_sawtooth_that_fools_one_second_samples():
+    from streamscale.execution.metrics import lag_trend_estimate
+
+    # three runs of one flat pipeline, batches of 5-6 s: the 1 s fit swings with the teeth
+    per_second, at_commits = [], []
+    for seed in (1, 2, 3):
+        samples, batches, t0 = _sawtooth_run(jitter=0.15, seed=seed)
+        per_second.append(lag_trend_estimate(samples, warmup_s=10))
+        at_commits.append(lag_trend_estimate(samples, batches, t0, warmup_s=10, topic="in"))
+    assert all(t.basis == "seconds" for t in per_second) and all(t.basis == "batches" for t in at_commits)
+    limit = 0.01 * 20_000
+    assert max(abs(t.slope) for t in per_second) > limit / 2  # the teeth move the 1 s slope a lot
+    for t in at_commits:  # through the troughs: the lag after a commit is one batch's worth
+        assert t.verdict(limit) == "pass", t
+        assert abs(t.slope) < limit / 4
+
+
+def test_real_growth_fails_and_the_interval_decides_or_abstains():
+    from streamscale.execution.metrics import Trend, fit, lag_trend_estimate
+
+    samples, batches, t0 = _sawtooth_run(growth=1_000.0, seconds=90)  # lag grows 1,000/s, limit 200
+    t = lag_trend_estimate(samples, batches, t0, warmup_s=10, topic="in")
+    assert t.basis == "batches" and t.verdict(200) == "fail" and t.low > 200
+    assert t.slope == __import__("pytest").approx(1_000, rel=0.05)
+    # a line through points is exact and its interval has no width; noise widens it
+    exact = fit([0, 1, 2, 3, 4], [5, 7, 9, 11, 13])
+    assert (exact.slope, exact.low, exact.high) == __import__("pytest").approx((2.0, 2.0, 2.0), abs=1e-9)
+    wide = Trend(150, 0, 100, 260, 8, "batches")
+    assert (wide.verdict(200), wide.verdict(300), wide.verdict(90)) == ("undecided", "pass", "fail")
+    assert math.isinf(fit([0, 1], [0, 1]).high)  # two points: no interval
+    assert lag_trend_estimate([], [], None).verdict(100) == "fail"  # nothing to judge is no pass
