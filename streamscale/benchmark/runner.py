@@ -27,7 +27,7 @@ from rich.console import Console
 from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
 from streamscale.benchmark.spec import Spec
 from streamscale.errors import ConfigError
-from streamscale.execution.metrics import lag_limit, lag_trend_estimate
+from streamscale.execution.metrics import lag_limit, lag_trend_estimate, latency_percentile_ms
 
 console = Console()
 
@@ -58,6 +58,8 @@ class ExperimentResult:
     lag_high: float = float("nan")
     lag_basis: str = ""              # fitted through batch commits ("batches") or 1 s samples ("seconds")
     lag_verdict: str = ""            # pass | fail | undecided (interval straddles the limit)
+    latency_p95_ms: float = float("nan")  # output latency after the warm-up (windowed UCs; 19 % buckets)
+    latency_slo: bool = True         # holds, or no latency limit in the spec
 
 
 def _exp_id(load, res, rep) -> str:
@@ -121,6 +123,9 @@ class ExperimentRunner:
         frac = r.dropped_late / r.generated if r.generated else 0.0
         thr = ex.slos.dropped_records_threshold
         dropped_ok = not windowed or thr is None or frac <= thr
+        p95 = latency_percentile_ms(r.batches, 0.95, r.t0_wall or None, ex.warmup_s)
+        lat_limit = ex.slos.latency_p95_ms
+        latency_ok = lat_limit is None or (p95 is not None and p95 <= lat_limit)
         valid = r.generator_reached_target
         res = ExperimentResult(
             exp_id=_exp_id(load, resources, repetition), load=load, resources=resources, repetition=repetition,
@@ -128,13 +133,13 @@ class ExperimentRunner:
             generator_reached_target=r.generator_reached_target, valid=valid,
             lag_slope=round(slope, 3) if math.isfinite(slope) else slope,
             lag_limit=limit, lag_slo=lag_ok, dropped=r.dropped_late,
-            dropped_fraction=round(frac, 6), dropped_slo=dropped_ok, passed=valid and lag_ok and dropped_ok,
+            dropped_fraction=round(frac, 6), dropped_slo=dropped_ok, passed=valid and lag_ok and dropped_ok and latency_ok,
             final_lag=r.final_lag, processed_records=r.processed_records,
             sampler_cpu_pct=round(100 * r.sampler_cpu_s / ex.duration_s, 3), wall_s=round(r.wall_s, 1),
             note="generator fell short of its target rate: experiment invalid" if not valid else
             "lag interval straddles the limit" if lag_verdict == "undecided" else "",
             lag_low=round(trend.low, 3), lag_high=round(trend.high, 3), lag_basis=trend.basis,
-            lag_verdict=lag_verdict)
+            lag_verdict=lag_verdict, latency_p95_ms=float("nan") if p95 is None else p95, latency_slo=latency_ok)
         self._write_lag(res, r.lag, trend, r)
         metrics.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()
         return res

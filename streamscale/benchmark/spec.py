@@ -76,6 +76,8 @@ class ResourceSpec(_Model):
 class SLOSpec(_Model):
     lag_trend_threshold: float = Field(0.01, ge=0, description="max lag slope as a fraction of records/s")
     dropped_records_threshold: float | None = Field(0.01, ge=0, description="windowed UCs: max dropped fraction")
+    latency_p95_ms: float | None = Field(None, gt=0, description="windowed UCs: max 95th percentile of the output "
+                                         "latency (event time to output) after the warm-up; reported always")
 
 
 class StrategySpec(_Model):
@@ -126,6 +128,8 @@ class Spec(_Model):
             raise ValueError("uc4's load is set by 'nested_groups' (4^n sensors), not 'sensors'")
         if lt == "nested_groups" and any(v != int(v) or v > 10 for v in self.execution.load.values):
             raise ValueError("nested_groups must be whole numbers up to 10")
+        if self.execution.slos.latency_p95_ms is not None and sut == "uc1":
+            raise ValueError("slos.latency_p95_ms: UC1 writes no windows, so it has no output latency to judge")
         return self
 
 

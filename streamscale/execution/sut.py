@@ -241,4 +241,5 @@ def write_result(result: SutResult, out_dir: Path) -> None:
             w = csv.DictWriter(f, fieldnames=list(result.batches[0]))
             w.writeheader()
             for b in result.batches:
-                w.writerow({**b, "end_offsets": json.dumps(b["end_offsets"])})
+                w.writerow({**b, "end_offsets": json.dumps(b["end_offsets"]),
+                            "latency_cdf": json.dumps(b.get("latency_cdf"))})

@@ -99,6 +99,7 @@ class BatchMetrics:
     dropped_contributions: int = 0   # window contributions dropped (UC3: up to 3 per record)
     unregistered: int = 0            # UC4: readings of sensors not in the registry (not late)
     late_counted: bool = True        # False: no late accounting (Spark's builtin Kafka source)
+    latency_cdf: list | None = None  # output rows at or below each latency edge (execution.metrics)
 
 
 _TEMP_CHECKPOINTS: set[str] = set()  # checkpoints query_settings created, removed when their run stops
@@ -151,7 +152,8 @@ class PipelineRun:
             avg_latency_ms=out.avg_latency_ms if out else None,
             dropped_contributions=int(late.get("dropped_contributions") or 0),
             unregistered=int(late.get("unregistered") or 0),
-            late_counted=self.writer is None or bool(late) or not p.get("numInputRows"))
+            late_counted=self.writer is None or bool(late) or not p.get("numInputRows"),
+            latency_cdf=out.latency_cdf if out else None)
 
     def totals(self) -> dict:
         self.poll()

@@ -23,6 +23,14 @@ def fake_result(load, res, rep, passed):
                             load * 0.01, passed, 0, 0.0, True, passed, 0, 100, 0.1, 1.0)
 
 
+def test_a_latency_slo_needs_windows():
+    with pytest.raises(ConfigError, match="latency_p95_ms"):
+        parse_spec(spec_dict(slos={"latency_p95_ms": 5000}))  # uc1
+    d = spec_dict(slos={"latency_p95_ms": 5000})
+    d["benchmark"] = {"sut": "uc2", "topics": {"partitions": 4}}
+    assert parse_spec(d).execution.slos.latency_p95_ms == 5000
+
+
 def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
     import dataclasses
 

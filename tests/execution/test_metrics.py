@@ -93,3 +93,31 @@ def test_real_growth_fails_and_the_interval_decides_or_abstains():
     assert (wide.verdict(200), wide.verdict(300), wide.verdict(90)) == ("undecided", "pass", "fail")
     assert math.isinf(fit([0, 1], [0, 1]).high)  # two points: no interval
     assert lag_trend_estimate([], [], None).verdict(100) == "fail"  # nothing to judge is no pass
+
+
+def test_latency_percentile_merges_batches_exactly_at_bucket_resolution():
+    from streamscale.execution.metrics import latency_percentile_ms
+    from streamscale.pipelines.output import LATENCY_EDGES_MS
+
+    rng = np.random.default_rng(5)
+    batches, everything = [], []
+    for i in range(6):  # batches with different latency mixes; a percentile per batch would not merge
+        lat = rng.lognormal(mean=7 + i * 0.3, sigma=0.8, size=1000 + 300 * i)
+        everything.append(lat)
+        batches.append({"output_records": len(lat), "latency_cdf": [int((lat <= e).sum()) for e in LATENCY_EDGES_MS],
+                        "timestamp": f"2027-01-15T08:00:{10 * i:02d}Z", "batch_ms": 1000})
+    true_p95 = float(np.quantile(np.concatenate(everything), 0.95, method="inverted_cdf"))
+    got = latency_percentile_ms(batches, 0.95)
+    assert true_p95 <= got < true_p95 * 2 ** 0.25  # the bucket edge at or above the true value
+    # the warm-up leaves out batches that end before it
+    t0 = datetime_ts("2027-01-15T08:00:00Z")
+    only_late = latency_percentile_ms(batches, 0.95, t0, warmup_s=35)  # batches 3-5 end at 31, 41, 51 s
+    late_p95 = float(np.quantile(np.concatenate(everything[4:]), 0.95, method="inverted_cdf"))
+    assert late_p95 <= only_late < late_p95 * 2 ** 0.25
+    assert latency_percentile_ms([{"output_records": 0, "latency_cdf": None}], 0.95) is None  # UC1: nothing
+
+
+def datetime_ts(iso: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()

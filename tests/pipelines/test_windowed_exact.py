@@ -69,7 +69,7 @@ def send_phase(bootstrap, topic, phase, partitions):
     produce(bootstrap, topic, ((r[0].encode(), rec(*r), i % partitions) for i, r in enumerate(phase)))
 
 
-def run_phases(spark, broker, pipe, src, out, ckpt, phases, partitions=2):
+def run_phases(spark, broker, pipe, src, out, ckpt, phases, partitions=2, batches_out=None):
     totals = []
     for phase in phases:
         send_phase(broker.bootstrap, src, phase, partitions)
@@ -78,6 +78,8 @@ def run_phases(spark, broker, pipe, src, out, ckpt, phases, partitions=2):
         assert r.exception() is None
         assert len([b for b in r.batches if b.input_rows]) == 1  # the replay's batch boundaries
         totals.append(r.totals())
+        if batches_out is not None:
+            batches_out.extend(r.batches)
     return {k: sum(t[k] for t in totals) for k in ("dropped_late", "dropped_contributions", "unregistered",
                                                     "malformed")}
 
@@ -112,8 +114,15 @@ def test_uc2_late_records_counted_exactly_across_batches_and_restarts(spark, bro
     phases = late_phases(rng, [f"s_{i}" for i in range(7)], 120, 5_000)
     rows, dropped, dropped_c, _ = replay(phases, 10_000, 10_000, 5_000, lambda r: [(r[0],)])
     assert 0 < dropped < sum(map(len, phases))  # the input really has late readings
+    batches = []
     got = run_phases(spark, broker, make_pipeline("uc2", {"window_s": 10, "lateness_s": 5}), src, out,
-                     tmp_path / "ck", phases)
+                     tmp_path / "ck", phases, batches_out=batches)
+    from streamscale.execution.metrics import latency_percentile_ms
+
+    for b in batches:  # the latency histogram counts every output row (edges up to 7.9 h; T0 is 2023)
+        if b.output_records:
+            assert b.latency_cdf[-1] <= b.output_records and len(b.latency_cdf) == 100
+    assert latency_percentile_ms(batches) == float("inf")  # event times of 2023: beyond the last edge
     assert (got["dropped_late"], got["dropped_contributions"], got["unregistered"]) == (dropped, dropped, 0)
     docs = docs_of(broker, out)
     ref = reference_stats(pd.DataFrame(rows, columns=["identifier", "windowStartMs", "valueInW"]), ["identifier"])
