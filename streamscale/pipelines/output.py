@@ -37,6 +37,21 @@ class BatchOutput:
     latency_cdf: list | None = None  # rows at or below each of execution.metrics.LATENCY_EDGES_MS
 
 
+def _cumulative(buckets) -> list[int] | None:
+    """histogram_numeric's (bucket, count) pairs -> rows at or below each edge (a bucket may come
+    in several pairs: partial histograms are appended when merged)."""
+    if not buckets:
+        return None
+    counts = [0] * (len(LATENCY_EDGES_MS) + 1)
+    for b in buckets:
+        counts[int(round(b["x"]))] += int(round(b["y"]))
+    out, run = [], 0
+    for c in counts[:-1]:  # the last bucket: beyond the largest edge
+        run += c
+        out.append(run)
+    return out
+
+
 class WindowedOutput:
     def __init__(self, bootstrap: str, topic: str, key_cols: list[str], value_cols: list[str],
                  lateness_ms: int, emit_final: bool, checkpoint: str, kafka_impl: str | None = None):
@@ -71,10 +86,14 @@ class WindowedOutput:
         try:
             obs = Observation(f"streamscale-output-{batch_id}")
             latency = F.lit(now) - F.col("max_event_ms")
-            cdf = F.array(*[F.count(F.when(latency <= F.lit(e), 1)) for e in LATENCY_EDGES_MS])
+            # bucket k holds latencies in (edge k-1, edge k]: one index per row, counted by one
+            # histogram over at most 101 distinct values with 128 bins, which keeps every value in
+            # a bin of its own (exact counts); 100 conditional counts per row cost ~30 % of a batch
+            bucket = F.least(F.greatest(F.ceil(F.lit(4.0) * F.log2(F.greatest(latency, F.lit(1.0)))), F.lit(0)),
+                             F.lit(len(LATENCY_EDGES_MS)))
             observed = batch_df.observe(obs, F.count(F.lit(1)).alias("rows"),
                                         F.max(latency).alias("max_latency_ms"), F.avg(latency).alias("avg_latency_ms"),
-                                        cdf.alias("latency_cdf"))
+                                        F.histogram_numeric(bucket, F.lit(128)).alias("latency_buckets"))
             value = F.to_json(F.struct(*[F.col(c) for c in self.value_cols], F.lit(now).alias("emittedAtMs"),
                                        final.alias("final")))
             key = F.concat_ws(";", *[F.col(c).cast("string") for c in self.key_cols])
@@ -88,7 +107,7 @@ class WindowedOutput:
             output_records=int(got.get("rows") or 0),
             max_latency_ms=None if got.get("max_latency_ms") is None else float(got["max_latency_ms"]),
             avg_latency_ms=None if got.get("avg_latency_ms") is None else float(got["avg_latency_ms"]),
-            latency_cdf=[int(x) for x in got["latency_cdf"]] if got.get("latency_cdf") is not None else None)
+            latency_cdf=_cumulative(got.get("latency_buckets")))
 
     def close(self) -> None:
         """Nothing to flush: the executors' producers deliver before their tasks end."""
