@@ -37,6 +37,15 @@ class BatchOutput:
     latency_cdf: list | None = None  # rows at or below each of execution.metrics.LATENCY_EDGES_MS
 
 
+def latency_bucket(latency):
+    """Column: the index k of the first edge >= latency (len(edges) beyond the last)."""
+    from pyspark.sql import functions as F
+
+    # the 1e-9 keeps a latency exactly on an edge in that edge's bucket (log2 rounds 2^3.5 up)
+    k = F.ceil(F.lit(4.0) * F.log2(F.greatest(latency, F.lit(1.0))) - F.lit(1e-9))
+    return F.least(F.greatest(k, F.lit(0)), F.lit(len(LATENCY_EDGES_MS)))
+
+
 def _cumulative(buckets) -> list[int] | None:
     """histogram_numeric's (bucket, count) pairs -> rows at or below each edge (a bucket may come
     in several pairs: partial histograms are appended when merged)."""
@@ -89,8 +98,7 @@ class WindowedOutput:
             # bucket k holds latencies in (edge k-1, edge k]: one index per row, counted by one
             # histogram over at most 101 distinct values with 128 bins, which keeps every value in
             # a bin of its own (exact counts); 100 conditional counts per row cost ~30 % of a batch
-            bucket = F.least(F.greatest(F.ceil(F.lit(4.0) * F.log2(F.greatest(latency, F.lit(1.0)))), F.lit(0)),
-                             F.lit(len(LATENCY_EDGES_MS)))
+            bucket = latency_bucket(latency)
             observed = batch_df.observe(obs, F.count(F.lit(1)).alias("rows"),
                                         F.max(latency).alias("max_latency_ms"), F.avg(latency).alias("avg_latency_ms"),
                                         F.histogram_numeric(bucket, F.lit(128)).alias("latency_buckets"))
