@@ -206,31 +206,12 @@ class BrokerAccess:
     def _fetch_log_starts(self, topic: str, listed: dict[int, int], isolation: str) -> dict[int, int]:
         # A fetch from 0 returns the log's first batch, or an out-of-range error when the log
         # really starts later (retention, DeleteRecords): then the listed offset is right.
-        probe = self._probe(isolation, **{"auto.offset.reset": "error"})
-        probe.assign([TopicPartition(topic, p, 0) for p in listed])
-        pending = set(listed)
-        result = dict(listed)
-        deadline = time.monotonic() + self.timeout
-        try:
-            while pending and time.monotonic() < deadline:
-                for msg in probe.consume(num_messages=len(pending) * 4, timeout=0.2):
-                    p = msg.partition()
-                    if p not in pending:
-                        continue
-                    err = msg.error()
-                    if err is None:
-                        result[p] = min(listed[p], msg.offset())
-                    elif err.code() not in (KafkaError._PARTITION_EOF, KafkaError._AUTO_OFFSET_RESET,
-                                            KafkaError.OFFSET_OUT_OF_RANGE):
-                        raise StreamscaleError(f"fetching '{topic}' [{p}]: {err.str()}")
-                    pending.discard(p)
-        finally:
-            probe.close()
-        if pending:
-            raise StreamscaleError(
-                f"no fetch response for '{topic}' partitions {sorted(pending)} within {self.timeout} s; "
-                "refusing to guess start offsets (records could be skipped)")
-        return result
+        def answer(_probe, p, msg):
+            return listed[p] if msg.error() is not None else min(listed[p], msg.offset())
+
+        return self._fetch_each(topic, {p: 0 for p in listed}, isolation, answer,
+                                (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE),
+                                "start offsets (records could be skipped)", {"auto.offset.reset": "error"})
 
     def listed_end_offsets(self, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
         """What ListOffsets(latest) answers: too low on Tansu; use :meth:`end_offsets`."""
@@ -255,29 +236,41 @@ class BrokerAccess:
     def _fetch_watermarks(self, topic: str, listed: dict[int, int], isolation: str) -> dict[int, int]:
         # A fetch from the listed offset is always in range (listed <= log end) and its
         # response carries the true high watermark, which librdkafka caches.
-        probe = self._probe(isolation)
-        probe.assign([TopicPartition(topic, p, max(o, 0)) for p, o in listed.items()])
-        pending = set(listed)
+        def answer(probe, p, _msg):
+            hi = probe.get_watermark_offsets(TopicPartition(topic, p), cached=True)[1]
+            return None if hi == _OFFSET_INVALID else max(hi, listed[p])
+
+        return self._fetch_each(topic, {p: max(o, 0) for p, o in listed.items()}, isolation, answer, (),
+                                "end offsets (tail records could be lost)")
+
+    def _fetch_each(self, topic: str, start_at: dict[int, int], isolation: str, answer, tolerated: tuple,
+                    what: str, extra: dict | None = None) -> dict[int, int]:
+        """Fetch each partition from ``start_at[p]`` with a probe consumer until
+        ``answer(probe, p, message)`` gives its value (None: wait for the next response); errors
+        other than end-of-partition and ``tolerated`` ones are raised."""
+        probe = self._probe(isolation, **(extra or {}))
+        probe.assign([TopicPartition(topic, p, o) for p, o in start_at.items()])
+        pending = set(start_at)
         result: dict[int, int] = {}
         deadline = time.monotonic() + self.timeout
         try:
             while pending and time.monotonic() < deadline:
                 for msg in probe.consume(num_messages=len(pending) * 4, timeout=0.2):
                     err = msg.error()
-                    if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                    if err is not None and err.code() not in (KafkaError._PARTITION_EOF, *tolerated):
                         raise StreamscaleError(f"fetching '{topic}' [{msg.partition()}]: {err.str()}")
                     p = msg.partition()
                     if p in pending:
-                        hi = probe.get_watermark_offsets(TopicPartition(topic, p), cached=True)[1]
-                        if hi != _OFFSET_INVALID:
-                            result[p] = max(hi, listed[p])
+                        value = answer(probe, p, msg)
+                        if value is not None:
+                            result[p] = value
                             pending.discard(p)
         finally:
             probe.close()  # see the module notes: a probe that outlives a topic deletion crashes
         if pending:
             raise StreamscaleError(
                 f"no fetch response for '{topic}' partitions {sorted(pending)} within {self.timeout} s; "
-                "refusing to guess end offsets (tail records could be lost)")
+                f"refusing to guess {what}")
         return dict(sorted(result.items()))
 
     def committed_offsets(self, group: str, topic: str) -> dict[int, int]:
