@@ -12,14 +12,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None, batch_points=((), ())) -> Path:
+def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None) -> Path:
     """The lag, the points the trend was fitted through, and that trend (streamscale.execution.metrics:
     the one place the trend is computed; nothing is refitted here)."""
     fig, ax = plt.subplots(figsize=(7, 3.8))
     ax.plot(times, lags, marker=".", linewidth=1, label="consumer lag (1 s samples)")
     if times:
         ax.axvspan(0, warmup_s, color="grey", alpha=0.15, label=f"warm-up ({warmup_s:g} s)")
-    bt, bl = batch_points
+    bt, bl = trend.commits if trend is not None else ((), ())
     if len(bt):
         ax.plot(bt, bl, "o", color="black", markersize=3, label="after each batch commit")
     if trend is not None and math.isfinite(trend.slope):

@@ -140,13 +140,12 @@ class ExperimentRunner:
             "lag interval straddles the limit" if lag_verdict == "undecided" else "",
             lag_low=round(trend.low, 3), lag_high=round(trend.high, 3), lag_basis=trend.basis,
             lag_verdict=lag_verdict, latency_p95_ms=float("nan") if p95 is None else p95, latency_slo=latency_ok)
-        self._write_lag(res, r.lag, trend, r)
+        self._write_lag(res, r.lag, trend)
         metrics.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()
         return res
 
-    def _write_lag(self, res: ExperimentResult, lag, trend, r) -> None:
+    def _write_lag(self, res: ExperimentResult, lag, trend) -> None:
         from streamscale.benchmark.plots import plot_lag
-        from streamscale.execution.metrics import batch_boundary_lags
 
         d = self.out_dir / "lag"
         d.mkdir(parents=True, exist_ok=True)
@@ -154,14 +153,14 @@ class ExperimentRunner:
             w = csv.writer(f)
             w.writerow(["t_s", "lag"])
             w.writerows([[x.t_s, x.lag] for x in lag])
-        bt, bl = batch_boundary_lags(r.batches, lag, r.t0_wall, r.input_topic) if r.t0_wall else ([], [])
+        bt, bl = trend.commits  # the lag after each commit, as the trend was fitted from
         if bt:
             with open(d / f"{res.exp_id}-batches.csv", "w", newline="") as f:
                 w = csv.writer(f)
                 w.writerow(["t_s", "lag_after_commit"])
                 w.writerows(zip(bt, bl))
         plot_lag([x.t_s for x in lag], [x.lag for x in lag], self.spec.execution.warmup_s, res,
-                 d / f"{res.exp_id}.png", trend=trend, batch_points=(bt, bl))
+                 d / f"{res.exp_id}.png", trend=trend)
 
 
 class Execution:

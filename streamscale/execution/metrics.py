@@ -16,6 +16,7 @@ interval straddles it: the benchmark runner then adds a repetition and records t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ class Trend:
     high: float
     n: int             # points fitted
     basis: str         # "batches" (after each commit) or "seconds" (the sampler's readings)
+    commits: tuple = ((), ())  # (times, lags) after every batch commit, warm-up included (for plots)
 
     def verdict(self, limit: float) -> str:
         if not math.isfinite(self.slope):
@@ -94,6 +96,21 @@ def _end_total(end_offsets, topic: str | None) -> int | None:
     return sum(int(v) for v in parts.values())
 
 
+def _field(batch, name: str):
+    """A batch's field, from BatchMetrics or from its dict (asdict, or read back from CSV)."""
+    return batch.get(name) if isinstance(batch, dict) else getattr(batch, name, None)
+
+
+def _batch_end_s(batch, t0_wall: float) -> float | None:
+    """When a batch ended, in seconds since ``t0_wall``: its progress timestamp (its start, UTC ISO)
+    plus its triggerExecution time; None when the timestamp cannot be read."""
+    try:
+        start = datetime.fromisoformat(str(_field(batch, "timestamp")).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+    return start + int(_field(batch, "batch_ms") or 0) / 1000 - t0_wall
+
+
 def batch_boundary_lags(batches, samples, t0_wall: float, topic: str | None = None):
     """(times, lags) right after each batch commits; times in seconds since ``t0_wall`` (the
     sampler's start), lag = topic end at that time (interpolated) - the batch's end offsets."""
@@ -103,17 +120,12 @@ def batch_boundary_lags(batches, samples, t0_wall: float, topic: str | None = No
     se = np.array([s.end_total for s in samples], dtype=float)
     times, lags = [], []
     for b in batches:
-        get = b.get if isinstance(b, dict) else (lambda k, b=b: getattr(b, k, None))
-        if not get("input_rows"):
+        if not _field(b, "input_rows"):
             continue
-        done = _end_total(get("end_offsets"), topic)
-        try:
-            start = datetime.fromisoformat(str(get("timestamp")).replace("Z", "+00:00")).timestamp()
-        except ValueError:
+        done = _end_total(_field(b, "end_offsets"), topic)
+        t = _batch_end_s(b, t0_wall)
+        if done is None or t is None:
             continue
-        if done is None:
-            continue
-        t = start + int(get("batch_ms") or 0) / 1000 - t0_wall
         if t < st[0] or t > st[-1]:
             continue  # outside the sampled span: no end offset to compare with
         times.append(round(t, 3))
@@ -125,13 +137,14 @@ def lag_trend_estimate(samples, batches=(), t0_wall: float | None = None, warmup
                        topic: str | None = None) -> Trend:
     """The run's lag trend after ``warmup_s``: through the batch boundaries when there are at
     least MIN_BATCHES of them, else through the once-a-second samples."""
-    if batches and t0_wall is not None:
-        t, y = batch_boundary_lags(batches, samples, t0_wall, topic)
-        keep = [(a, b) for a, b in zip(t, y) if a >= warmup_s]
-        if len(keep) >= MIN_BATCHES:
-            return fit([a for a, _ in keep], [b for _, b in keep], "batches")
-    keep = [(s.t_s, s.lag) for s in samples if s.t_s >= warmup_s]
-    return fit([a for a, _ in keep], [b for _, b in keep], "seconds")
+    t, y = batch_boundary_lags(batches, samples, t0_wall, topic) if batches and t0_wall else ([], [])
+    keep = [(a, b) for a, b in zip(t, y) if a >= warmup_s]
+    if len(keep) >= MIN_BATCHES:
+        trend = fit([a for a, _ in keep], [b for _, b in keep], "batches")
+    else:
+        keep = [(s.t_s, s.lag) for s in samples if s.t_s >= warmup_s]
+        trend = fit([a for a, _ in keep], [b for _, b in keep], "seconds")
+    return dataclasses.replace(trend, commits=(tuple(t), tuple(y)))
 
 
 def lag_trend(times_s, lags, warmup_s: float = 0.0) -> float:
@@ -166,16 +179,12 @@ def latency_percentile_ms(batches, q: float = 0.95, t0_wall: float | None = None
 
     total, cum = 0, np.zeros(len(LATENCY_EDGES_MS))
     for b in batches:
-        get = b.get if isinstance(b, dict) else (lambda k, b=b: getattr(b, k, None))
-        cdf, rows = get("latency_cdf"), get("output_records")
+        cdf, rows = _field(b, "latency_cdf"), _field(b, "output_records")
         if not cdf or not rows:
             continue
         if t0_wall is not None:
-            try:
-                start = datetime.fromisoformat(str(get("timestamp")).replace("Z", "+00:00")).timestamp()
-            except ValueError:
-                continue
-            if start + int(get("batch_ms") or 0) / 1000 - t0_wall < warmup_s:
+            end = _batch_end_s(b, t0_wall)
+            if end is None or end < warmup_s:
                 continue
         total += int(rows)
         cum += np.asarray(cdf, dtype=float)
