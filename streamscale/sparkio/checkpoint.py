@@ -11,14 +11,13 @@ Read with pyarrow's file systems, so a checkpoint on HDFS or S3 works as well as
 from __future__ import annotations
 
 import json
+import os
 
 from streamscale.errors import StreamscaleError
 
 
 def _fs(checkpoint: str):
     from pyarrow import fs
-
-    import os
 
     if checkpoint.startswith("file:"):  # Hadoop's file:/x and file:///x alike
         return fs.LocalFileSystem(), os.path.abspath("/" + checkpoint[len("file:"):].lstrip("/"))
@@ -32,6 +31,10 @@ def _lines(filesystem, path: str) -> list[str]:
         return f.read().decode("utf-8").splitlines()
 
 
+def _watermark(metadata: dict) -> int:
+    return int(metadata.get("batchWatermarkMs", 0))
+
+
 def batch_metadata(checkpoint: str, batch_id: int) -> dict:
     """The metadata line of batch ``batch_id`` (``batchWatermarkMs``, ``batchTimestampMs``, ...)."""
     filesystem, root = _fs(checkpoint)
@@ -43,7 +46,7 @@ def batch_metadata(checkpoint: str, batch_id: int) -> dict:
 
 
 def batch_watermark_ms(checkpoint: str, batch_id: int) -> int:
-    return int(batch_metadata(checkpoint, batch_id).get("batchWatermarkMs", 0))
+    return _watermark(batch_metadata(checkpoint, batch_id))
 
 
 def watermark_for_offsets(checkpoint: str, end: dict) -> int:
@@ -65,7 +68,7 @@ def watermark_for_offsets(checkpoint: str, end: dict) -> int:
         for line in lines[2:]:
             try:
                 if json.loads(line) == want:
-                    return int(json.loads(lines[1]).get("batchWatermarkMs", 0))
+                    return _watermark(json.loads(lines[1]))
             except ValueError:
                 continue  # "-": a source without offsets in this batch
     raise StreamscaleError(f"checkpoint {checkpoint}: no batch ends at offsets {end}: is it this query's?")
