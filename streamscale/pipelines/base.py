@@ -99,7 +99,7 @@ class BatchMetrics:
     dropped_contributions: int = 0   # window contributions dropped (UC3: up to 3 per record)
     unregistered: int = 0            # UC4: readings of sensors not in the registry (not late)
     late_counted: bool = True        # False: no late accounting (Spark's builtin Kafka source)
-    latency_cdf: list | None = None  # output rows at or below each latency edge (execution.metrics)
+    latency_cdf: list | None = None  # output rows at or below each latency edge (pipelines.output)
 
 
 _TEMP_CHECKPOINTS: set[str] = set()  # checkpoints query_settings created, removed when their run stops
@@ -235,8 +235,6 @@ class Pipeline(ABC):
         checkpoint) each row carries its micro-batch's watermark, for the late-record count."""
         from pyspark.sql import functions as F
 
-        from streamscale.pipelines.accounting import FLUSH_SENSOR
-
         opts = {"commitGroup": commit_group} if commit_group else {}
         if watermark_from:
             opts["batchWatermarkFrom"] = watermark_from
@@ -250,9 +248,8 @@ class Pipeline(ABC):
             # all the same) made the window arithmetic overflow and killed the query, again on
             # every restart. Such a reading counts as malformed.
             decoded = decoded & F.coalesce(F.col("timestamp").between(MIN_EVENT_MS, MAX_EVENT_MS), F.lit(False))
-        valid = decoded & ~F.col("identifier").eqNullSafe(F.lit(FLUSH_SENSOR))
-        df = df.observe("input", F.count(F.when(~decoded, 1)).alias("malformed"),
-                        F.count(F.when(valid, 1)).alias("valid"))
+        # the late-record count is taken further on (accounting.py): only malformed ones here
+        df = df.observe("input", F.count(F.when(~decoded, 1)).alias("malformed"))
         return df.where(decoded)
 
     def logical_plan(self):

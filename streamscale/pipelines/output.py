@@ -34,7 +34,7 @@ class BatchOutput:
     output_records: int
     max_latency_ms: float | None
     avg_latency_ms: float | None
-    latency_cdf: list | None = None  # rows at or below each of execution.metrics.LATENCY_EDGES_MS
+    latency_cdf: list | None = None  # rows at or below each of LATENCY_EDGES_MS
 
 
 def latency_bucket(latency):
