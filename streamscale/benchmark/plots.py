@@ -1,4 +1,8 @@
-"""PNG plots: lag over time with its trend line (seed 002 Fig. 3), and the metric with a linear fit."""
+"""PNG plots: lag over time with its trend and the SLO limit (seed 002 Fig. 3), and the metric.
+
+Every axis carries its unit. The load axis is in records/s wherever the load type is a rate
+(``sensors``, ``nested_groups``: see ``streamscale.benchmark.units``); resources are integers and drawn as steps.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,20 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+
+from streamscale.benchmark.units import Axes, approx  # noqa: E402
 
 
-def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None) -> Path:
-    """The lag, the points the trend was fitted through, and that trend (streamscale.execution.metrics:
-    the one place the trend is computed; nothing is refitted here)."""
+def _thousands(ax_axis) -> None:
+    ax_axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+
+
+def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None, axes: Axes | None = None) -> Path:
+    """The lag, the points the trend was fitted through, that trend (streamscale.execution.metrics:
+    the one place the trend is computed; nothing is refitted here) and the steepest trend the SLO
+    allows, drawn from the same starting point."""
+    axes = axes or Axes()
     fig, ax = plt.subplots(figsize=(7, 3.8))
     ax.plot(times, lags, marker=".", linewidth=1, label="consumer lag (1 s samples)")
     if times:
@@ -26,30 +39,83 @@ def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None) -> Path:
         xs = [x for x in (bt if trend.basis == "batches" else times) if x >= warmup_s]
         if xs:
             grid = np.array([min(xs), max(xs)])
-            ax.plot(grid, trend.line(grid), color="red", linewidth=2,
-                    label=f"trend {trend.slope:,.1f} records/s [{trend.low:,.1f}, {trend.high:,.1f}]")
+            line = trend.line(grid)
+            ax.plot(grid, line, color="red", linewidth=2,
+                    label=f"trend {trend.slope:,.0f} records/s (95 %: {trend.low:,.0f} to {trend.high:,.0f})")
+            if math.isfinite(res.lag_limit):
+                ax.plot(grid, line[0] + res.lag_limit * (grid - grid[0]), color="darkorange", linestyle="--",
+                        linewidth=1.5, label=f"SLO limit: trend ≤ {res.lag_limit:,.0f} records/s")
     verdict = "PASS" if res.passed else ("INVALID" if not res.valid else "FAIL")
-    ax.set_title(f"load {res.load:g}, resources {res.resources}, repetition {res.repetition + 1}: {verdict} "
-                 f"(limit {res.lag_limit:,.0f}/s)", fontsize=10)
-    return _finish(fig, ax, "time (s)", "lag (records)", path)
+    rate = getattr(res, "target_rate", None) or axes.rate(res.load)
+    ax.set_title(f"{rate:,.0f} records/s on {axes.resources(res.resources)}, repetition "
+                 f"{res.repetition + 1}: {verdict}", fontsize=10)
+    _thousands(ax.yaxis)
+    return _finish(fig, ax, "time since the experiment started (s)", "consumer lag (records)", path)
 
 
-def plot_metric(metric: dict, kind: str, load_type: str, resource_type: str, path: Path) -> Path:
+def fit_label(xs, ys, kind: str, axes: Axes) -> tuple[float, float, str] | None:
+    """A linear fit worth drawing: at least three points and more than one distinct value;
+    coefficients rounded to three significant digits and said in words."""
+    if len(xs) < 3 or len(set(ys)) < 2:
+        return None
+    b, a = np.polyfit(xs, ys, 1)
+    if kind == "demand" and b > 0:
+        return b, a, f"linear fit: one {axes.resources(1).split()[1]} per {approx(1 / b)} {_unit(axes)}"
+    return b, a, f"linear fit: {approx(b)} x {'+' if a >= 0 else '−'} {approx(abs(a))}"
+
+
+def _unit(axes: Axes) -> str:
+    return "s of window" if axes.load_type == "window_s" else "records/s"
+
+
+def plot_metric(metric: dict, kind: str, axes: Axes, path: Path) -> Path:
+    """Resource demand (integer resources against load, as steps: r resources cover every load up
+    to the highest tested one that needed r) or load capacity (load against integer resources)."""
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    xs = [k for k, v in metric.items() if v is not None]
-    ys = [metric[k] for k in xs]
-    missing = [k for k, v in metric.items() if v is None]
-    xlabel, ylabel = (load_type, resource_type) if kind == "demand" else (resource_type, load_type)
-    ax.plot(xs, ys, "o", markersize=8, label="measured")
-    if len(xs) >= 2:
-        b, a = np.polyfit(xs, ys, 1)
-        grid = np.linspace(min(xs), max(xs), 50)
-        ax.plot(grid, a + b * grid, "r--", label=f"linear fit: {b:.3g} x + {a:.3g}")
-    for k in missing:
-        ax.axvline(k, color="grey", linestyle=":", alpha=0.7)
-    if missing:
-        ax.plot([], [], color="grey", linestyle=":", label="no tested amount sufficed")
-    ax.set_title("resource demand" if kind == "demand" else "load capacity")
+    if kind == "demand":
+        pts = sorted((axes.rate(k), v) for k, v in metric.items() if v is not None)
+        missing = sorted(axes.rate(k) for k, v in metric.items() if v is None)
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        if xs:
+            # 'pre': on (x_i-1, x_i] the demand is at most y_i (more load never needs fewer resources)
+            ax.step([0.0, *xs], [ys[0], *ys], where="pre", color="tab:blue", linewidth=2,
+                    label="enough for every load up to the point on the step")
+            ax.plot(xs, ys, "o", markersize=8, color="tab:blue", label="measured")
+        top = max(ys, default=1)
+        for x in missing:
+            ax.plot([x], [top + 1], marker="^", markersize=10, color="tab:red", linestyle="none")
+        if missing:
+            ax.plot([], [], marker="^", color="tab:red", linestyle="none", label="more than the most tested")
+        fitted = fit_label(xs, ys, kind, axes)
+        if fitted:
+            b, a, text = fitted
+            grid = np.linspace(min(xs), max(xs), 50)
+            ax.plot(grid, a + b * grid, "r--", linewidth=1, label=text)
+        ax.set_ylim(0, top + 1.5)
+        ax.set_xlim(0, max(xs + missing, default=1) * 1.08)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        _thousands(ax.xaxis)
+        ax.set_title("resource demand: fewest resources meeting every SLO")
+        xlabel, ylabel = axes.load_label, axes.resource_label
+    else:
+        pts = sorted((k, axes.rate(v)) for k, v in metric.items() if v is not None)
+        missing = sorted(k for k, v in metric.items() if v is None)
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        ax.plot(xs, ys, "o-", markersize=8, label="measured")
+        for x in missing:
+            ax.plot([x], [0], marker="v", markersize=10, color="tab:red", linestyle="none")
+        if missing:
+            ax.plot([], [], marker="v", color="tab:red", linestyle="none", label="even the lowest load failed")
+        fitted = fit_label(xs, ys, kind, axes)
+        if fitted:
+            b, a, text = fitted
+            grid = np.linspace(min(xs), max(xs), 50)
+            ax.plot(grid, a + b * grid, "r--", linewidth=1, label=text)
+        ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _thousands(ax.yaxis)
+        ax.set_title("load capacity: highest load meeting every SLO")
+        xlabel, ylabel = axes.resource_label, axes.load_label
     return _finish(fig, ax, xlabel, ylabel, path)
 
 

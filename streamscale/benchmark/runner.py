@@ -24,8 +24,10 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
+from streamscale.benchmark.answer import answer
 from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
 from streamscale.benchmark.spec import Spec
+from streamscale.benchmark.units import Axes
 from streamscale.errors import ConfigError
 from streamscale.execution.metrics import lag_limit, lag_trend_estimate, latency_percentile_ms
 
@@ -88,8 +90,9 @@ def experiment_settings(spec: Spec, load: float, resources: int) -> dict:
         conf.update({"spark.executor.instances": n, "spark.executor.cores": cores,
                      "spark.cores.max": n * cores, "spark.executor.memory": ex.executor_memory,
                      "spark.dynamicAllocation.enabled": "false"})
+    confine = ex.resources.type == "cores" and master.startswith("local") and ex.resources.confine
     return {"params": params, "sensors": sensors, "master": master, "spark_conf": conf,
-            "rate": sensors / bm.loadgen.period_s}
+            "rate": sensors / bm.loadgen.period_s, "cpus": resources if confine else None}
 
 
 class ExperimentRunner:
@@ -112,7 +115,7 @@ class ExperimentRunner:
                     params=s["params"], partitions=spec.benchmark.topics.partitions,
                     gen_workers=spec.benchmark.loadgen.workers, bootstrap=self.bootstrap,
                     spark_conf=s["spark_conf"], period_s=spec.benchmark.loadgen.period_s,
-                    distribution=spec.benchmark.loadgen.distribution, on_lag=on_lag)
+                    distribution=spec.benchmark.loadgen.distribution, on_lag=on_lag, cpus=s["cpus"])
         trend = lag_trend_estimate(r.lag, r.batches, r.t0_wall, ex.warmup_s, r.input_topic)
         slope, limit = trend.slope, lag_limit(r.target_rate, ex.slos.lag_trend_threshold)
         lag_verdict = trend.verdict(limit)
@@ -160,7 +163,7 @@ class ExperimentRunner:
                 w.writerow(["t_s", "lag_after_commit"])
                 w.writerows(zip(bt, bl))
         plot_lag([x.t_s for x in lag], [x.lag for x in lag], self.spec.execution.warmup_s, res,
-                 d / f"{res.exp_id}.png", trend=trend)
+                 d / f"{res.exp_id}.png", trend=trend, axes=Axes.of(self.spec))
 
 
 class Execution:
@@ -283,7 +286,7 @@ class Execution:
         summary = self._write_summary(metric)
         from streamscale.benchmark.plots import plot_metric
 
-        plot_metric(metric, ex.metric, ex.load.type, ex.resources.type,
+        plot_metric(metric, ex.metric, Axes.of(self.spec),
                     self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png"))
         return summary
 
@@ -296,7 +299,10 @@ class Execution:
             w.writeheader()
             w.writerows(rows)
         cpu = [r.sampler_cpu_pct for r in self.done.values()]
-        summary = {"name": self.spec.name, "metric": ex.metric, "load_type": ex.load.type,
+        axes = Axes.of(self.spec)
+        summary = {"name": self.spec.name, "sut": self.spec.benchmark.sut, "metric": ex.metric,
+                   "answer": answer(metric, ex.metric, axes, self.spec.benchmark.sut, max(ex.resources.values)),
+                   "load_label": axes.load_label, "resource_label": axes.resource_label, "load_type": ex.load.type,
                    "resource_type": ex.resources.type, "strategy": ex.strategy.name,
                    "lower_bound": ex.strategy.lower_bound, "results": rows,
                    "experiments_run": self.ran, "experiments_resumed": self.resumed,

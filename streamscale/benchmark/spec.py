@@ -62,6 +62,8 @@ class LoadSpec(_Model):
 class ResourceSpec(_Model):
     type: Literal["cores", "executors"] = "cores"
     values: list[int] = Field(min_length=1)
+    confine: bool = Field(True, description="cores on a local master: the Spark application runs on that many "
+                          "CPUs (Linux CPU affinity), not only that many task slots")
 
     @field_validator("values")
     @classmethod

@@ -606,15 +606,17 @@ def report_cmd(results_dir: Path):
 
 
 @_app.command("demo")
-def demo_cmd(seconds: float = typer.Option(10.0, help="How long the streaming query runs"),
-             sensors: int = typer.Option(10000, help="Simulated sensors (records/s)"),
+def demo_cmd(seconds: float = typer.Option(10.0, help="Source demo: how long the streaming query runs"),
+             sensors: int = typer.Option(10000, help="Source demo: simulated sensors (records/s)"),
              out_dir: Path = typer.Option(Path("demo-results"), "--out"),
-             master: str = typer.Option("local[2]", help="Spark master"),
-             execution: bool = typer.Option(True, help="Also run the short UC1 benchmark execution")):
-    """Embedded broker + load + PySpark source (records/s, plot), then a short UC1 benchmark (demand plot)."""
+             master: str = typer.Option("local[2]", help="Source demo: Spark master"),
+             source: bool = typer.Option(False, help="First show the PySpark Kafka source under load"),
+             execution: bool = typer.Option(True, help="Run the scaling demo (probe + UC1 benchmark)")):
+    """UC1's resource demand rising from 1 to 2 cores on this machine (about 2 minutes), with report."""
     from streamscale.demo import run_demo
 
-    run_demo(seconds=seconds, sensors=sensors, out_dir=out_dir, master=master, execution=execution)
+    run_demo(seconds=seconds, sensors=sensors, out_dir=out_dir, master=master, execution=execution,
+             source=source)
 
 
 def register(typer_app: typer.Typer, name: str) -> None:

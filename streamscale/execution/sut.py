@@ -125,8 +125,11 @@ def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str 
             bootstrap: str | None = None, out_dir: Path | None = None, spark=None,
             on_batch: Callable[[dict], None] | None = None, on_lag: Callable[[LagSample], None] | None = None,
             spark_conf: dict | None = None, period_s: float = 1.0, encoding: str = "json",
-            distribution: str = "uniform:0,100") -> SutResult:
-    """Generate ``sensors`` records/s for ``duration_s`` into a fresh topic and run the pipeline."""
+            distribution: str = "uniform:0,100", cpus: int | None = None) -> SutResult:
+    """Generate ``sensors`` records/s for ``duration_s`` into a fresh topic and run the pipeline.
+
+    ``cpus``: confine the Spark application (the session built here) to that many CPUs
+    (streamscale.execution.cpus), so that 1 and 2 cores differ on a small machine too."""
     from streamscale.sparkio.session import build_session
 
     pipe = make_pipeline(uc, params)
@@ -151,6 +154,10 @@ def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str 
         gen = run = sampler = None
         try:
             if own_spark:
+                if cpus is not None:
+                    from streamscale.execution.cpus import confine_spark
+
+                    confine_spark(spark, cpus)
                 warm_up_workers(spark, access, bootstrap, run_id)
             gen = LoadGenerator(GeneratorConfig(bootstrap, input_topic, sensors=sensors, workers=gen_workers,
                                                 period_s=period_s, encoding=encoding, distribution=distribution,
@@ -185,6 +192,10 @@ def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str 
             gres = gen.stop() if gen is not None else None
             if own_spark:
                 spark.stop()
+                if cpus is not None:
+                    from streamscale.execution.cpus import release_spark
+
+                    release_spark()
         if own_spark:  # the Spark workers that knew these topics are gone now
             access.delete_topics([input_topic, output_topic, f"warmup-{run_id}"])
     batches = [asdict(b) for b in run.batches]

@@ -1,8 +1,9 @@
 """`streamscale report RESULTS_DIR`: one self-contained HTML page per benchmark execution.
 
 No network fetches: plots are embedded as data URIs, styles are inline. The page shows the spec,
-the environment the execution ran in, the metric table, the metric plot, every experiment's lag plot
-with its trend and SLO verdicts, and flags invalid experiments with the reason. A small inline script
+the environment the execution ran in; it opens with the answer (one sentence, demand per load,
+capacity per resource amount, the metric plot) above the details: the metric table, every
+experiment's lag plot with its trend and SLO verdicts, and flags invalid experiments with the reason. A small inline script
 records how many images decoded (``data-images-loaded`` on <body>), which the tests check in a
 headless browser.
 """
@@ -101,6 +102,27 @@ def page_tail() -> str:
     return _SCRIPT + "</body></html>"
 
 
+def _answer(summary: dict) -> list[str]:
+    """The opening: the sentence, demand per load and capacity per resource amount."""
+    a = summary.get("answer")
+    if not a:
+        return ["<p><em>no answer recorded (results of an older streamscale or an unfinished "
+                "execution)</em></p>"]
+    load_col = summary.get("load_label", "load")
+    res_col = summary.get("resource_label", "resources")
+
+    def rate(v):
+        return "—" if v is None else f"{v:,.0f}" if v >= 100 else f"{v:g}"
+
+    demand = [{load_col: rate(r["rate"]), res_col: r["resources"] if r["resources"] is not None
+               else "more than tested"} for r in a.get("demand", [])]
+    capacity = [{res_col: r["resources"], f"highest {load_col} held": rate(r["rate"])}
+                for r in a.get("capacity", [])]
+    return [f'<p class="answer" style="font-size:1.25em"><strong>{html.escape(a["sentence"])}.</strong></p>',
+            '<div style="display:flex;gap:3em"><div><h2>Demand per load</h2>', html_table(demand, "demand"),
+            "</div><div><h2>Capacity per resource amount</h2>", html_table(capacity, "capacity"), "</div></div>"]
+
+
 def write_report(results_dir: Path) -> Path:
     d = Path(results_dir)
     if not (d / "experiments.csv").exists() and not (d / "summary.json").exists():
@@ -114,14 +136,14 @@ def write_report(results_dir: Path) -> Path:
     kind = summary.get("metric", "demand")
     title = summary.get("name", d.name)
     parts = [page_head(f"{title}: streamscale report"),
-             f"<h1>{html.escape(title)}</h1>",
-             f"<p>{'Resource demand' if kind == 'demand' else 'Load capacity'} · "
+             f"<h1>{html.escape(title)}</h1>", *_answer(summary),
+             f"<h2>Details</h2><p>{'Resource demand' if kind == 'demand' else 'Load capacity'} searched · "
              f"{len(experiments)} experiments · {sum(1 for e in experiments if e.get('valid') != 'True')} invalid · "
              f"report written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>",
-             "<h2>Metric</h2>", html_table(metric_rows, "metric")]
+             "<h3>Metric as searched</h3>", html_table(metric_rows, "metric")]
     plot = d / ("demand.png" if kind == "demand" else "capacity.png")
-    if plot.exists():
-        parts.append(img_tag(plot, f"{kind} plot"))
+    if plot.exists():  # the picture of the answer, right below it
+        parts.insert(3, img_tag(plot, f"{kind} plot"))
     parts += ["<h2>Experiments</h2>",
               html_table([{k: e[k] for k in ("exp_id", "load", "resources", "repetition", "valid", "lag_slope", "lag_low",
                                         "lag_high", "lag_limit", "lag_verdict", "lag_slo", "dropped", "dropped_slo", "passed", "generator_rate", "note")

@@ -1,0 +1,55 @@
+"""The answer of an execution in one sentence and two small tables, read by the runner's
+summary.json, the report's opening and the demo's closing paragraph.
+
+Resource demand (load -> fewest resources) and load capacity (resources -> highest load) are two
+readings of the same verdicts: whichever metric ran, the other is derived from it under the search's
+monotonicity (more resources never hurt, more load never helps), restricted to the values tested.
+"""
+
+from __future__ import annotations
+
+from streamscale.benchmark.units import Axes, approx
+
+
+def _amount(axes: Axes, load: float) -> str:
+    if axes.load_type == "window_s":
+        return f"~{approx(axes.rate(load))} s windows"
+    return f"~{approx(axes.rate(load))} records/s"
+
+
+def answer(metric: dict, kind: str, axes: Axes, sut: str = "the SUT", most_resources: int | None = None) -> dict:
+    """{"sentence", "demand": [{load, rate, resources}], "capacity": [{resources, load, rate}]}.
+
+    ``metric`` is what the search returned: {load: resources | None} for demand,
+    {resources: load | None} for capacity. ``most_resources``: the largest amount tested (said
+    for loads that no tested amount held).
+    """
+    if kind == "demand":
+        demand = {float(k): v for k, v in metric.items()}
+        tested = sorted({int(v) for v in demand.values() if v is not None})
+        capacity = {}
+        for r in tested:
+            ok = [load for load, need in demand.items() if need is not None and need <= r]
+            capacity[r] = max(ok) if ok else None
+    else:
+        capacity = {int(k): (None if v is None else float(v)) for k, v in metric.items()}
+        demand = {}
+        for r, cap in sorted(capacity.items()):
+            if cap is not None and cap not in demand:
+                demand[cap] = r  # the fewest resources known to hold this load
+    demand_rows = [{"load": k, "rate": axes.rate(k), "resources": v} for k, v in sorted(demand.items())]
+    capacity_rows = [{"resources": r, "load": v, "rate": None if v is None else axes.rate(v)}
+                     for r, v in sorted(capacity.items())]
+    held = [(r, v) for r, v in sorted(capacity.items()) if v is not None]
+    # a resource amount whose capacity equals a smaller amount's adds nothing to the sentence
+    steps = [(r, v) for i, (r, v) in enumerate(held) if i == 0 or held[i - 1][1] != v]
+    if steps:
+        parts = [f"{axes.resources(r)} up to {_amount(axes, v)}" for r, v in steps]
+        sentence = f"{sut.upper()} needs " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1
+                                              else parts[0])
+    else:
+        sentence = f"{sut.upper()} met its SLOs at none of the tested points"
+    beyond = [k for k, v in sorted(demand.items()) if v is None]
+    if beyond and most_resources:
+        sentence += f"; {_amount(axes, beyond[0])} needs more than {axes.resources(most_resources)}"
+    return {"sentence": sentence + " on this machine", "demand": demand_rows, "capacity": capacity_rows}

@@ -1,0 +1,91 @@
+"""Cores as CPUs: a local Spark application confined to k of the machine's CPUs.
+
+``local[k]`` only caps Spark's concurrent tasks; the driver, its Python planner and the Python
+workers still spread over every CPU, so on a small machine 1 and 2 "cores" measure the same thing.
+Confining the whole application (the JVM and every process it starts: Python daemon, workers,
+streaming source runner) to k CPUs makes the resource what a container's CPU limit is in
+Theodolite's Kubernetes setting. Linux only (``sched_setaffinity``); elsewhere nothing is pinned
+and the caller is told so.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def available_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # the process ended meanwhile
+        kids.setdefault(ppid, []).append(int(entry))
+    return kids
+
+
+def process_tree(root: int) -> list[int]:
+    kids = _children()
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
+def pin_tree(root: int, cpus: set[int]) -> int:
+    """Every thread of ``root`` and its descendants onto ``cpus``; returns the threads pinned.
+    Threads and processes started later inherit the mask of their (pinned) parent; two passes
+    catch those started while the first ran."""
+    pinned: set[int] = set()
+    for _ in range(2):
+        for pid in process_tree(root):
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    os.sched_setaffinity(int(tid), cpus)
+                    pinned.add(int(tid))
+                except (OSError, ValueError):
+                    pass  # the thread ended meanwhile
+    return len(pinned)
+
+
+def _jvm_pid(spark=None) -> int | None:
+    from pyspark import SparkContext
+
+    gateway = getattr(spark.sparkContext, "_gateway", None) if spark is not None else SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    return proc.pid if proc is not None else None
+
+
+def release_spark() -> None:
+    """This process's Spark JVM (and what it started) back onto every CPU: the JVM outlives a
+    stopped session and serves the next one."""
+    pid = _jvm_pid()
+    cpus = available_cpus()
+    if pid is not None and cpus and os.path.isdir("/proc"):
+        pin_tree(pid, set(cpus))
+
+
+def confine_spark(spark, cores: int) -> set[int] | None:
+    """The local Spark application of ``spark`` onto its last ``cores`` CPUs (the first ones stay
+    the likelier home of the broker and the load generator); all CPUs back when ``cores`` is at
+    least their number. None where CPUs cannot be pinned (not Linux, or not a local JVM)."""
+    cpus = available_cpus()
+    pid = _jvm_pid(spark)
+    if not cpus or pid is None or not os.path.isdir("/proc"):
+        return None
+    chosen = set(cpus[-cores:]) if cores < len(cpus) else set(cpus)
+    pin_tree(pid, chosen)
+    return chosen

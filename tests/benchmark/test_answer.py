@@ -1,0 +1,69 @@
+"""The answer of an execution (one sentence, demand per load, capacity per resource), the units of
+its axes, the metric plot's fit, and the demo's choice of loads from its probe."""
+
+import pytest
+
+from streamscale.benchmark.answer import answer
+from streamscale.benchmark.plots import fit_label, plot_metric
+from streamscale.benchmark.units import Axes, approx
+from streamscale.demo import choose_loads
+
+
+def test_demand_answers_in_one_sentence_with_capacity_derived():
+    a = answer({8000.0: 1, 24000.0: 2}, "demand", Axes(), "uc1", 2)
+    assert a["sentence"] == "UC1 needs 1 core up to ~8,000 records/s and 2 cores up to ~24,000 records/s on this machine"
+    assert [(r["resources"], r["rate"]) for r in a["capacity"]] == [(1, 8000.0), (2, 24000.0)]
+    assert [(r["rate"], r["resources"]) for r in a["demand"]] == [(8000.0, 1), (24000.0, 2)]
+
+
+def test_a_load_no_tested_amount_held_is_said():
+    a = answer({8000.0: 1, 12000.0: 1, 50000.0: None}, "demand", Axes(), "uc1", 2)
+    assert a["sentence"] == ("UC1 needs 1 core up to ~12,000 records/s; ~50,000 records/s needs more than 2 cores "
+                             "on this machine")
+    assert a["capacity"] == [{"resources": 1, "load": 12000.0, "rate": 12000.0}]
+    assert answer({1000.0: None}, "demand", Axes(), "uc2", 4)["sentence"] == \
+        "UC2 met its SLOs at none of the tested points; ~1,000 records/s needs more than 4 cores on this machine"
+
+
+def test_capacity_answer_names_the_fewest_resources_per_capacity():
+    a = answer({1: 8000.0, 2: 24000.0, 3: 24000.0, 4: None}, "capacity", Axes(), "uc3")
+    assert a["sentence"] == "UC3 needs 1 core up to ~8,000 records/s and 2 cores up to ~24,000 records/s on this machine"
+    assert [(r["rate"], r["resources"]) for r in a["demand"]] == [(8000.0, 1), (24000.0, 2)]
+
+
+def test_load_units_follow_the_load_type_and_period():
+    assert Axes("sensors", period_s=0.5).rate(1000) == 2000.0  # 1,000 sensors every 0.5 s
+    assert Axes("nested_groups", children=4).rate(3) == 64.0
+    assert Axes("window_s").rate(300) == 300.0 and Axes("window_s").load_label == "window size (s)"
+    assert Axes("sensors").load_label == "load (records/s)"
+    assert Axes(resource_type="executors").resources(2) == "2 executors" and Axes().resources(1) == "1 core"
+    a = answer({2.0: 1, 3.0: 2}, "demand", Axes("nested_groups", period_s=1.0, children=4), "uc4", 2)
+    assert a["sentence"] == "UC4 needs 1 core up to ~16 records/s and 2 cores up to ~64 records/s on this machine"
+
+
+@pytest.mark.parametrize("x,text", [(12345.6, "12,300"), (8.734, "8.73"), (987654, "988,000"), (0.01234, "0.0123"),
+                                    (100, "100"), (0, "0")])
+def test_figures_in_sentences_have_three_significant_digits(x, text):
+    assert approx(x) == text
+
+
+def test_a_fit_is_drawn_only_where_it_means_something():
+    axes = Axes()
+    assert fit_label([1000, 2000], [1, 2], "demand", axes) is None            # two points: any line fits
+    assert fit_label([1000, 2000, 3000], [1, 1, 1], "demand", axes) is None   # flat: nothing to say
+    b, a, text = fit_label([10_000, 20_000, 30_000], [1, 2, 3], "demand", axes)
+    assert text == "linear fit: one core per 10,000 records/s" and a == pytest.approx(0, abs=1e-9)
+
+
+def test_metric_plots_render_with_missing_points(tmp_path):
+    p = plot_metric({1000.0: 1, 2000.0: 2, 4000.0: None}, "demand", Axes(), tmp_path / "demand.png")
+    q = plot_metric({1: 1000.0, 2: None}, "capacity", Axes(), tmp_path / "capacity.png")
+    assert p.stat().st_size > 5000 and q.stat().st_size > 5000
+
+
+def test_demo_loads_straddle_one_core_within_two():
+    low, high = choose_loads(20_000, 60_000)
+    assert (low, high) == (8_000, 31_000)  # 0.4 x one core; 0.9 x the geometric mean of one and two
+    assert 20_000 < high < 60_000
+    assert choose_loads(20_000, 24_000) == (8_000, 23_000)  # two barely help: still 15 % beyond one
+    assert choose_loads(12_345, 40_000)[0] == 4_900         # two significant digits
