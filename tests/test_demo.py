@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from streamscale.demo import SUT
 from tests.observe.conftest import ARTIFACTS, chromium, render  # noqa: F401 - chromium is a fixture
 
 pytestmark = pytest.mark.spark
@@ -34,7 +35,7 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium): 
     assert not re.search(r"^\s+at [a-z]+\.[\w.$]+\(", both, re.M)  # a Java stack frame
     assert not list(tmp.glob("streamscale-*"))  # no checkpoint or other directory of ours left behind
 
-    d = out / "uc1-scaling"
+    d = out / f"{SUT}-scaling"
     summary = json.loads((d / "summary.json").read_text())
     rows = list(csv.DictReader(open(d / "experiments.csv")))
     low, high = summary["loads"]
@@ -51,7 +52,7 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium): 
         assert by_load[load] == (passed[0] if passed else None)
     # what the demo is for: the probe's loads need 1 and 2 cores
     assert (by_load[low], by_load[high]) == (1, 2), (summary["probe"], rows)
-    assert summary["answer"]["sentence"].startswith(f"UC1 needs 1 core up to ~{low:,} records/s and 2 cores")
+    assert summary["answer"]["sentence"].startswith(f"{SUT.upper()} needs 1 core up to ~{low:,} records/s and 2 cores")
 
     dom = render(chromium, (d / "report.html").as_uri(), screenshot=ARTIFACTS / "demo-report.png")
     body = re.search(r"<body[^>]*>", dom).group(0)

@@ -32,11 +32,15 @@ def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None, axes: Ax
     ax.plot(times, lags, marker=".", linewidth=1, label="consumer lag (1 s samples)")
     if times:
         ax.axvspan(0, warmup_s, color="grey", alpha=0.15, label=f"warm-up ({warmup_s:g} s)")
+        if trend is not None and math.isfinite(trend.start_s) and trend.start_s > warmup_s:
+            ax.axvspan(warmup_s, trend.start_s, color="grey", alpha=0.07,
+                       label="start-up backlog draining")
     bt, bl = trend.commits if trend is not None else ((), ())
     if len(bt):
         ax.plot(bt, bl, "o", color="black", markersize=3, label="after each batch commit")
     if trend is not None and math.isfinite(trend.slope):
-        xs = [x for x in (bt if trend.basis == "batches" else times) if x >= warmup_s]
+        start = trend.start_s if math.isfinite(trend.start_s) else warmup_s
+        xs = [x for x in (bt if trend.basis == "batches" else times) if x >= start]
         if xs:
             grid = np.array([min(xs), max(xs)])
             line = trend.line(grid)

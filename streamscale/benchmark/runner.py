@@ -62,6 +62,7 @@ class ExperimentResult:
     lag_verdict: str = ""            # pass | fail | undecided (interval straddles the limit)
     latency_p95_ms: float = float("nan")  # output latency after the warm-up (windowed UCs; 19 % buckets)
     latency_slo: bool = True         # holds, or no latency limit in the spec
+    trend_from_s: float = float("nan")  # the warm-up's end: warmup_s, or later while the start-up backlog drained
 
 
 def _exp_id(load, res, rep) -> str:
@@ -142,7 +143,8 @@ class ExperimentRunner:
             note="generator fell short of its target rate: experiment invalid" if not valid else
             "lag interval straddles the limit" if lag_verdict == "undecided" else "",
             lag_low=round(trend.low, 3), lag_high=round(trend.high, 3), lag_basis=trend.basis,
-            lag_verdict=lag_verdict, latency_p95_ms=float("nan") if p95 is None else p95, latency_slo=latency_ok)
+            lag_verdict=lag_verdict, latency_p95_ms=float("nan") if p95 is None else p95, latency_slo=latency_ok,
+            trend_from_s=round(trend.start_s, 3))
         self._write_lag(res, r.lag, trend)
         metrics.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()
         return res

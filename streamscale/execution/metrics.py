@@ -48,6 +48,7 @@ class Trend:
     n: int             # points fitted
     basis: str         # "batches" (after each commit) or "seconds" (the sampler's readings)
     commits: tuple = ((), ())  # (times, lags) after every batch commit, warm-up included (for plots)
+    start_s: float = float("nan")  # the first point fitted: where the warm-up ended
 
     def verdict(self, limit: float) -> str:
         if not math.isfinite(self.slope):
@@ -133,18 +134,35 @@ def batch_boundary_lags(batches, samples, t0_wall: float, topic: str | None = No
     return times, lags
 
 
+def backlog_gone(lags, tolerance: float = 0.1) -> int:
+    """Index of the first lag (after each commit) down to the level of the rest of the run: at most
+    the median of the lags after it, plus ``tolerance`` of that median. Until then the query is
+    still draining what piled up while it started; a lag that only grows is at its level at once.
+    Leaves at least MIN_BATCHES points (fewer cannot give a trend and its interval)."""
+    last = max(0, len(lags) - MIN_BATCHES)
+    for i in range(last):
+        level = float(np.median(lags[i + 1:]))
+        if lags[i] <= level + tolerance * abs(level) + 1:
+            return i
+    return last
+
+
 def lag_trend_estimate(samples, batches=(), t0_wall: float | None = None, warmup_s: float = 0.0,
                        topic: str | None = None) -> Trend:
-    """The run's lag trend after ``warmup_s``: through the batch boundaries when there are at
-    least MIN_BATCHES of them, else through the once-a-second samples."""
+    """The run's lag trend after the warm-up: through the batch boundaries when there are at
+    least MIN_BATCHES of them, else through the once-a-second samples. The warm-up ends at
+    ``warmup_s`` or, through the batch boundaries, later if the backlog of the start-up is not
+    gone by then (``backlog_gone``): a query that catches up after the fixed warm-up would
+    otherwise show the catching up as a falling trend."""
     t, y = batch_boundary_lags(batches, samples, t0_wall, topic) if batches and t0_wall else ([], [])
     keep = [(a, b) for a, b in zip(t, y) if a >= warmup_s]
     if len(keep) >= MIN_BATCHES:
+        keep = keep[backlog_gone([b for _, b in keep]):]
         trend = fit([a for a, _ in keep], [b for _, b in keep], "batches")
     else:
         keep = [(s.t_s, s.lag) for s in samples if s.t_s >= warmup_s]
         trend = fit([a for a, _ in keep], [b for _, b in keep], "seconds")
-    return dataclasses.replace(trend, commits=(tuple(t), tuple(y)))
+    return dataclasses.replace(trend, commits=(tuple(t), tuple(y)), start_s=keep[0][0] if keep else float("nan"))
 
 
 def lag_trend(times_s, lags, warmup_s: float = 0.0) -> float:

@@ -156,7 +156,8 @@ def write_report(results_dir: Path) -> Path:
             parts.append(f'<p class="invalid">INVALID: {html.escape(e.get("note") or "no reason recorded")}</p>')
         interval = (f" [{html.escape(e['lag_low'])}, {html.escape(e['lag_high'])}] through "
                     f"{'the batch commits' if e.get('lag_basis') == 'batches' else '1 s samples'}"
-                    if e.get("lag_low") else "")
+                    + (f" from {html.escape(e['trend_from_s'])} s" if e.get("trend_from_s") not in (None, "", "nan")
+                       else "") if e.get("lag_low") else "")
         parts.append(f"<p>lag trend {html.escape(e.get('lag_slope', '?'))} records/s{interval} (limit "
                      f"{html.escape(e.get('lag_limit', '?'))}): lag SLO {'met' if e.get('lag_slo') == 'True' else 'violated'}; "
                      f"dropped {html.escape(e.get('dropped', '?'))} (SLO {'met' if e.get('dropped_slo') == 'True' else 'violated'})</p>")

@@ -121,3 +121,18 @@ def datetime_ts(iso: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def test_the_warm_up_lasts_until_the_start_up_backlog_is_gone():
+    from streamscale.execution.metrics import backlog_gone, fit
+
+    # the lags after each commit of a real demo run (UC2, 53,000/s on one CPU: catching up, then flat)
+    lags = [220_721, 176_112, 126_203, 101_307, 95_911, 103_586, 94_866]
+    assert backlog_gone(lags) == 3
+    assert backlog_gone([100, 130, 160, 190, 220, 250]) == 0      # growing: its level at once
+    assert backlog_gone([100, 90, 110, 95, 105, 98, 102]) == 0    # flat noise: no backlog
+    assert backlog_gone([500, 400, 300, 200, 100]) == 1           # at least 4 points stay for a trend
+    t = [5.1, 8.4, 10.8, 12.8, 14.6, 16.6, 18.4]
+    assert fit(t, lags).slope < -9_000                           # the catching up reads as a falling lag
+    assert abs(fit(t[3:], lags[3:]).slope) < 1_500                # the flat rest does not
+
