@@ -38,7 +38,7 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium): 
     d = out / f"{SUT}-scaling"
     summary = json.loads((d / "summary.json").read_text())
     rows = list(csv.DictReader(open(d / "experiments.csv")))
-    low, high = summary["loads"]
+    loads = summary["loads"]
     # the closing paragraph: the answer, the verdicts that decided it, the report's path - last
     tail = r.stdout.strip().splitlines()
     assert tail[-1] == f"report: {d / 'report.html'}"
@@ -47,12 +47,13 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium): 
         assert row["valid"] == "True" and row["lag_basis"] == "batches", row
         assert float(row["sampler_cpu_pct"]) < 5.0  # harness overhead: under 5 % of one core
     by_load = {x["load"]: x["resources"] for x in summary["results"]}
-    for load in (low, high):  # the metric is exactly what the experiments decided
+    for load in loads:  # the metric is exactly what the experiments decided
         passed = sorted(int(x["resources"]) for x in rows if float(x["load"]) == load and x["passed"] == "True")
         assert by_load[load] == (passed[0] if passed else None)
-    # what the demo is for: the probe's loads need 1 and 2 cores
-    assert (by_load[low], by_load[high]) == (1, 2), (summary["probe"], rows)
-    assert summary["answer"]["sentence"].startswith(f"{SUT.upper()} needs 1 core up to ~{low:,} records/s and 2 cores")
+    # what the demo is for: within one core at the lowest load, two cores needed at a higher one
+    assert by_load[loads[0]] == 1 and 2 in by_load.values(), (summary["probe"], rows)
+    assert summary["answer"]["sentence"].startswith(f"{SUT.upper()} needs 1 core up to ~")
+    assert " and 2 cores up to ~" in summary["answer"]["sentence"]
 
     dom = render(chromium, (d / "report.html").as_uri(), screenshot=ARTIFACTS / "demo-report.png")
     body = re.search(r"<body[^>]*>", dom).group(0)

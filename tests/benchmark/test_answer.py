@@ -61,9 +61,7 @@ def test_metric_plots_render_with_missing_points(tmp_path):
     assert p.stat().st_size > 5000 and q.stat().st_size > 5000
 
 
-def test_demo_loads_straddle_one_core_within_two():
-    low, high = choose_loads(20_000, 60_000)
-    assert (low, high) == (8_000, 31_000)  # 0.4 x one core; 0.9 x the geometric mean of one and two
-    assert 20_000 < high < 60_000
-    assert choose_loads(20_000, 24_000) == (8_000, 23_000)  # two barely help: still 15 % beyond one
-    assert choose_loads(12_345, 40_000)[0] == 4_900         # two significant digits
+def test_demo_loads_lie_within_and_beyond_one_core():
+    assert choose_loads(20_000) == [8_000, 22_000, 28_000]
+    assert choose_loads(12_345) == [4_900, 14_000, 17_000]  # two significant digits
+    assert choose_loads(9.4) == [4, 10, 13]
