@@ -60,15 +60,28 @@ def port_in_use(host: str, port: int) -> bool:
     return False
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def _pdeathsig() -> None:
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    _pdeathsig()
     # The child must not receive the terminal's Ctrl-C before the parent has
     # decided to stop it; the parent stops it explicitly.
     os.setpgrp()
+
+
+def die_with_parent_in_own_session() -> None:
+    """For a child that is stopped as a whole process group (os.killpg): a session of its own
+    (setsid, not setpgrp: the group is then the session's) and SIGKILL when its parent dies.
+    The parent must start it from a thread that lives as long as the child should: the signal
+    follows the thread that forked."""
+    _pdeathsig()
+    os.setsid()
 
 
 def _port_open(host: str, port: int) -> bool:

@@ -436,6 +436,9 @@ def autoscale_run(topics: list[str] = typer.Option(..., "--topic", "-t", help="S
                   start_from: str = typer.Option("earliest", help="Where never-read partitions start"),
                   duration: float = typer.Option(None, help="Stop after this many seconds (default: until Ctrl-C)"),
                   keep_consumers: bool = typer.Option(False, help="Leave consumers running on exit"),
+                  controller_lease: float = typer.Option(30.0, "--controller-lease", min=0.5,
+                                                         help="Consumers stop this many s after the controller "
+                                                         "is gone for good (killed outright)"),
                   no_monitor: bool = typer.Option(False, "--no-monitor", help="Monitor runs elsewhere"),
                   crash_after: str = typer.Option(None, hidden=True),
                   verbose: bool = typer.Option(False, "--verbose", "-v"),
@@ -455,7 +458,7 @@ def autoscale_run(topics: list[str] = typer.Option(..., "--topic", "-t", help="S
                          consumer_capacity=parse_bytes(consumer_capacity), algorithm=algorithm,
                          batch_size=int(parse_bytes(batch_size)), wait_time_secs=wait_time, window_secs=window,
                          publish_interval_secs=interval, sample_interval_secs=sample_interval,
-                         max_consumers=max_consumers, start_from=start_from)
+                         max_consumers=max_consumers, start_from=start_from, controller_lease_secs=controller_lease)
     except ValidationError as exc:
         raise ConfigError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from exc
     setup(cfg)

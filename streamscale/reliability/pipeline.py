@@ -64,10 +64,14 @@ def _spark_job(argv: list[str] | None = None) -> int:
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen:
+    from streamscale.broker.embedded import die_with_parent_in_own_session
+
     with open(log, "ab") as f:
-        # own session: SIGKILL to the group takes the driver, its JVM and the Python workers at once
+        # own session: SIGKILL to the group takes the driver, its JVM and the Python workers at
+        # once; and the driver dies with this process (its JVM follows: Spark's gateway exits
+        # when its driver's pipe closes), so a killed `reliability pipeline` leaves nothing behind
         return subprocess.Popen([sys.executable, "-m", "streamscale.reliability.pipeline", *args],
-                                stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=f, stderr=subprocess.STDOUT, preexec_fn=die_with_parent_in_own_session)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -265,3 +265,74 @@ def test_sigkilled_benchmark_run_leaves_no_process_behind(state, tmp_path):
             except ProcessLookupError:
                 pass
         p.wait()
+
+
+def _sigkill_and_expect_nothing_left(cmd: list[str], env: dict, ready, what: str, start_s: float = 180,
+                                     exit_s: float = 60) -> None:
+    """Start ``cmd``, wait until ``ready(cmdlines of its descendants)``, SIGKILL it alone and wait
+    for every process it had started to exit; whatever happens, kill what is left."""
+    import signal
+
+    from streamscale.waiting import wait_for
+
+    p = subprocess.Popen([EXE, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **env})
+    tree: set[int] = set()
+    try:
+        wait_for(lambda: ready([_cmdline(x) for x in _descendants(p.pid)]), start_s, what)
+        tree = _descendants(p.pid)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        wait_for(lambda: not any(_alive(x) for x in tree), exit_s, "every process the command started to exit")
+    finally:
+        for pid in [p.pid, *tree, *_descendants(p.pid)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        p.wait()
+
+
+def _spark_and_generator(cmds) -> bool:
+    return any(b"java" in c for c in cmds) and any(b"multiprocessing.spawn" in c for c in cmds)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("command", ["run-sut", "demo", "reliability pipeline"])
+def test_sigkilled_spark_commands_leave_no_process_behind(state, tmp_path, command):
+    cmd, ready = {
+        "run-sut": (["run-sut", "uc1", "-d", "300", "--partitions", "2"], _spark_and_generator),
+        "demo": (["demo", "--out", str(tmp_path / "demo")], _spark_and_generator),
+        # the pipeline runs in a process of its own session (stopped as a group by the command)
+        "reliability pipeline": (["reliability", "pipeline", "-n", "200000", "--out", str(tmp_path / "rp")],
+                                 lambda cmds: any(b"streamscale.reliability.pipeline" in c for c in cmds)
+                                 and any(b"java" in c for c in cmds)),
+    }[command]
+    _sigkill_and_expect_nothing_left(cmd, state, ready, f"{command}: its Spark application running")
+
+
+def test_sigkilled_reliability_run_leaves_no_process_behind(state, tmp_path):
+    spec = Path(__file__).parents[2] / "examples" / "reliability" / "reliability-small.yaml"
+    _sigkill_and_expect_nothing_left(
+        ["reliability", "run", str(spec), "--out", str(tmp_path / "rel")], state,
+        lambda cmds: any(b"tansu" in c for c in cmds) and any(b"streamscale.reliability.proxy" in c for c in cmds),
+        "the broker and the fault proxy")
+
+
+def test_sigkilled_autoscale_run_leaves_no_consumer_consuming(state, broker, topic_factory, tmp_path):
+    # consumers are processes of their own (they survive a controller restart), held by the
+    # controller's lease: killed outright, the controller stops renewing and they stop
+    from streamscale.autoscaler.live.load import PartitionLoad
+
+    topic = topic_factory(2)
+    load = PartitionLoad(broker.bootstrap, topic, 2, value_bytes=200)
+    load.set_rate(20)
+    load.start()
+    try:
+        _sigkill_and_expect_nothing_left(
+            ["autoscale", "run", "-t", topic, "--consumer-capacity", "20KB", "--state-dir", str(tmp_path / "st"),
+             "--group", f"g-{tmp_path.name}"[:60], "--interval", "1", "--window", "2", "--sample-interval", "0.25",
+             "--wait-time", "0.2", "--controller-lease", "2", "-b", broker.bootstrap], state,
+            lambda cmds: any(b"streamscale.autoscaler.live.consumer" in c for c in cmds),
+            "a consumer of the group", start_s=60, exit_s=30)
+    finally:
+        load.stop()

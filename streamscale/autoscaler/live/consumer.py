@@ -35,6 +35,7 @@ from streamscale.broker.access import BrokerAccess, reader_config
 log = logging.getLogger("streamscale.autoscaler.consumer")
 
 BROKER_DOWN_EXIT_SECS = 120
+LEASE_FILE = "controller.lease"
 
 
 class GroupConsumer:
@@ -165,11 +166,26 @@ class GroupConsumer:
         if self.producer.flush(15) != 0:
             raise RuntimeError("could not deliver a reply to the controller")
 
+    def lease_expired(self) -> bool:
+        """The controller that leased this group stopped renewing (killed outright, its machine
+        gone): nobody will ever stop this consumer otherwise. No lease file: none in force (a
+        controller that exits cleanly, or one run with --keep-consumers, removes it)."""
+        try:
+            age = time.time() - (self.cfg.state_dir / LEASE_FILE).stat().st_mtime
+        except OSError:
+            return False
+        return age > self.cfg.controller_lease_secs
+
     def run(self) -> None:
         self.start()
         while not self.stopping:
             self.write(self.fetch())
             self.check_metadata()
+            if self.lease_expired():
+                log.warning("consumer %d: the controller's lease expired (%g s): stopping", self.id,
+                            self.cfg.controller_lease_secs)
+                self.stopping = True  # the cycle's records are written; the partitions released
+                break
             if self.broker_down_since and self._broker_reachable():
                 self.broker_down_since = None
             if self.broker_down_since and time.monotonic() - self.broker_down_since > BROKER_DOWN_EXIT_SECS:

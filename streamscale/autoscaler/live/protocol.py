@@ -32,6 +32,9 @@ class LiveConfig(BaseModel):
     publish_interval_secs: float = Field(30.0, gt=0, description="one measurement (iteration) every this long")
     max_consumers: int = Field(32, ge=1, description="consumer.metadata has max_consumers + 1 partitions")
     ack_timeout_secs: float = Field(60.0, gt=0)
+    controller_lease_secs: float = Field(30.0, gt=0, description="consumers stop when no controller has renewed "
+                                         "its lease (<state_dir>/controller.lease) for this long; a controller "
+                                         "restarted within it adopts them")
     start_from: str = "earliest"
     # per group (a run of another group beside this one has topics of its own); given explicitly
     # they are kept as they are

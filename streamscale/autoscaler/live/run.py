@@ -59,8 +59,10 @@ def run_controller(cfg: LiveConfig, duration: float | None = None, with_monitor:
     if with_monitor:
         monitor_thread = threading.Thread(target=run_monitor, args=(cfg, None, stop), daemon=True)
         monitor_thread.start()
+    lease = Lease(cfg)
     controller = Controller(cfg, LocalProcessBackend(cfg.state_dir), crash_after=crash_after)
     try:
+        lease.start()
         controller.run(stop, on_iteration)
     finally:
         stop.set()
@@ -68,10 +70,44 @@ def run_controller(cfg: LiveConfig, duration: float | None = None, with_monitor:
             if not keep_consumers:
                 controller.shutdown_group()
         finally:
+            lease.release()  # kept consumers run on without a lease, stopped consumers need none
             controller.close()
             if monitor_thread is not None:
                 monitor_thread.join(timeout=30)
     return controller
+
+
+class Lease:
+    """The controller's lease on its consumers: ``<state_dir>/controller.lease`` touched several
+    times per lease period while the controller process lives. Killed outright it stops renewing,
+    and its consumers stop within ``controller_lease_secs`` (streamscale.autoscaler.live.consumer);
+    a controller restarted within that period renews it and adopts them."""
+
+    def __init__(self, cfg: LiveConfig):
+        from streamscale.autoscaler.live.consumer import LEASE_FILE
+
+        self.path = cfg.state_dir / LEASE_FILE
+        self.every = min(1.0, cfg.controller_lease_secs / 5)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, daemon=True, name="controller-lease")
+
+    def start(self) -> "Lease":
+        self.path.touch()
+        self._thread.start()
+        return self
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.path.touch()
+            except OSError:
+                pass  # the state directory went away: the consumers' lease lapses, as it should
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+        self.path.unlink(missing_ok=True)
 
 
 def setup(cfg: LiveConfig) -> LiveConfig:
