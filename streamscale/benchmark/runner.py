@@ -276,12 +276,16 @@ class Execution:
                 return decided
         return bool(majority(verdicts, reps))
 
-    def run(self) -> dict:
+    def run(self, search: Callable[[Callable], dict] | None = None) -> dict:
+        """The spec's search, or ``search(passes) -> metric`` (the demo's: it stops at the first
+        load one core cannot hold); either way the same experiments, files and summary."""
         ex = self.spec.execution
         oracle = CountingOracle(self.passes)
         loads = [float(v) for v in ex.load.values]
         res = list(ex.resources.values)
-        if ex.metric == "demand":
+        if search is not None:
+            metric = search(oracle)
+        elif ex.metric == "demand":
             metric = resource_demand(loads, res, oracle, ex.strategy.name, ex.strategy.lower_bound)
         else:
             metric = load_capacity(res, loads, oracle, ex.strategy.name, ex.strategy.lower_bound)
@@ -314,7 +318,8 @@ class Execution:
         return summary
 
 
-def run_execution(spec: Spec, out_dir: Path, bootstrap: str | None = None, live=None) -> dict:
+def run_execution(spec: Spec, out_dir: Path, bootstrap: str | None = None, live=None,
+                  search: Callable[[Callable], dict] | None = None) -> dict:
     """Run the execution, then write report.html (streamscale.observe.report) next to its results."""
     from contextlib import ExitStack
 
@@ -328,6 +333,6 @@ def run_execution(spec: Spec, out_dir: Path, bootstrap: str | None = None, live=
             bs = stack.enter_context(EmbeddedBroker(log_dir=out_dir / "logs")).bootstrap
         execution = Execution(spec, out_dir, ExperimentRunner(spec, out_dir, bs), live=live)
         (out_dir / "environment.json").write_text(json.dumps(environment(spec, bs, embedded), indent=2))
-        summary = execution.run()
+        summary = execution.run(search)
     summary["report"] = str(write_report(out_dir))
     return summary

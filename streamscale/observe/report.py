@@ -1,11 +1,11 @@
 """`streamscale report RESULTS_DIR`: one self-contained HTML page per benchmark execution.
 
-No network fetches: plots are embedded as data URIs, styles are inline. The page shows the spec,
-the environment the execution ran in; it opens with the answer (one sentence, demand per load,
-capacity per resource amount, the metric plot) above the details: the metric table, every
-experiment's lag plot with its trend and SLO verdicts, and flags invalid experiments with the reason. A small inline script
-records how many images decoded (``data-images-loaded`` on <body>), which the tests check in a
-headless browser.
+No network fetches: plots are embedded as data URIs, styles are inline. The page opens with the
+answer (one sentence, demand per load, capacity per resource amount, the metric plot), then the
+details: the metric table, every experiment's lag plot with its trend and SLO verdicts (invalid
+experiments flagged with the reason), the environment the execution ran in and the spec. A small
+inline script records how many images decoded (``data-images-loaded`` on <body>), which the tests
+check in a headless browser.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import pytest
 from streamscale.benchmark.answer import answer
 from streamscale.benchmark.plots import fit_label, plot_metric
 from streamscale.benchmark.units import Axes, approx
-from streamscale.demo import choose_loads
+from streamscale.demo import choose_loads, step_search
 
 
 def test_demand_answers_in_one_sentence_with_capacity_derived():
@@ -62,6 +62,24 @@ def test_metric_plots_render_with_missing_points(tmp_path):
 
 
 def test_demo_loads_lie_within_and_beyond_one_core():
-    assert choose_loads(20_000) == [8_000, 22_000, 26_000]
-    assert choose_loads(12_345) == [4_900, 14_000, 16_000]  # two significant digits
-    assert choose_loads(9.4) == [4, 10, 12]
+    assert choose_loads(20_000) == [8_000, 20_000, 25_000, 31_000]
+    assert choose_loads(12_345) == [4_900, 12_000, 15_000, 19_000]  # two significant digits
+
+
+@pytest.mark.parametrize("one_core_holds, two_hold, tried, metric", [
+    (25_000, 60_000, [(8000, 1), (20000, 1), (25000, 1), (31000, 1), (31000, 2)],
+     {8000: 1, 20000: 1, 25000: 1, 31000: 2}),
+    (10_000, 60_000, [(8000, 1), (20000, 1), (20000, 2)], {8000: 1, 20000: 2}),    # the step, then stop
+    (10_000, 15_000, [(8000, 1), (20000, 1), (20000, 2)], {8000: 1, 20000: None}),  # two cannot either
+    (40_000, 60_000, [(8000, 1), (20000, 1), (25000, 1), (31000, 1)],
+     {8000: 1, 20000: 1, 25000: 1, 31000: 1}),                                      # no step below 31,000
+])
+def test_demo_search_climbs_on_one_core_until_it_fails_then_tries_two(one_core_holds, two_hold, tried, metric):
+    calls = []
+
+    def passes(load, cores):
+        calls.append((load, cores))
+        return load <= (one_core_holds if cores == 1 else two_hold)
+
+    assert step_search(choose_loads(20_000), passes) == metric
+    assert calls == tried
