@@ -95,7 +95,7 @@ def _round2(x: float) -> int:
     return int(round(x / step) * step)
 
 
-def run_scaling_demo(out_dir: Path, duration_s: float = 16.0, warmup_s: float = 5.0) -> dict:
+def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 5.0) -> dict:
     """Embedded broker, a quick capacity probe, then the UC2 resource demand of three loads chosen
     from it, each point decided by the benchmark's own SLO machinery; the answer in one paragraph."""
     from streamscale.benchmark.probe import probe_capacity
