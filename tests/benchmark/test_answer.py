@@ -62,17 +62,17 @@ def test_metric_plots_render_with_missing_points(tmp_path):
 
 
 def test_demo_loads_lie_within_and_beyond_one_core():
-    assert choose_loads(20_000) == [8_000, 20_000, 25_000, 31_000]
-    assert choose_loads(12_345) == [4_900, 12_000, 15_000, 19_000]  # two significant digits
+    assert choose_loads(20_000) == [8_000, 20_000, 26_000, 34_000]
+    assert choose_loads(12_345) == [4_900, 12_000, 16_000, 21_000]  # two significant digits
 
 
 @pytest.mark.parametrize("one_core_holds, two_hold, tried, metric", [
-    (25_000, 60_000, [(8000, 1), (20000, 1), (25000, 1), (31000, 1), (31000, 2)],
-     {8000: 1, 20000: 1, 25000: 1, 31000: 2}),
+    (26_000, 60_000, [(8000, 1), (20000, 1), (26000, 1), (34000, 1), (34000, 2)],
+     {8000: 1, 20000: 1, 26000: 1, 34000: 2}),
     (10_000, 60_000, [(8000, 1), (20000, 1), (20000, 2)], {8000: 1, 20000: 2}),    # the step, then stop
     (10_000, 15_000, [(8000, 1), (20000, 1), (20000, 2)], {8000: 1, 20000: None}),  # two cannot either
-    (40_000, 60_000, [(8000, 1), (20000, 1), (25000, 1), (31000, 1)],
-     {8000: 1, 20000: 1, 25000: 1, 31000: 1}),                                      # no step below 31,000
+    (40_000, 60_000, [(8000, 1), (20000, 1), (26000, 1), (34000, 1)],
+     {8000: 1, 20000: 1, 26000: 1, 34000: 1}),                                      # no step below 34,000
 ])
 def test_demo_search_climbs_on_one_core_until_it_fails_then_tries_two(one_core_holds, two_hold, tried, metric):
     calls = []
