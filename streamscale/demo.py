@@ -65,15 +65,22 @@ def choose_loads(one_core: float) -> list[int]:
 
 def step_search(loads: list[int], passes) -> dict:
     """Resource demand up to the first step: each load on one core while one core holds; the first
-    it does not, on two; then stop (loads above the step are not needed for the answer)."""
+    it does not, on two; then stop (loads above the step are not needed for the answer). When two
+    cores fail that load too, the step lies between it and the last load one core held: the
+    geometric middle is tried once, on one core and, if it fails there, on two."""
     metric: dict = {}
+    held = None  # the highest load one core held
     for load in sorted(float(x) for x in loads):
         if passes(load, 1):
-            metric[load] = 1
+            metric[load], held = 1, load
             continue
         metric[load] = 2 if passes(load, 2) else None
+        if metric[load] is None and held is not None:
+            mid = float(_round2((held * load) ** 0.5))
+            if held < mid < load:
+                metric[mid] = 1 if passes(mid, 1) else (2 if passes(mid, 2) else None)
         break
-    return metric
+    return dict(sorted(metric.items()))
 
 
 # The lag-trend SLO of the demo's short experiments: 5 % of the load, not a benchmark's 1 %. About
