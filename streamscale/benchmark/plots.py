@@ -86,15 +86,8 @@ def plot_metric(metric: dict, kind: str, axes: Axes, path: Path) -> Path:
                     label="enough for every load up to the point on the step")
             ax.plot(xs, ys, "o", markersize=8, color="tab:blue", label="measured")
         top = max(ys, default=1)
-        for x in missing:
-            ax.plot([x], [top + 1], marker="^", markersize=10, color="tab:red", linestyle="none")
-        if missing:
-            ax.plot([], [], marker="^", color="tab:red", linestyle="none", label="more than the most tested")
-        fitted = fit_label(xs, ys, kind, axes)
-        if fitted:
-            b, a, text = fitted
-            grid = np.linspace(min(xs), max(xs), 50)
-            ax.plot(grid, a + b * grid, "r--", linewidth=1, label=text)
+        _missing_and_fit(ax, xs, ys, [(x, top + 1) for x in missing], "^", "more than the most tested",
+                         kind, axes)
         ax.set_ylim(0, top + 1.5)
         ax.set_xlim(0, max(xs + missing, default=1) * 1.08)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -106,21 +99,26 @@ def plot_metric(metric: dict, kind: str, axes: Axes, path: Path) -> Path:
         missing = sorted(k for k, v in metric.items() if v is None)
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         ax.plot(xs, ys, "o-", markersize=8, label="measured")
-        for x in missing:
-            ax.plot([x], [0], marker="v", markersize=10, color="tab:red", linestyle="none")
-        if missing:
-            ax.plot([], [], marker="v", color="tab:red", linestyle="none", label="even the lowest load failed")
-        fitted = fit_label(xs, ys, kind, axes)
-        if fitted:
-            b, a, text = fitted
-            grid = np.linspace(min(xs), max(xs), 50)
-            ax.plot(grid, a + b * grid, "r--", linewidth=1, label=text)
+        _missing_and_fit(ax, xs, ys, [(x, 0) for x in missing], "v", "even the lowest load failed", kind, axes)
         ax.set_ylim(bottom=0)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         _thousands(ax.yaxis)
         ax.set_title("load capacity: highest load meeting every SLO")
         xlabel, ylabel = axes.resource_label, axes.load_label
     return _finish(fig, ax, xlabel, ylabel, path)
+
+
+def _missing_and_fit(ax, xs, ys, missing_at, marker: str, missing_label: str, kind: str, axes: Axes) -> None:
+    """Markers where no tested amount sufficed, and the linear fit where it means something."""
+    for x, y in missing_at:
+        ax.plot([x], [y], marker=marker, markersize=10, color="tab:red", linestyle="none")
+    if missing_at:
+        ax.plot([], [], marker=marker, color="tab:red", linestyle="none", label=missing_label)
+    fitted = fit_label(xs, ys, kind, axes)
+    if fitted:
+        b, a, text = fitted
+        grid = np.linspace(min(xs), max(xs), 50)
+        ax.plot(grid, a + b * grid, "r--", linewidth=1, label=text)
 
 
 def _finish(fig, ax, xlabel: str, ylabel: str, path: Path) -> Path:
