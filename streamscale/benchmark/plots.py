@@ -72,7 +72,7 @@ def _unit(axes: Axes) -> str:
     return "s of window" if axes.load_type == "window_s" else "records/s"
 
 
-def plot_metric(metric: dict, kind: str, axes: Axes, path: Path) -> Path:
+def plot_metric(metric: dict, kind: str, axes: Axes, path: Path, most_tested: int | None = None) -> Path:
     """Resource demand (integer resources against load, as steps: r resources cover every load up
     to the highest tested one that needed r) or load capacity (load against integer resources)."""
     fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -85,8 +85,10 @@ def plot_metric(metric: dict, kind: str, axes: Axes, path: Path) -> Path:
             ax.step([0.0, *xs], [ys[0], *ys], where="pre", color="tab:blue", linewidth=2,
                     label="enough for every load up to the point on the step")
             ax.plot(xs, ys, "o", markersize=8, color="tab:blue", label="measured")
-        top = max(ys, default=1)
-        _missing_and_fit(ax, xs, ys, [(x, top + 1) for x in missing], "^", "more than the most tested",
+        # a load no tested amount held: drawn above the most tested amount, not above the most used
+        top = max([*ys, most_tested or 0], default=1)
+        _missing_and_fit(ax, xs, ys, [(x, top + 1) for x in missing], "^",
+                         f"more than {axes.resources(most_tested)}" if most_tested else "more than the most tested",
                          kind, axes)
         ax.set_ylim(0, top + 1.5)
         ax.set_xlim(0, max(xs + missing, default=1) * 1.08)

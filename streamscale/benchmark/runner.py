@@ -293,7 +293,8 @@ class Execution:
         from streamscale.benchmark.plots import plot_metric
 
         plot_metric(metric, ex.metric, Axes.of(self.spec),
-                    self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png"))
+                    self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png"),
+                    most_tested=max(ex.resources.values))
         return summary
 
     def _write_summary(self, metric: dict) -> dict:
