@@ -614,8 +614,8 @@ def demo_cmd(seconds: float = typer.Option(10.0, help="Source demo: how long the
              out_dir: Path = typer.Option(Path("demo-results"), "--out"),
              master: str = typer.Option("local[2]", help="Source demo: Spark master"),
              source: bool = typer.Option(False, help="First show the PySpark Kafka source under load"),
-             execution: bool = typer.Option(True, help="Run the scaling demo (probe + UC1 benchmark)")):
-    """UC1's resource demand rising from 1 to 2 cores on this machine (about 2 minutes), with report."""
+             execution: bool = typer.Option(True, help="Run the scaling demo (probe + UC2 benchmark)")):
+    """A Spark job's (UC2's) resource demand found rising with its load on this machine (~3 min), with report."""
     from streamscale.demo import run_demo
 
     run_demo(seconds=seconds, sensors=sensors, out_dir=out_dir, master=master, execution=execution,
