@@ -6,9 +6,11 @@ import contextlib
 import os
 import re
 import shutil
+import socketserver
 import subprocess
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 
 from streamscale.errors import StreamscaleError
@@ -108,6 +110,7 @@ def build_session(master: str = "local[2]", app_name: str = "streamscale", conf:
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     for k, v in (conf or {}).items():
         builder = builder.config(k, str(v))
+    _quiet_accumulator_servers()
     if os.environ.get("STREAMSCALE_SPARK_LOG") == "-" or SparkContext._gateway is not None:
         spark = builder.getOrCreate()  # the JVM runs already (or the user wants its output on stderr)
     else:
@@ -119,6 +122,27 @@ def build_session(master: str = "local[2]", app_name: str = "streamscale", conf:
     spark.sparkContext.setLogLevel(os.environ.get("STREAMSCALE_SPARK_LOG_LEVEL", "WARN"))
     spark.dataSource.register(KafkaDataSource)
     return spark
+
+
+def _quiet_accumulator_servers() -> None:
+    """PySpark's accumulator server (a socketserver thread in this process) prints a traceback to
+    stderr (EOFError) when the JVM closes its connection as a session stops: the normal end of a
+    session, written to the Spark log like the JVM's own output (unless that is stderr)."""
+    from pyspark import accumulators
+
+    def handle_error(self, request, client_address):
+        if os.environ.get("STREAMSCALE_SPARK_LOG") == "-":
+            return socketserver.BaseServer.handle_error(self, request, client_address)
+        try:
+            with open(_JVM_LOG[0] or spark_log_path(), "a") as f:
+                f.write(f"accumulator server ({client_address}): {traceback.format_exc()}")
+        except OSError:
+            pass
+
+    for name in ("AccumulatorTCPServer", "AccumulatorUnixServer"):
+        cls = getattr(accumulators, name, None)
+        if cls is not None:
+            cls.handle_error = handle_error
 
 
 def _cores(master: str) -> int:

@@ -301,7 +301,9 @@ def _spark_and_generator(cmds) -> bool:
 def test_sigkilled_spark_commands_leave_no_process_behind(state, tmp_path, broker, command):
     cmd, ready = {
         "run-sut": (["run-sut", "uc1", "-d", "300", "--partitions", "2"], _spark_and_generator),
-        "demo": (["demo", "--out", str(tmp_path / "demo")], _spark_and_generator),
+        # the demo's probe: the broker and the JVM (its generator runs before the JVM starts)
+        "demo": (["demo", "--out", str(tmp_path / "demo")],
+                 lambda cmds: any(b"java" in c for c in cmds) and any(b"tansu" in c for c in cmds)),
         # the pipeline runs in a process of its own session (stopped as a group by the command)
         "reliability pipeline": (["reliability", "pipeline", "-n", "200000", "--out", str(tmp_path / "rp"),
                                   "-b", broker.bootstrap],

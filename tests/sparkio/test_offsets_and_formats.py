@@ -83,3 +83,20 @@ def test_csv_decode():
     assert errors[0] is None and errors[2] is None and "timestamp" in errors[1]
     assert cols[1].to_pylist() == [10, None, 30]
     assert cols[1].type == pa.int64()
+
+
+def test_the_accumulator_servers_end_of_session_error_goes_to_the_spark_log(tmp_path, monkeypatch, capsys):
+    # PySpark prints it (EOFError) to stderr when a session stops: what the demo showed a newcomer
+    from pyspark.accumulators import AccumulatorTCPServer
+
+    from streamscale.sparkio import session
+
+    monkeypatch.setenv("STREAMSCALE_SPARK_LOG", str(tmp_path / "spark.log"))
+    monkeypatch.setattr(session, "_JVM_LOG", [None])
+    session._quiet_accumulator_servers()
+    try:
+        raise EOFError
+    except EOFError:
+        AccumulatorTCPServer.handle_error(None, None, ("127.0.0.1", 45822))
+    assert "EOFError" in (tmp_path / "spark.log").read_text()
+    assert "Traceback" not in capsys.readouterr().err
