@@ -17,7 +17,8 @@ def available_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 
 
-def _children() -> dict[int, list[int]]:
+def children_map() -> dict[int, list[int]]:
+    """Parent process id -> its children's ids, read from /proc."""
     kids: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -32,7 +33,8 @@ def _children() -> dict[int, list[int]]:
 
 
 def process_tree(root: int) -> list[int]:
-    kids = _children()
+    """``root`` first, then every process descended from it."""
+    kids = children_map()
     out, todo = [], [root]
     while todo:
         pid = todo.pop()

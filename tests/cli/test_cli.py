@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from streamscale.execution.cpus import children_map, process_tree
+
 EXE = str(Path(sys.executable).parent / "streamscale")
 
 
@@ -153,16 +155,7 @@ def test_every_command_takes_the_bootstrap_from_the_environment(monkeypatch, tmp
 
 
 def _children(pid: int) -> set[int]:
-    out = set()
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                out.add(int(d.name))
-    return out
+    return set(children_map().get(pid, []))
 
 
 def _alive(pid: int) -> bool:
@@ -214,20 +207,7 @@ def test_unreachable_broker_is_one_line_within_the_timeout(state, args):
 
 
 def _descendants(root: int) -> set[int]:
-    kids: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                kids.setdefault(int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(d.name))
-            except OSError:
-                pass
-    out, todo = set(), [root]
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
+    return set(process_tree(root)) - {root}
 
 
 def _cmdline(pid: int) -> bytes:
@@ -235,36 +215,6 @@ def _cmdline(pid: int) -> bytes:
         return (Path("/proc") / str(pid) / "cmdline").read_bytes()
     except OSError:
         return b""
-
-
-@pytest.mark.spark
-def test_sigkilled_benchmark_run_leaves_no_process_behind(state, tmp_path):
-    # broker, Spark's JVM and Python workers, generator workers: all go with the command
-    import signal
-
-    from streamscale.waiting import wait_for
-
-    spec = Path(__file__).parents[2] / "examples" / "uc1-small.yaml"
-    p = subprocess.Popen([EXE, "benchmark", "run", str(spec), "--out", str(tmp_path / "res")],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **state})
-    tree: set[int] = set()
-    try:
-        def running() -> bool:
-            cmds = [_cmdline(x) for x in _descendants(p.pid)]
-            return any(b"java" in c for c in cmds) and any(b"multiprocessing.spawn" in c for c in cmds)
-
-        wait_for(running, 180, "the experiment's broker, JVM and generator workers")
-        tree = _descendants(p.pid)
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        wait_for(lambda: not any(_alive(x) for x in tree), 60, "every process the command started to exit")
-    finally:
-        for pid in [p.pid, *tree]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        p.wait()
 
 
 def _sigkill_and_expect_nothing_left(cmd: list[str], env: dict, ready, what: str, start_s: float = 180,
@@ -294,6 +244,14 @@ def _sigkill_and_expect_nothing_left(cmd: list[str], env: dict, ready, what: str
 
 def _spark_and_generator(cmds) -> bool:
     return any(b"java" in c for c in cmds) and any(b"multiprocessing.spawn" in c for c in cmds)
+
+
+@pytest.mark.spark
+def test_sigkilled_benchmark_run_leaves_no_process_behind(state, tmp_path):
+    # broker, Spark's JVM and Python workers, generator workers: all go with the command
+    spec = Path(__file__).parents[2] / "examples" / "uc1-small.yaml"
+    _sigkill_and_expect_nothing_left(["benchmark", "run", str(spec), "--out", str(tmp_path / "res")], state,
+                                     _spark_and_generator, "the experiment's broker, JVM and generator workers")
 
 
 @pytest.mark.spark
