@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
 from rich.console import Console
+
+from streamscale.benchmark.units import round_significant
 
 console = Console()
 
@@ -96,10 +97,8 @@ def choose_loads(one_core: float) -> list[int]:
 
 
 def _round2(x: float) -> int:
-    if x < 10:
-        return max(1, int(round(x)))
-    step = 10 ** (int(math.floor(math.log10(x))) - 1)
-    return int(round(x / step) * step)
+    """A load in records/s to two significant digits, at least 1."""
+    return max(1, int(round(round_significant(x, 2))))
 
 
 def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 5.0) -> dict:

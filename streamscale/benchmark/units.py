@@ -44,10 +44,17 @@ class Axes:
         return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def round_significant(x: float, digits: int) -> float:
+    """``x`` rounded to ``digits`` significant digits (12,345 -> 12,300 with 3)."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    return round(x, digits - int(math.floor(math.log10(abs(x)))) - 1)
+
+
 def approx(x: float) -> str:
     """A figure for a sentence: three significant digits, thousands separated."""
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
-    digits = 3 - int(math.floor(math.log10(abs(x)))) - 1  # negative: rounds to tens, hundreds...
-    r = round(x, digits)
-    return f"{r:,.0f}" if digits <= 0 or r == int(r) else f"{r:,.{digits}f}"
+    decimals = 3 - int(math.floor(math.log10(abs(x)))) - 1  # negative: rounds to tens, hundreds...
+    r = round_significant(x, 3)
+    return f"{r:,.0f}" if decimals <= 0 or r == int(r) else f"{r:,.{decimals}f}"

@@ -35,7 +35,6 @@ from streamscale.broker.access import BrokerAccess, reader_config
 log = logging.getLogger("streamscale.autoscaler.consumer")
 
 BROKER_DOWN_EXIT_SECS = 120
-LEASE_FILE = "controller.lease"
 
 
 class GroupConsumer:
@@ -171,7 +170,7 @@ class GroupConsumer:
         gone): nobody will ever stop this consumer otherwise. No lease file: none in force (a
         controller that exits cleanly, or one run with --keep-consumers, removes it)."""
         try:
-            age = time.time() - (self.cfg.state_dir / LEASE_FILE).stat().st_mtime
+            age = time.time() - self.cfg.lease_path.stat().st_mtime
         except OSError:
             return False
         return age > self.cfg.controller_lease_secs

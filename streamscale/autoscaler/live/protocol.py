@@ -75,6 +75,12 @@ class LiveConfig(BaseModel):
     def sink(self) -> Path:
         return self.sink_path or self.state_dir / "sink.sqlite"
 
+    @property
+    def lease_path(self) -> Path:
+        """The controller's lease on the consumers: renewed by the controller (run.Lease), read by
+        the consumers (consumer.GroupConsumer.lease_expired)."""
+        return self.state_dir / "controller.lease"
+
     def save(self) -> Path:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         path = self.state_dir / CONFIG_FILE

@@ -84,9 +84,7 @@ class Lease:
     a controller restarted within that period renews it and adopts them."""
 
     def __init__(self, cfg: LiveConfig):
-        from streamscale.autoscaler.live.consumer import LEASE_FILE
-
-        self.path = cfg.state_dir / LEASE_FILE
+        self.path = cfg.lease_path
         self.every = min(1.0, cfg.controller_lease_secs / 5)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew, daemon=True, name="controller-lease")
