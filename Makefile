@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-all bench check-java clean
+.PHONY: install demo lint test test-all bench check-java clean
 
 check-java:
 	@java_bin="$${JAVA_HOME:+$$JAVA_HOME/bin/}java"; \
@@ -27,7 +27,13 @@ install: check-java $(STAMP)
 demo: install
 	$(BIN)/streamscale demo
 
-test: install
+# The house's habits: ruff (lint and format) and the import layers (pyproject's importlinter contract).
+lint: install
+	$(BIN)/ruff check streamscale tests benchmarks
+	$(BIN)/ruff format --check streamscale tests benchmarks
+	$(BIN)/lint-imports
+
+test: install lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The long experiments (marked slow) as well.

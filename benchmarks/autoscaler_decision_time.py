@@ -23,8 +23,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=20)
     args = ap.parse_args()
     C = 100.0
-    stream = [{p: s * 0.4 for p, s in m.items()}
-              for m in measurement_stream(args.partitions, args.repeat + 1, 5, C, seed=1)]
+    stream = [
+        {p: s * 0.4 for p, s in m.items()} for m in measurement_stream(args.partitions, args.repeat + 1, 5, C, seed=1)
+    ]
     for name, algo in ALGORITHMS.items():
         prev = algo(stream[0], C, None)
         times = []
@@ -32,8 +33,10 @@ def main() -> None:
             t = time.perf_counter()
             prev = algo(speeds, C, prev)
             times.append((time.perf_counter() - t) * 1000)
-        print(f"{name:5s}: median {statistics.median(times):7.2f} ms, max {max(times):7.2f} ms, "
-              f"{consumers_used(prev)} consumers for {args.partitions} partitions")
+        print(
+            f"{name:5s}: median {statistics.median(times):7.2f} ms, max {max(times):7.2f} ms, "
+            f"{consumers_used(prev)} consumers for {args.partitions} partitions"
+        )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ import time
 import uuid
 from pathlib import Path
 
-from streamscale.autoscaler.live.controller import Controller
 from streamscale.autoscaler.live.backend import LocalProcessBackend
+from streamscale.autoscaler.live.controller import Controller
 from streamscale.autoscaler.live.load import PartitionLoad
 from streamscale.autoscaler.live.protocol import LiveConfig
 from streamscale.autoscaler.live.run import run_monitor, setup
@@ -45,10 +45,19 @@ def main() -> None:
     with EmbeddedBroker() as broker, tempfile.TemporaryDirectory() as tmp:
         topic = f"reassign-{uuid.uuid4().hex[:6]}"
         BrokerAccess(broker.bootstrap).create_topic(topic, P)
-        cfg = setup(LiveConfig(bootstrap=broker.bootstrap, topics=[topic], state_dir=Path(tmp),
-                               consumer_capacity=cap, window_secs=3, sample_interval_secs=0.25,
-                               publish_interval_secs=1.0, wait_time_secs=args.wait_time,
-                               max_consumers=P + 2))
+        cfg = setup(
+            LiveConfig(
+                bootstrap=broker.bootstrap,
+                topics=[topic],
+                state_dir=Path(tmp),
+                consumer_capacity=cap,
+                window_secs=3,
+                sample_interval_secs=0.25,
+                publish_interval_secs=1.0,
+                wait_time_secs=args.wait_time,
+                max_consumers=P + 2,
+            )
+        )
         stop = threading.Event()
         monitor = threading.Thread(target=run_monitor, args=(cfg, None, stop), daemon=True)
         controller = Controller(cfg, LocalProcessBackend(cfg.state_dir))
@@ -65,8 +74,13 @@ def main() -> None:
                 for rate, size in ((high, P), (low, 1)):
                     load.set_rate(rate)
                     t0 = time.monotonic()
-                    wait_for(lambda: len(set(controller.assignment.values())) == size
-                             and len(controller.assignment) == P, 120, f"{size} consumers")
+                    wait_for(
+                        lambda size=size: (
+                            len(set(controller.assignment.values())) == size and len(controller.assignment) == P
+                        ),
+                        120,
+                        f"{size} consumers",
+                    )
                     converge.append(time.monotonic() - t0)
                     time.sleep(max(0.0, args.phase - converge[-1]))
                 print(f"cycle {cycle + 1}/{args.cycles} done", flush=True)
@@ -88,17 +102,23 @@ def main() -> None:
 
     def stats(name: str, xs: list[float]) -> None:
         xs = sorted(xs)
-        print(f"{name:<42} median {statistics.median(xs):8.0f} ms   p90 {xs[int(0.9 * (len(xs) - 1))]:8.0f} ms   "
-              f"max {xs[-1]:8.0f} ms   (n={len(xs)})")
+        print(
+            f"{name:<42} median {statistics.median(xs):8.0f} ms   p90 {xs[int(0.9 * (len(xs) - 1))]:8.0f} ms   "
+            f"max {xs[-1]:8.0f} ms   (n={len(xs)})"
+        )
 
-    print(f"\n{P} partitions, consumer wait_time_secs {args.wait_time}, {len(moves)} reassignments that moved partitions")
+    print(
+        f"\n{P} partitions, consumer wait_time_secs {args.wait_time}, {len(moves)} reassignments that moved partitions"
+    )
     stats("Δt2 decision + create requests", [it.create_ms for it in moves])
     stats("Δt3 new consumers ready (scale-out only)", [it.ready_ms for it in moves if it.ready_ms > 1] or [0.0])
     stats("Δt4 stop+start acknowledged", [it.reassign_ms for it in moves])
     stats("load change -> group resized (incl. window)", [c * 1000 for c in converge])
     dup = len(stored) - len(set(stored))
-    print(f"sink: {len(stored):,} records, {dup} duplicates, {len(load.delivered - set(stored))} missing "
-          f"of {len(load.delivered):,} produced")
+    print(
+        f"sink: {len(stored):,} records, {dup} duplicates, {len(load.delivered - set(stored))} missing "
+        f"of {len(load.delivered):,} produced"
+    )
 
 
 if __name__ == "__main__":

@@ -31,14 +31,27 @@ def main() -> None:
             for confine in (True, False):
                 rates: dict[int, list[float]] = {1: [], 2: []}
                 for _ in range(args.repeat):
-                    for p in probe_capacity(broker.bootstrap, [2, 1], uc, PARAMS.get(uc, {}), records=args.records,
-                                            batch_records=args.records // 3, confine=confine):
+                    for p in probe_capacity(
+                        broker.bootstrap,
+                        [2, 1],
+                        uc,
+                        PARAMS.get(uc, {}),
+                        records=args.records,
+                        batch_records=args.records // 3,
+                        confine=confine,
+                    ):
                         rates[p.cores].append(p.rate)
                 med = {k: statistics.median(v) for k, v in rates.items()}
                 label = "confined to k CPUs" if confine else "local[k] only"
-                print(f"{uc} {label:>19}: " + "; ".join(
-                    f"{k} core{'s' if k > 1 else ''} {med[k]:,.0f} records/s ({min(v):,.0f}-{max(v):,.0f})"
-                    for k, v in rates.items()) + f"; 2/1 = {med[2] / med[1]:.2f}", flush=True)
+                print(
+                    f"{uc} {label:>19}: "
+                    + "; ".join(
+                        f"{k} core{'s' if k > 1 else ''} {med[k]:,.0f} records/s ({min(v):,.0f}-{max(v):,.0f})"
+                        for k, v in rates.items()
+                    )
+                    + f"; 2/1 = {med[2] / med[1]:.2f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

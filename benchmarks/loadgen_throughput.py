@@ -26,19 +26,26 @@ def main() -> None:
         for workers in (1, 2):
             topic = f"unthrottled-{workers}"
             access.create_topic(topic, args.partitions)
-            r = generate(GeneratorConfig(broker.bootstrap, topic, sensors=100_000, workers=workers,
-                                         records=args.records, throttle=False))
+            r = generate(
+                GeneratorConfig(
+                    broker.bootstrap, topic, sensors=100_000, workers=workers, records=args.records, throttle=False
+                )
+            )
             assert r.delivered == args.records and r.failed == 0
             best = max(best, r.achieved_rate)
-            print(f"unthrottled, {workers} process(es): {r.achieved_rate:12,.0f} records/s "
-                  f"({r.delivered:,} delivered, {r.failed} failed)")
+            print(
+                f"unthrottled, {workers} process(es): {r.achieved_rate:12,.0f} records/s "
+                f"({r.delivered:,} delivered, {r.failed} failed)"
+            )
         for target in (args.target, int(best * 2)):
             topic = f"throttled-{target}"
             access.create_topic(topic, args.partitions)
             r = generate(GeneratorConfig(broker.bootstrap, topic, sensors=target, workers=2, duration_s=10))
             per_s = ", ".join(f"{x / 1000:.0f}k" for x in r.per_second)
-            print(f"throttled at {target:,}/s, 2 processes: achieved {r.achieved_rate:,.0f}/s; per second [{per_s}]; "
-                  f"reached target: {r.reached_target}")
+            print(
+                f"throttled at {target:,}/s, 2 processes: achieved {r.achieved_rate:,.0f}/s; per second [{per_s}]; "
+                f"reached target: {r.reached_target}"
+            )
 
 
 if __name__ == "__main__":

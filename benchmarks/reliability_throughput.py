@@ -26,12 +26,23 @@ def main() -> None:
     try:
         for semantics in ("at-most-once", "at-least-once", "exactly-once"):
             t0 = time.monotonic()
-            r = run_trial(bed, semantics, args.messages, args.size, NoFault(), args.partitions, send_timeout_s=120,
-                          receive_timeout_s=300)
+            r = run_trial(
+                bed,
+                semantics,
+                args.messages,
+                args.size,
+                NoFault(),
+                args.partitions,
+                send_timeout_s=120,
+                receive_timeout_s=300,
+            )
             wall = time.monotonic() - t0
-            print(f"{semantics:<14} N={r.N:,} alpha={r.alpha} beta={r.beta}  send {r.send_s:5.1f} s "
-                  f"({r.send_rate:,.0f}/s)  receive {r.receive_s:5.1f} s  accounted {r.accounted_rate:,.0f} msg/s  "
-                  f"wall {wall:5.1f} s", flush=True)
+            print(
+                f"{semantics:<14} N={r.N:,} alpha={r.alpha} beta={r.beta}  send {r.send_s:5.1f} s "
+                f"({r.send_rate:,.0f}/s)  receive {r.receive_s:5.1f} s  accounted {r.accounted_rate:,.0f} msg/s  "
+                f"wall {wall:5.1f} s",
+                flush=True,
+            )
     finally:
         bed.close()
 

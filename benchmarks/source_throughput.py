@@ -41,10 +41,18 @@ BATCHES = [10_000, 20_000, 100_000, None]  # None: everything in one batch
 
 
 def raw_consumer(bootstrap: str, topic: str, partitions: int, total: int, collect: bool = False):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-raw", "enable.auto.commit": False,
-                  "fetch.wait.max.ms": 5, "fetch.queue.backoff.ms": 5,
-                  "max.partition.fetch.bytes": 16 * 1024 * 1024, "fetch.max.bytes": 64 * 1024 * 1024,
-                  "queued.max.messages.kbytes": 256 * 1024})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-raw",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 5,
+            "fetch.queue.backoff.ms": 5,
+            "max.partition.fetch.bytes": 16 * 1024 * 1024,
+            "fetch.max.bytes": 64 * 1024 * 1024,
+            "queued.max.messages.kbytes": 256 * 1024,
+        }
+    )
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     n, rows = 0, []
     t = time.perf_counter()
@@ -61,10 +69,16 @@ def raw_consumer(bootstrap: str, topic: str, partitions: int, total: int, collec
 def write_batch_files(rows: list, directory: Path, batch: int | None) -> None:
     """The records as parquet files of exactly `batch` rows each (file order = read order)."""
     keys, values, topics, parts, offsets, ts = zip(*rows)
-    table = pa.table({"key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary()),
-                      "topic": pa.array(topics, pa.string()), "partition": pa.array(parts, pa.int32()),
-                      "offset": pa.array(offsets, pa.int64()),
-                      "timestamp": pa.array([x * 1000 for x in ts], pa.timestamp("us", tz="UTC"))})
+    table = pa.table(
+        {
+            "key": pa.array(keys, pa.binary()),
+            "value": pa.array(values, pa.binary()),
+            "topic": pa.array(topics, pa.string()),
+            "partition": pa.array(parts, pa.int32()),
+            "offset": pa.array(offsets, pa.int64()),
+            "timestamp": pa.array([x * 1000 for x in ts], pa.timestamp("us", tz="UTC")),
+        }
+    )
     size = batch or 100_000
     directory.mkdir(parents=True)
     for i, start in enumerate(range(0, table.num_rows, size)):
@@ -107,8 +121,16 @@ def main() -> None:
         with EmbeddedBroker() as broker, BrokerAccess(broker.bootstrap) as access:
             for parts in (2, 8):
                 access.create_topic(f"bench-{parts}", parts)
-                res = generate(GeneratorConfig(broker.bootstrap, f"bench-{parts}", sensors=100_000, workers=2,
-                                               records=args.records, throttle=False))
+                res = generate(
+                    GeneratorConfig(
+                        broker.bootstrap,
+                        f"bench-{parts}",
+                        sensors=100_000,
+                        workers=2,
+                        records=args.records,
+                        throttle=False,
+                    )
+                )
                 assert res.delivered == args.records, res
             print(f"{args.records:,} JSON ActivePowerRecords in topics of 2 and 8 partitions; {args.master}")
             _, rows = raw_consumer(broker.bootstrap, "bench-8", 8, args.records, collect=True)
@@ -118,8 +140,10 @@ def main() -> None:
             schema = spark.read.parquet(str(work / "files-None")).schema
 
             def kafka(parts, b):
-                return run_query(read_kafka(spark, broker.bootstrap, f"bench-{parts}", "earliest",
-                                            max_offsets_per_trigger=b), args.records)
+                return run_query(
+                    read_kafka(spark, broker.bootstrap, f"bench-{parts}", "earliest", max_offsets_per_trigger=b),
+                    args.records,
+                )
 
             def files(b):
                 reader = spark.readStream.schema(schema)
@@ -129,8 +153,9 @@ def main() -> None:
 
             kafka(8, 100_000), files(100_000)  # warm-up: Python workers, readers, JIT
             for rep in range(args.repeat):
-                results.setdefault(("raw",), []).append((raw_consumer(broker.bootstrap, "bench-8", 8,
-                                                                      args.records)[0], 0.0))
+                results.setdefault(("raw",), []).append(
+                    (raw_consumer(broker.bootstrap, "bench-8", 8, args.records)[0], 0.0)
+                )
                 for b in BATCHES:
                     results.setdefault(("files", b), []).append(files(b))
                     for parts in (2, 8):
@@ -159,8 +184,10 @@ def main() -> None:
             key = ("kafka", parts, b)
             base, what = (raw, "of raw") if b is None else (med(fkey), "of file")
             batch = statistics.median(t for _, t in results[key])
-            print(f"{f'streamscale-kafka, {parts} parts, {label}':<34}{spread(rate(key)):>28}"
-                  f"{med(key) / base:>7.0%} {what:<6}{batch:>18,.0f}")
+            print(
+                f"{f'streamscale-kafka, {parts} parts, {label}':<34}{spread(rate(key)):>28}"
+                f"{med(key) / base:>7.0%} {what:<6}{batch:>18,.0f}"
+            )
 
 
 if __name__ == "__main__":

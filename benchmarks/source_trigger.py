@@ -29,11 +29,19 @@ WARMUP_S = 10
 
 
 def one_run(spark, bootstrap: str, topic: str, rate: int, duration: float) -> dict:
-    gen = threading.Thread(target=generate, daemon=True, args=(GeneratorConfig(
-        bootstrap, topic, sensors=rate, workers=2, duration_s=duration),))
+    gen = threading.Thread(
+        target=generate,
+        daemon=True,
+        args=(GeneratorConfig(bootstrap, topic, sensors=rate, workers=2, duration_s=duration),),
+    )
     ckpt = tempfile.mkdtemp(prefix="bench-trigger-")
-    q = (read_records(spark, bootstrap, topic, starting_offsets="latest").writeStream.format("noop")
-         .option("checkpointLocation", ckpt).trigger(processingTime="1 second").start())
+    q = (
+        read_records(spark, bootstrap, topic, starting_offsets="latest")
+        .writeStream.format("noop")
+        .option("checkpointLocation", ckpt)
+        .trigger(processingTime="1 second")
+        .start()
+    )
     try:
         wait_for(lambda: q.lastProgress is not None, 60, "the first micro-batch")
         gen.start()
@@ -47,9 +55,13 @@ def one_run(spark, bootstrap: str, topic: str, rate: int, duration: float) -> di
     steady = [(s, p) for s, p in zip(starts, progress) if (s - t0).total_seconds() >= WARMUP_S]
     times = sorted(p["durationMs"]["triggerExecution"] for _, p in steady)
     gaps = [(b[0] - a[0]).total_seconds() for a, b in zip(steady, steady[1:])]
-    return {"batches": len(steady), "median_ms": statistics.median(times),
-            "p90_ms": times[int(0.9 * (len(times) - 1))], "interval_s": statistics.median(gaps),
-            "rows": statistics.median(p["numInputRows"] for _, p in steady)}
+    return {
+        "batches": len(steady),
+        "median_ms": statistics.median(times),
+        "p90_ms": times[int(0.9 * (len(times) - 1))],
+        "interval_s": statistics.median(gaps),
+        "rows": statistics.median(p["numInputRows"] for _, p in steady),
+    }
 
 
 def main() -> None:
@@ -62,17 +74,22 @@ def main() -> None:
     args = ap.parse_args()
     with EmbeddedBroker() as broker, BrokerAccess(broker.bootstrap) as access:
         spark = build_session(args.master, "bench-trigger", shuffle_partitions=2)
-        print(f"{args.rate:,} records/s into {args.partitions} partitions, {args.duration:.0f} s per run, "
-              f"trigger 1 s, {args.master}; after {WARMUP_S} s warm-up:")
+        print(
+            f"{args.rate:,} records/s into {args.partitions} partitions, {args.duration:.0f} s per run, "
+            f"trigger 1 s, {args.master}; after {WARMUP_S} s warm-up:"
+        )
         for rep in range(args.repeat + 1):
             topic = f"trigger-{rep}"
             access.create_topic(topic, args.partitions)
             r = one_run(spark, broker.bootstrap, topic, args.rate, args.duration if rep else 15.0)
             if rep == 0:
                 continue  # warm-up run: Python workers and readers start
-            print(f"run {rep}: {r['batches']} batches, triggerExecution median {r['median_ms']:,.0f} ms "
-                  f"p90 {r['p90_ms']:,.0f} ms, batch interval median {r['interval_s']:.2f} s, "
-                  f"{r['rows']:,.0f} records per batch", flush=True)
+            print(
+                f"run {rep}: {r['batches']} batches, triggerExecution median {r['median_ms']:,.0f} ms "
+                f"p90 {r['p90_ms']:,.0f} ms, batch interval median {r['interval_s']:.2f} s, "
+                f"{r['rows']:,.0f} records per batch",
+                flush=True,
+            )
         spark.stop()
 
 

@@ -23,8 +23,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--uc", default="uc1")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--rates", default="5000,10000,20000,30000,40000",
-                    help="records/s to try (uc4: nested-group levels n, 4^n sensors)")
+    ap.add_argument(
+        "--rates",
+        default="5000,10000,20000,30000,40000",
+        help="records/s to try (uc4: nested-group levels n, 4^n sensors)",
+    )
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--warmup", type=float, default=20.0)
     ap.add_argument("--params", default="{}", help="pipeline parameters as JSON")
@@ -39,20 +42,32 @@ def main() -> None:
         for rate in [int(r) for r in args.rates.split(",")]:
             if args.uc == "uc4":
                 params["levels"] = rate
-            r = run_sut(args.uc, sensors=rate, duration_s=args.duration, master=args.master, params=params,
-                        bootstrap=broker.bootstrap, gen_workers=args.gen_workers, partitions=args.partitions)
+            r = run_sut(
+                args.uc,
+                sensors=rate,
+                duration_s=args.duration,
+                master=args.master,
+                params=params,
+                bootstrap=broker.bootstrap,
+                gen_workers=args.gen_workers,
+                partitions=args.partitions,
+            )
             rate = int(r.target_rate)
             slope = lag_trend([s.t_s for s in r.lag], [s.lag for s in r.lag], args.warmup)
             ok = lag_slo_holds(slope, r.target_rate) and r.generator_reached_target
-            print(f"{args.uc} {args.master} rate {rate:>7,}/s: lag slope {slope:>9,.1f} records/s "
-                  f"(limit {0.01 * r.target_rate:,.0f}), generator {r.generator_rate:,.0f}/s, "
-                  f"dropped {r.dropped_late}, final lag {r.final_lag:,} -> {'sustained' if ok else 'NOT sustained'}",
-                  flush=True)
+            print(
+                f"{args.uc} {args.master} rate {rate:>7,}/s: lag slope {slope:>9,.1f} records/s "
+                f"(limit {0.01 * r.target_rate:,.0f}), generator {r.generator_rate:,.0f}/s, "
+                f"dropped {r.dropped_late}, final lag {r.final_lag:,} -> {'sustained' if ok else 'NOT sustained'}",
+                flush=True,
+            )
             if not ok:
                 break
             best = rate
-    print(f"RESULT {args.uc} {args.master}: sustainable throughput {best or 0:,} records/s "
-          f"(the highest rate tried that held; 0: none held)")
+    print(
+        f"RESULT {args.uc} {args.master}: sustainable throughput {best or 0:,} records/s "
+        f"(the highest rate tried that held; 0: none held)"
+    )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,12 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--keys", type=int, default=997, help="distinct keys after selectKey (blog example, at most 99,999: the key is value[0:5])")
+    ap.add_argument(
+        "--keys",
+        type=int,
+        default=997,
+        help="distinct keys after selectKey (blog example, at most 99,999: the key is value[0:5])",
+    )
     args = ap.parse_args()
     from pyspark.sql import functions as F
 
@@ -33,16 +38,26 @@ def main() -> None:
 
     spark = build_session(args.master, "streamscale-topology-bench", shuffle_partitions=4)
     n = args.records
-    blog_in = (spark.range(n).select(F.col("id").cast("string").alias("key"),
-                                     F.concat(F.lpad((F.col("id") % args.keys).cast("string"), 5, "0"),
-                                              F.lit("-payload")).alias("value"),
-                                     (F.col("id") * 7 % 600_000).alias("timestamp"))).cache()
+    blog_in = (
+        spark.range(n).select(
+            F.col("id").cast("string").alias("key"),
+            F.concat(F.lpad((F.col("id") % args.keys).cast("string"), 5, "0"), F.lit("-payload")).alias("value"),
+            (F.col("id") * 7 % 600_000).alias("timestamp"),
+        )
+    ).cache()
     blog_in.count()
     uc4 = make_pipeline("uc4", {"levels": 2, "children": 8, "window_s": 10})
     sensors = sorted(uc4.registry.ancestors())
     sensor_col = F.element_at(F.array(*[F.lit(s) for s in sensors]), (F.col("id") % len(sensors) + 1).cast("int"))
-    uc4_in = spark.range(n).select(sensor_col.alias("identifier"), (F.col("id") % 1000 / 10.0).alias("valueInW"),
-                                   (F.col("id") * 13 % 600_000).alias("timestamp")).cache()
+    uc4_in = (
+        spark.range(n)
+        .select(
+            sensor_col.alias("identifier"),
+            (F.col("id") % 1000 / 10.0).alias("valueInW"),
+            (F.col("id") * 13 % 600_000).alias("timestamp"),
+        )
+        .cache()
+    )
     uc4_in.count()
 
     variants = {
@@ -56,7 +71,7 @@ def main() -> None:
         for m in modes:  # warm-up, untimed: the first runs of a plan carry code generation and JIT
             make(modes[m]).write.format("noop").mode("overwrite").save()
         for i in range(args.repeat):
-            order = list(modes)[i % 3:] + list(modes)[:i % 3]  # rotate: no order advantage
+            order = list(modes)[i % 3 :] + list(modes)[: i % 3]  # rotate: no order advantage
             for m in order:
                 df = make(modes[m])
                 t0 = time.perf_counter()
@@ -69,11 +84,14 @@ def main() -> None:
                 uc4_in.cache().count()
         rate = {m: n / statistics.median(ts) for m, ts in times.items()}
         chosen = physical_plan(blog_plan() if name == "blog" else uc4.logical_plan(), None).optimized
-        print(f"{name:<5} forced {rate['forced']:>11,.0f} rec/s  default {rate['default']:>11,.0f}  "
-              f"off {rate['off']:>11,.0f}   forced/off {rate['forced'] / rate['off']:.2f}  "
-              f"default/off {rate['default'] / rate['off']:.2f}  (default merges: {chosen}; shuffles "
-              f"{shuffles['forced']}/{shuffles['default']}/{shuffles['off']}; runs "
-              f"{ {m: [round(t, 2) for t in ts] for m, ts in times.items()} })", flush=True)
+        print(
+            f"{name:<5} forced {rate['forced']:>11,.0f} rec/s  default {rate['default']:>11,.0f}  "
+            f"off {rate['off']:>11,.0f}   forced/off {rate['forced'] / rate['off']:.2f}  "
+            f"default/off {rate['default'] / rate['off']:.2f}  (default merges: {chosen}; shuffles "
+            f"{shuffles['forced']}/{shuffles['default']}/{shuffles['off']}; runs "
+            f"{ {m: [round(t, 2) for t in ts] for m, ts in times.items()} })",
+            flush=True,
+        )
     spark.stop()
 
 

@@ -57,8 +57,14 @@ def noop(spark, bootstrap, topic, batch, total):
     ckpt = tempfile.mkdtemp(prefix="bench-uc2-noop-")
     try:
         records = pipe.read(spark, bootstrap, topic, "earliest", None, "python", watermark_from=ckpt)
-        q = (pipe.build(spark, records).writeStream.format("noop").outputMode("update")
-             .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
+        q = (
+            pipe.build(spark, records)
+            .writeStream.format("noop")
+            .outputMode("update")
+            .option("checkpointLocation", ckpt)
+            .trigger(availableNow=True)
+            .start()
+        )
         q.awaitTermination()
         return rate(q, total)
     finally:
@@ -82,12 +88,17 @@ def main() -> None:
         for sensors in args.sensors:
             topic = f"uc2-in-{sensors}"
             access.create_topic(topic, 8)
-            res = generate(GeneratorConfig(broker.bootstrap, topic, sensors=sensors, workers=2,
-                                           records=args.records, throttle=False))
+            res = generate(
+                GeneratorConfig(
+                    broker.bootstrap, topic, sensors=sensors, workers=2, records=args.records, throttle=False
+                )
+            )
             assert res.delivered == args.records, res
         spark = build_session(args.master, "bench-windowed-output", shuffle_partitions=2)
-        print(f"{args.records:,} JSON readings per sensor count, 8 partitions, batches of {args.batch:,}; "
-              f"{args.master}", flush=True)
+        print(
+            f"{args.records:,} JSON readings per sensor count, 8 partitions, batches of {args.batch:,}; {args.master}",
+            flush=True,
+        )
         for sensors in args.sensors:
             topic = f"uc2-in-{sensors}"
             noop(spark, broker.bootstrap, topic, args.batch, args.records)  # warm-up
@@ -95,22 +106,28 @@ def main() -> None:
                 out = f"uc2-out-{sensors}-{rep}"
                 access.create_topic(out, 8)
                 results.setdefault((sensors, "noop"), []).append(
-                    noop(spark, broker.bootstrap, topic, args.batch, args.records))
+                    noop(spark, broker.bootstrap, topic, args.batch, args.records)
+                )
                 results.setdefault((sensors, "full"), []).append(
-                    full(spark, broker.bootstrap, topic, out, args.batch, args.records))
+                    full(spark, broker.bootstrap, topic, out, args.batch, args.records)
+                )
                 access.delete_topics([out])
                 print(f"{sensors:,} sensors: repetition {rep + 1}/{args.repeat} done", flush=True)
         spark.stop()
     print(f"\nmedian of {args.repeat} (min-max); rate = records / summed triggerExecution\n")
-    print(f"{'UC2, 60 s windows':<34}{'full pipeline':>28}{'same dataflow into noop':>30}{'ratio':>8}"
-          f"{'median batch ms (full/noop)':>30}")
+    print(
+        f"{'UC2, 60 s windows':<34}{'full pipeline':>28}{'same dataflow into noop':>30}{'ratio':>8}"
+        f"{'median batch ms (full/noop)':>30}"
+    )
     for sensors in args.sensors:
         f = [r for r, _ in results[(sensors, "full")]]
         n = [r for r, _ in results[(sensors, "noop")]]
         fb = statistics.median(t for _, t in results[(sensors, "full")])
         nb = statistics.median(t for _, t in results[(sensors, "noop")])
-        print(f"{f'{sensors:,} sensors':<34}{spread(f):>28}{spread(n):>30}"
-              f"{statistics.median(f) / statistics.median(n):>8.0%}{f'{fb:,.0f} / {nb:,.0f}':>30}")
+        print(
+            f"{f'{sensors:,} sensors':<34}{spread(f):>28}{spread(n):>30}"
+            f"{statistics.median(f) / statistics.median(n):>8.0%}{f'{fb:,.0f} / {nb:,.0f}':>30}"
+        )
 
 
 if __name__ == "__main__":

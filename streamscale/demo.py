@@ -24,9 +24,15 @@ from streamscale.benchmark.units import round_significant
 console = Console()
 
 
-def run_demo(seconds: float = 10.0, sensors: int = 10000, out_dir: Path = Path("demo-results"),
-             master: str = "local[2]", partitions: int = 4, execution: bool = True,
-             source: bool = False) -> dict:
+def run_demo(
+    seconds: float = 10.0,
+    sensors: int = 10000,
+    out_dir: Path = Path("demo-results"),
+    master: str = "local[2]",
+    partitions: int = 4,
+    execution: bool = True,
+    source: bool = False,
+) -> dict:
     """The scaling demo (probe, then a short UC2 benchmark whose demand rises from 1 to 2 cores);
     ``source``: first the PySpark source under load; ``execution=False``: only that."""
     result: dict = {}
@@ -91,11 +97,6 @@ def step_search(loads: list[int], passes) -> dict:
 LAG_THRESHOLD = 0.05
 
 
-def choose_loads(one_core: float) -> list[int]:
-    """The demo's loads in records/s, rounded to two significant digits."""
-    return [_round2(f * one_core) for f in LOADS_OF_ONE_CORE]
-
-
 def _round2(x: float) -> int:
     """A load in records/s to two significant digits, at least 1."""
     return max(1, int(round(round_significant(x, 2))))
@@ -114,51 +115,74 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with EmbeddedBroker(log_dir=out_dir / "logs") as broker:
-        console.print(f"[bold]1/3[/] embedded broker (Tansu) at {broker.bootstrap}; Spark's and Java's own "
-                      f"log: {spark_log_path()}", highlight=False)
-        console.print(f"[bold]2/3[/] capacity probe: {SUT.upper()} drains {PROBE_RECORDS:,} records on 1 and "
-                      "on 2 CPUs")
+        console.print(
+            f"[bold]1/3[/] embedded broker (Tansu) at {broker.bootstrap}; Spark's and Java's own "
+            f"log: {spark_log_path()}",
+            highlight=False,
+        )
+        console.print(f"[bold]2/3[/] capacity probe: {SUT.upper()} drains {PROBE_RECORDS:,} records on 1 and on 2 CPUs")
         with console.status("probing"):
             # 2 cores first: the JVM's first minute runs colder code, and the load that must fail
             # on one core is chosen from the one-core figure, so that one is taken warm
-            probes = probe_capacity(broker.bootstrap, [2, 1], SUT, PARAMS, records=PROBE_RECORDS,
-                                    batch_records=BATCH,
-                                    on_probe=lambda p: console.print(
-                                        f"    {p.cores} core{'s' if p.cores > 1 else ''}: "
-                                        f"~{approx(p.rate)} records/s"))
+            probes = probe_capacity(
+                broker.bootstrap,
+                [2, 1],
+                SUT,
+                PARAMS,
+                records=PROBE_RECORDS,
+                batch_records=BATCH,
+                on_probe=lambda p: console.print(
+                    f"    {p.cores} core{'s' if p.cores > 1 else ''}: ~{approx(p.rate)} records/s"
+                ),
+            )
         one, two = (p.rate for p in sorted(probes, key=lambda p: p.cores))
         loads = choose_loads(one)
-        spec = parse_spec({
-            "name": f"demo-{SUT}-scaling",
-            "benchmark": {"sut": SUT, "params": PARAMS, "topics": {"partitions": 4},
-                          "loadgen": {"workers": 1}},
-            "execution": {"load": {"type": "sensors", "values": loads},
-                          "resources": {"type": "cores", "values": [1, 2]},
-                          # one run per point (3 to 5 points, step_search) keeps the demo near 2
-                          # minutes: no runs added for an undecided lag interval (a benchmark
-                          # spec adds up to 2 by default)
-                          "duration_s": duration_s, "warmup_s": warmup_s, "repetitions": 1,
-                          "extra_repetitions": 0, "strategy": {"name": "linear", "lower_bound": True},
-                          "slos": {"lag_trend_threshold": LAG_THRESHOLD},
-                          "metric": "demand"}})
-        console.print(f"[bold]3/3[/] {SUT.upper()} benchmark (Theodolite method): resource demand, upwards "
-                      f"from {loads[0]:,} records/s through {', '.join(f'{x:,}' for x in loads[1:])} until one "
-                      "core fails, "
-                      f"{duration_s:g} s experiments ({warmup_s:g} s warm-up), SLO: lag trend at most "
-                      f"{LAG_THRESHOLD:.0%} of the load")
+        spec = parse_spec(
+            {
+                "name": f"demo-{SUT}-scaling",
+                "benchmark": {"sut": SUT, "params": PARAMS, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
+                "execution": {
+                    "load": {"type": "sensors", "values": loads},
+                    "resources": {"type": "cores", "values": [1, 2]},
+                    # one run per point (3 to 5 points, step_search) keeps the demo near 2
+                    # minutes: no runs added for an undecided lag interval (a benchmark
+                    # spec adds up to 2 by default)
+                    "duration_s": duration_s,
+                    "warmup_s": warmup_s,
+                    "repetitions": 1,
+                    "extra_repetitions": 0,
+                    "strategy": {"name": "linear", "lower_bound": True},
+                    "slos": {"lag_trend_threshold": LAG_THRESHOLD},
+                    "metric": "demand",
+                },
+            }
+        )
+        console.print(
+            f"[bold]3/3[/] {SUT.upper()} benchmark (Theodolite method): resource demand, upwards "
+            f"from {loads[0]:,} records/s through {', '.join(f'{x:,}' for x in loads[1:])} until one "
+            "core fails, "
+            f"{duration_s:g} s experiments ({warmup_s:g} s warm-up), SLO: lag trend at most "
+            f"{LAG_THRESHOLD:.0%} of the load"
+        )
         summary = run_execution(spec, out_dir, broker.bootstrap, search=lambda passes: step_search(loads, passes))
-    summary["probe"] = [{"cores": p.cores, "records_per_s": round(p.rate)}
-                        for p in sorted(probes, key=lambda p: p.cores)]
+    summary["probe"] = [
+        {"cores": p.cores, "records_per_s": round(p.rate)} for p in sorted(probes, key=lambda p: p.cores)
+    ]
     summary["loads"] = loads
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     rows = list(csv.DictReader(open(out_dir / "experiments.csv")))
-    console.print(f"\n[bold]{summary['answer']['sentence']}[/] (probe: ~{approx(one)} records/s on 1 core, "
-                  f"~{approx(two)} on 2; {len(rows)} experiments in {time.monotonic() - t0:.0f} s).", soft_wrap=True)
+    console.print(
+        f"\n[bold]{summary['answer']['sentence']}[/] (probe: ~{approx(one)} records/s on 1 core, "
+        f"~{approx(two)} on 2; {len(rows)} experiments in {time.monotonic() - t0:.0f} s).",
+        soft_wrap=True,
+    )
     for r in rows:
         word = "PASS" if r["passed"] == "True" else "FAIL"
-        console.print(f"  {float(r['load']):,.0f} records/s on {r['resources']} core"
-                      f"{'s' if r['resources'] != '1' else ''}: {word}, lag trend "
-                      f"{float(r['lag_slope']):,.0f} records/s (limit {float(r['lag_limit']):,.0f})")
+        console.print(
+            f"  {float(r['load']):,.0f} records/s on {r['resources']} core"
+            f"{'s' if r['resources'] != '1' else ''}: {word}, lag trend "
+            f"{float(r['lag_slope']):,.0f} records/s (limit {float(r['lag_limit']):,.0f})"
+        )
     console.print(f"report: {summary['report']}", highlight=False, soft_wrap=True)
     return summary
 
@@ -183,16 +207,23 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
         query = None
         ckpt = None
         try:
-            cfg = GeneratorConfig(broker.bootstrap, topic="input", sensors=sensors, workers=2,
-                                  duration_s=seconds + 60)
-            console.print(f"[bold]3/4[/] load generator: {sensors:,} sensors x 1 record/s "
-                          f"= {cfg.target_rate:,.0f} records/s into 'input' ({partitions} partitions)")
+            cfg = GeneratorConfig(broker.bootstrap, topic="input", sensors=sensors, workers=2, duration_s=seconds + 60)
+            console.print(
+                f"[bold]3/4[/] load generator: {sensors:,} sensors x 1 record/s "
+                f"= {cfg.target_rate:,.0f} records/s into 'input' ({partitions} partitions)"
+            )
             gen = LoadGenerator(cfg).start()
             df = read_records(spark, broker.bootstrap, "input", starting_offsets="earliest")
             counts = df.where(F.col("value_error").isNull()).groupBy("identifier").agg(F.count("*").alias("n"))
             ckpt = tempfile.mkdtemp(prefix="streamscale-demo-ckpt-")
-            query = (counts.writeStream.format("memory").queryName("demo_counts").outputMode("complete")
-                     .option("checkpointLocation", ckpt).trigger(processingTime="1 second").start())
+            query = (
+                counts.writeStream.format("memory")
+                .queryName("demo_counts")
+                .outputMode("complete")
+                .option("checkpointLocation", ckpt)
+                .trigger(processingTime="1 second")
+                .start()
+            )
             console.print(f"[bold]4/4[/] streaming query running for {seconds:.0f} s")
             rows = []
             seen = set()
@@ -207,16 +238,21 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
                         continue
                     seen.add(p["batchId"])
                     dur = p["durationMs"].get("triggerExecution", 0) / 1000
-                    row = {"batch": p["batchId"], "t_s": round(time.monotonic() - t0, 1),
-                           "input_rows": p["numInputRows"],
-                           "input_rate": round(p.get("inputRowsPerSecond") or 0.0),
-                           "processed_rate": round(p.get("processedRowsPerSecond") or 0.0),
-                           "batch_s": dur}
+                    row = {
+                        "batch": p["batchId"],
+                        "t_s": round(time.monotonic() - t0, 1),
+                        "input_rows": p["numInputRows"],
+                        "input_rate": round(p.get("inputRowsPerSecond") or 0.0),
+                        "processed_rate": round(p.get("processedRowsPerSecond") or 0.0),
+                        "batch_s": dur,
+                    }
                     rows.append(row)
                     if warm_at is None:
                         warm_at = time.monotonic()
-                    console.print(f"  batch {row['batch']:>3}: {row['input_rows']:>8,} rows in {dur:5.2f} s "
-                                  f"-> {row['processed_rate']:>9,} records/s processed")
+                    console.print(
+                        f"  batch {row['batch']:>3}: {row['input_rows']:>8,} rows in {dur:5.2f} s "
+                        f"-> {row['processed_rate']:>9,} records/s processed"
+                    )
                 if warm_at is not None and time.monotonic() - warm_at >= seconds:
                     break
             if query.exception():
@@ -237,10 +273,13 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
             w.writeheader()
             w.writerows(rows)
         png = _plot(rows, cfg.target_rate, out_dir / "demo-rates.png")
-        console.print(f"\ngenerated {result.delivered:,} records at {result.achieved_rate:,.0f} records/s; "
-                      f"the query counted {total_read:,} of them")
-        console.print(f"[bold green]PySpark source processing rate: {rate:,.0f} records/s[/] "
-                      f"(micro-batches after the first)")
+        console.print(
+            f"\ngenerated {result.delivered:,} records at {result.achieved_rate:,.0f} records/s; "
+            f"the query counted {total_read:,} of them"
+        )
+        console.print(
+            f"[bold green]PySpark source processing rate: {rate:,.0f} records/s[/] (micro-batches after the first)"
+        )
         console.print(f"wrote {csv_path} and {png}")
         return {"processed_rate": rate, "generated": result.delivered, "read": total_read}
 

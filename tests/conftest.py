@@ -15,8 +15,10 @@ from streamscale.broker import BrokerAccess, EmbeddedBroker
 def broker(tmp_path_factory):
     external = os.environ.get("STREAMSCALE_TEST_BOOTSTRAP")
     if external:  # run the suite against an external cluster
+
         class _External:
             bootstrap = external
+
         yield _External()
         return
     with EmbeddedBroker(log_dir=tmp_path_factory.mktemp("broker-logs")) as b:
@@ -63,8 +65,13 @@ def produce(bootstrap: str, topic: str, records, transactional: bool = False, **
     """Produce (key, value, partition) tuples with an idempotent batching producer; return count."""
     from confluent_kafka import Producer
 
-    cfg = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20,
-           "batch.num.messages": 5000, **conf}
+    cfg = {
+        "bootstrap.servers": bootstrap,
+        "enable.idempotence": True,
+        "linger.ms": 20,
+        "batch.num.messages": 5000,
+        **conf,
+    }
     errors: list = []
     p = Producer(cfg)
     n = 0

@@ -24,11 +24,18 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium): 
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     out = tmp_path / "out"
-    env = {**os.environ, "STREAMSCALE_STATE_DIR": str(tmp_path), "STREAMSCALE_BOOTSTRAP_SERVERS": "",
-           "STREAMSCALE_SPARK_LOG": str(tmp_path / "spark.log"), "TMPDIR": str(tmp), "COLUMNS": "200"}
+    env = {
+        **os.environ,
+        "STREAMSCALE_STATE_DIR": str(tmp_path),
+        "STREAMSCALE_BOOTSTRAP_SERVERS": "",
+        "STREAMSCALE_SPARK_LOG": str(tmp_path / "spark.log"),
+        "TMPDIR": str(tmp),
+        "COLUMNS": "200",
+    }
     env.pop("STREAMSCALE_SPARK_LOG_LEVEL", None)
-    r = subprocess.run([EXE, "demo", "--out", str(out)], capture_output=True, text=True, timeout=900, env=env,
-                       cwd=tmp_path)
+    r = subprocess.run(
+        [EXE, "demo", "--out", str(out)], capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     both = r.stdout + r.stderr
     assert "Traceback" not in both and " ERROR " not in both and " WARN " not in both
@@ -42,7 +49,7 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium): 
     # the closing paragraph: the answer, the verdicts that decided it, the report's path - last
     tail = r.stdout.strip().splitlines()
     assert tail[-1] == f"report: {d / 'report.html'}"
-    assert any(line.startswith(summary["answer"]["sentence"]) for line in tail[-2 - len(rows):])
+    assert any(line.startswith(summary["answer"]["sentence"]) for line in tail[-2 - len(rows) :])
     for row in rows:  # every point decided by the benchmark's trend through the batch commits
         assert row["valid"] == "True" and row["lag_basis"] == "batches", row
         assert float(row["sampler_cpu_pct"]) < 5.0  # harness overhead: under 5 % of one core
@@ -54,8 +61,10 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium): 
     # on a 2-CPU machine the second CPU adds little beside the generator and the broker)
     assert by_load[loads[0]] == 1 and any(v != 1 for v in by_load.values()), (summary["probe"], rows)
     assert summary["answer"]["sentence"].startswith(f"{SUT.upper()} needs 1 core up to ~")
-    assert " and 2 cores up to ~" in summary["answer"]["sentence"] or "needs more than 2 cores" in \
-        summary["answer"]["sentence"]
+    assert (
+        " and 2 cores up to ~" in summary["answer"]["sentence"]
+        or "needs more than 2 cores" in summary["answer"]["sentence"]
+    )
 
     dom = render(chromium, (d / "report.html").as_uri(), screenshot=ARTIFACTS / "demo-report.png")
     body = re.search(r"<body[^>]*>", dom).group(0)

@@ -42,13 +42,13 @@ class _Bins:
         self.capacity = capacity
         self.limit = capacity * (1 + 1e-12)  # keeps sums of floats that equal C exactly from being rejected
         self.fit = fit
-        self.load: dict[int, float] = {}          # open consumer -> assigned speed
-        self.items: dict[int, list[int]] = {}     # open consumer -> partitions
-        self.order: list[int] = []                # consumers in the order they were opened
-        self._rank: dict[int, int] = {}           # consumer -> position in opening order
-        self._heap: list[tuple[float, int, int]] = []      # worst fit: (load, rank, consumer), lazy
-        self._sorted: list[tuple[float, int, int]] = []    # best fit: (load, -rank, consumer)
-        self._free = 0                            # no consumer below this id is unused
+        self.load: dict[int, float] = {}  # open consumer -> assigned speed
+        self.items: dict[int, list[int]] = {}  # open consumer -> partitions
+        self.order: list[int] = []  # consumers in the order they were opened
+        self._rank: dict[int, int] = {}  # consumer -> position in opening order
+        self._heap: list[tuple[float, int, int]] = []  # worst fit: (load, rank, consumer), lazy
+        self._sorted: list[tuple[float, int, int]] = []  # best fit: (load, -rank, consumer)
+        self._free = 0  # no consumer below this id is unused
 
     def open(self, consumer: int) -> None:
         if consumer in self.load:
@@ -125,8 +125,13 @@ def _check(speeds: Mapping[int, float], capacity: float) -> None:
             raise CapacityError(f"partition {p} writes {s:g} > capacity {capacity:g}: it cannot be assigned")
 
 
-def any_fit_decreasing(speeds: Mapping[int, float], capacity: float, previous: Assignment | None = None,
-                       fit: str = "first", first_bin: int | None = None) -> Assignment:
+def any_fit_decreasing(
+    speeds: Mapping[int, float],
+    capacity: float,
+    previous: Assignment | None = None,
+    fit: str = "first",
+    first_bin: int | None = None,
+) -> Assignment:
     """NFD / FFD / BFD / WFD with the bin-creation rule h(j, k).
 
     ``first_bin``: open this consumer before placing anything (a variant; Eq. 14 read literally
@@ -147,8 +152,13 @@ def any_fit_decreasing(speeds: Mapping[int, float], capacity: float, previous: A
     return bins.assignment()
 
 
-def modified_any_fit(speeds: Mapping[int, float], capacity: float, previous: Assignment | None = None,
-                     fit: str = "worst", sort: str = "cumulative") -> Assignment:
+def modified_any_fit(
+    speeds: Mapping[int, float],
+    capacity: float,
+    previous: Assignment | None = None,
+    fit: str = "worst",
+    sort: str = "cumulative",
+) -> Assignment:
     """Algorithm 1: keep partitions with their consumer where possible, moving the slowest first."""
     _check(speeds, capacity)
     previous = {p: c for p, c in (previous or {}).items() if p in speeds}
@@ -164,10 +174,10 @@ def modified_any_fit(speeds: Mapping[int, float], capacity: float, previous: Ass
 
     if sort not in ("cumulative", "max_partition"):
         raise ValueError(f"unknown sort strategy {sort}")
-    for c in sorted(groups, key=lambda c: (-key(c), c)):                         # line 2
-        pset = sorted(groups[c], key=lambda p: (-speeds[p], p))                   # line 5
-        while pset:                                                               # lines 6-13
-            p = pset[-1]                                                          # smallest first
+    for c in sorted(groups, key=lambda c: (-key(c), c)):  # line 2
+        pset = sorted(groups[c], key=lambda p: (-speeds[p], p))  # line 5
+        while pset:  # lines 6-13
+            p = pset[-1]  # smallest first
             target = bins.choose_open(speeds[p])
             if target is None:
                 break
@@ -175,15 +185,15 @@ def modified_any_fit(speeds: Mapping[int, float], capacity: float, previous: Ass
             pset.pop()
         if not pset:
             continue
-        bins.open(c)                                                              # line 17
-        while pset:                                                               # lines 18-24
-            p = pset[0]                                                           # biggest first
+        bins.open(c)  # line 17
+        while pset:  # lines 18-24
+            p = pset[0]  # biggest first
             if not bins.fits(c, speeds[p]):
                 break
             bins.put(c, p, speeds[p])
             pset.pop(0)
-        unassigned.extend(pset)                                                   # line 25
-    for p in sorted(unassigned, key=lambda j: (-speeds[j], j)):                   # lines 27-30
+        unassigned.extend(pset)  # line 25
+    for p in sorted(unassigned, key=lambda j: (-speeds[j], j)):  # lines 27-30
         target = bins.choose_open(speeds[p])
         if target is None:
             target = bins.lowest_unused()

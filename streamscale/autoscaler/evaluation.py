@@ -12,8 +12,9 @@ from streamscale.autoscaler.binpacking import Assignment, consumers_used, rscore
 DELTAS = (0, 5, 10, 15, 20, 25)
 
 
-def measurement_stream(partitions: int, n: int, delta: float, capacity: float, seed: int = 0,
-                       initial: str = "uniform") -> list[dict[int, float]]:
+def measurement_stream(
+    partitions: int, n: int, delta: float, capacity: float, seed: int = 0, initial: str = "uniform"
+) -> list[dict[int, float]]:
     """n measurements: s_j(t_1) uniform in [0, C]; s_j(t_k) = max{0, s_j(t_k-1) + phi(delta)/100 * C}.
 
     phi(delta) is uniform in [-delta, delta]. Speeds are also capped at C: a partition faster than
@@ -21,8 +22,12 @@ def measurement_stream(partitions: int, n: int, delta: float, capacity: float, s
     """
     rng = np.random.default_rng(seed)
     # §VI-B tried four starts: uniform in [0, C] (the one reported), all 0, all C/2, all C
-    starts = {"uniform": lambda: rng.uniform(0, capacity, partitions), "zero": lambda: np.zeros(partitions),
-              "half": lambda: np.full(partitions, capacity / 2), "full": lambda: np.full(partitions, capacity)}
+    starts = {
+        "uniform": lambda: rng.uniform(0, capacity, partitions),
+        "zero": lambda: np.zeros(partitions),
+        "half": lambda: np.full(partitions, capacity / 2),
+        "full": lambda: np.full(partitions, capacity),
+    }
     if initial not in starts:
         raise ValueError(f"initial must be one of {sorted(starts)}, not {initial!r}")
     s = starts[initial]()

@@ -41,16 +41,18 @@ class Segments:
     count: np.ndarray
 
     def expand(self) -> np.ndarray:
-        return np.concatenate([np.maximum(a * np.arange(n) + b, 0.0)
-                               for a, b, n in zip(self.slope, self.start, self.count)] or [np.zeros(0)])
+        return np.concatenate(
+            [np.maximum(a * np.arange(n) + b, 0.0) for a, b, n in zip(self.slope, self.start, self.count)]
+            or [np.zeros(0)]
+        )
 
     def count_above(self, x: float) -> int:
         """Samples with latency > x (x >= 0)."""
         a, b, n = self.slope, self.start, self.count
         with np.errstate(divide="ignore", invalid="ignore"):
             t = (x - b) / a
-            up = n - np.clip(np.floor(t) + 1, 0, n)     # a > 0: s > t
-            down = np.clip(np.ceil(t), 0, n)             # a < 0: s < t
+            up = n - np.clip(np.floor(t) + 1, 0, n)  # a > 0: s > t
+            down = np.clip(np.ceil(t), 0, n)  # a < 0: s < t
         flat = np.where(b > x, n, 0)
         return int(np.where(a > 0, up, np.where(a < 0, down, flat)).sum())
 
@@ -84,10 +86,15 @@ class Segments:
         return hi
 
 
-def latency_segments(stream: Sequence[Mapping[int, float]], assignments: Sequence[Mapping[int, int]],
-                     consumer_capacity: float, iteration_s: float = ITERATION_S,
-                     rebalance_s: float = REBALANCE_S, sampling: str = "bytes",
-                     instants: int = 30) -> Segments:
+def latency_segments(
+    stream: Sequence[Mapping[int, float]],
+    assignments: Sequence[Mapping[int, int]],
+    consumer_capacity: float,
+    iteration_s: float = ITERATION_S,
+    rebalance_s: float = REBALANCE_S,
+    sampling: str = "bytes",
+    instants: int = 30,
+) -> Segments:
     """Eqs. 16-27 for every consumer, queue and iteration.
 
     ``sampling="bytes"``: one sample per byte written in the iteration, L(i) for i = 0, 1, ...
@@ -103,8 +110,8 @@ def latency_segments(stream: Sequence[Mapping[int, float]], assignments: Sequenc
     prev: Mapping[int, int] | None = None
 
     def add(read: float, write: float, offset: float) -> None:
-        total = iteration_s * write                                                     # Eqs. 21, 26
-        m = (1.0 / read - 1.0 / write) if read > 0 else float("inf")                   # Eqs. 19, 25
+        total = iteration_s * write  # Eqs. 21, 26
+        m = (1.0 / read - 1.0 / write) if read > 0 else float("inf")  # Eqs. 19, 25
         if sampling == "bytes":
             n, step = max(1, math.ceil(total)), 1.0
         else:
@@ -119,25 +126,35 @@ def latency_segments(stream: Sequence[Mapping[int, float]], assignments: Sequenc
             members.setdefault(c, []).append(p)
         new_carry: dict[int, float] = {}
         for c, parts in members.items():
-            moved = [p for p in parts if prev is not None and prev.get(p) != c]         # Eq. 16
-            w_f = sum(speeds[p] for p in parts if p not in moved)                       # Eqs. 17, 18
-            w_r = sum(speeds[p] for p in moved)                                         # Eq. 24
+            moved = [p for p in parts if prev is not None and prev.get(p) != c]  # Eq. 16
+            w_f = sum(speeds[p] for p in parts if p not in moved)  # Eqs. 17, 18
+            w_r = sum(speeds[p] for p in moved)  # Eq. 24
             r_f = cbar if w_r == 0 else min(cbar, w_f)
             r_r = cbar - r_f
-            b_f = carry.get(c, 0.0)                                                     # Eq. 20
+            b_f = carry.get(c, 0.0)  # Eq. 20
             if w_f > 0:
-                add(r_f, w_f, b_f)                                                      # Eq. 22
+                add(r_f, w_f, b_f)  # Eq. 22
             if w_r > 0:
-                add(r_r, w_r, rebalance_s)                                              # Eq. 27
+                add(r_r, w_r, rebalance_s)  # Eq. 27
             new_carry[c] = line_latency(r_f, w_f, iteration_s * w_f, b_f) if w_f > 0 else 0.0
         carry = new_carry
         prev = assign
     return Segments(np.array(slope, dtype=float), np.array(start, dtype=float), np.array(count, dtype=np.int64))
 
 
-def latency_samples(stream: Sequence[Mapping[int, float]], assignments: Sequence[Mapping[int, int]],
-                    consumer_capacity: float, samples_per_iteration: int = 30,
-                    iteration_s: float = ITERATION_S, rebalance_s: float = REBALANCE_S) -> list[float]:
+def latency_samples(
+    stream: Sequence[Mapping[int, float]],
+    assignments: Sequence[Mapping[int, int]],
+    consumer_capacity: float,
+    samples_per_iteration: int = 30,
+    iteration_s: float = ITERATION_S,
+    rebalance_s: float = REBALANCE_S,
+) -> list[float]:
     """Latency of the bytes written at evenly spaced instants of every iteration, every queue."""
-    return latency_segments(stream, assignments, consumer_capacity, iteration_s, rebalance_s,
-                            "instants", samples_per_iteration).expand().tolist()
+    return (
+        latency_segments(
+            stream, assignments, consumer_capacity, iteration_s, rebalance_s, "instants", samples_per_iteration
+        )
+        .expand()
+        .tolist()
+    )

@@ -37,8 +37,15 @@ def _save(fig, path: Path) -> None:
     _plt().close(fig)
 
 
-def evaluate(out_dir: Path, partitions: int = 32, measurements: int = 500, latency_measurements: int = 100,
-             consumer_capacity: float = 100.0, seed: int = 0, progress=None) -> dict:
+def evaluate(
+    out_dir: Path,
+    partitions: int = 32,
+    measurements: int = 500,
+    latency_measurements: int = 100,
+    consumer_capacity: float = 100.0,
+    seed: int = 0,
+    progress=None,
+) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     capacity = consumer_capacity * CAPACITY_RATIO  # the bin capacity C = 5/6 C-bar
     plt = _plt()
@@ -50,9 +57,15 @@ def evaluate(out_dir: Path, partitions: int = 32, measurements: int = 500, laten
         runs = {name: run_stream(name, algo, stream, capacity) for name, algo in ALGORITHMS.items()}
         cbs = cardinal_bin_score(runs)
         for name, run in runs.items():
-            rows.append({"delta": delta, "algorithm": name, "cbs": round(cbs[name], 6),
-                         "expected_rscore": round(expected_rscore(run), 6),
-                         "avg_consumers": round(float(np.mean(run.bins)), 3)})
+            rows.append(
+                {
+                    "delta": delta,
+                    "algorithm": name,
+                    "cbs": round(cbs[name], 6),
+                    "expected_rscore": round(expected_rscore(run), 6),
+                    "avg_consumers": round(float(np.mean(run.bins)), 3),
+                }
+            )
         points = {n: (cbs[n], expected_rscore(runs[n])) for n in runs}
         points_by_delta[delta] = points
         fronts[delta] = pareto_front(points)
@@ -101,16 +114,23 @@ def evaluate(out_dir: Path, partitions: int = 32, measurements: int = 500, laten
         lat = np.array(latency_samples(stream, assigns, consumer_capacity))
         samples[name] = lat
         pos = lat[lat > 0]
-        lat_rows.append({"algorithm": name,
-                         "avg_consumers": round(float(np.mean([consumers_used(a) for a in assigns])), 3),
-                         "samples": len(lat), "samples_latency_gt0": int(len(pos)),
-                         # over the samples > 0 s, as the seed's Fig. 8 (over all samples MWF's is 0)
-                         "p90_latency_s": round(float(np.percentile(pos, 90)), 3) if len(pos) else 0.0,
-                         "max_latency_s": round(float(lat.max()), 3) if len(lat) else 0.0})
+        lat_rows.append(
+            {
+                "algorithm": name,
+                "avg_consumers": round(float(np.mean([consumers_used(a) for a in assigns])), 3),
+                "samples": len(lat),
+                "samples_latency_gt0": int(len(pos)),
+                # over the samples > 0 s, as the seed's Fig. 8 (over all samples MWF's is 0)
+                "p90_latency_s": round(float(np.percentile(pos, 90)), 3) if len(pos) else 0.0,
+                "max_latency_s": round(float(lat.max()), 3) if len(lat) else 0.0,
+            }
+        )
     _write_csv(out_dir / "latency_summary.csv", lat_rows)
     table = ["algorithm  avg consumers  p90 latency (s)  samples > 0 s"]
-    table += [f"{r['algorithm']:<10} {r['avg_consumers']:>13.2f}  {r['p90_latency_s']:>15.3f}  "
-              f"{r['samples_latency_gt0']:>13}" for r in lat_rows]
+    table += [
+        f"{r['algorithm']:<10} {r['avg_consumers']:>13.2f}  {r['p90_latency_s']:>15.3f}  {r['samples_latency_gt0']:>13}"
+        for r in lat_rows
+    ]
     (out_dir / "latency_table.txt").write_text("\n".join(table) + "\n")
 
     kd = f"kd_{min(27, partitions)}"
@@ -121,8 +141,10 @@ def evaluate(out_dir: Path, partitions: int = 32, measurements: int = 500, laten
     ax.legend()
     _save(fig, out_dir / "fig05_latency_hist_mwf_vs_kd.png")
     names = [r["algorithm"] for r in lat_rows]
-    for fig_no, key, ylabel in ((6, "avg_consumers", "average consumers"),
-                                (7, "samples_latency_gt0", "samples with latency > 0 s")):
+    for fig_no, key, ylabel in (
+        (6, "avg_consumers", "average consumers"),
+        (7, "samples_latency_gt0", "samples with latency > 0 s"),
+    ):
         fig, ax = plt.subplots(figsize=(12, 4))
         ax.bar(names, [r[key] for r in lat_rows], color=["C1" if n in ALGORITHMS else "C0" for n in names])
         ax.set(ylabel=ylabel)

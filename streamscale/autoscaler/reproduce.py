@@ -44,8 +44,8 @@ from streamscale.autoscaler.evaluation import cardinal_bin_score, expected_rscor
 from streamscale.autoscaler.latency import latency_segments
 
 BASELINES = ("NFD", "FFD", "BFD", "WFD")
-COLUMNS = ["figure", "paper", "measured", "low", "high"]                 # reproduction*.csv
-DETAILS = [*COLUMNS, "unit", "draws", "in_spread", "note"]                 # reproduction.json, report
+COLUMNS = ["figure", "paper", "measured", "low", "high"]  # reproduction*.csv
+DETAILS = [*COLUMNS, "unit", "draws", "in_spread", "note"]  # reproduction.json, report
 
 _Pos = Field(gt=0, allow_inf_nan=False)
 
@@ -132,15 +132,27 @@ class Row:
     def as_dict(self) -> dict:
         paper, unit, rounding = PAPER.get(self.figure, (float("nan"), "", 0.0))
         vals = np.array([v for v in self.values if v is not None and math.isfinite(v)], dtype=float)
-        med, lo, hi = ((float(np.median(vals)), float(np.percentile(vals, 5)), float(np.percentile(vals, 95)))
-                       if len(vals) else (float("nan"),) * 3)
+        med, lo, hi = (
+            (float(np.median(vals)), float(np.percentile(vals, 5)), float(np.percentile(vals, 95)))
+            if len(vals)
+            else (float("nan"),) * 3
+        )
         inside = bool(len(vals)) and lo - rounding <= paper <= hi + rounding
         note = self.note
         if len(vals) and math.isfinite(paper) and not inside:
             note = (note + "; " if note else "") + "paper outside the measured 5-95 % spread"
         figure = f"{self.figure} [{self.variant}]" if self.variant else self.figure
-        return {"figure": figure, "paper": paper, "measured": round(med, 4), "low": round(lo, 4),
-                "high": round(hi, 4), "unit": unit, "draws": len(vals), "in_spread": inside, "note": note}
+        return {
+            "figure": figure,
+            "paper": paper,
+            "measured": round(med, 4),
+            "low": round(lo, 4),
+            "high": round(hi, 4),
+            "unit": unit,
+            "draws": len(vals),
+            "in_spread": inside,
+            "note": note,
+        }
 
 
 # -- §VI-C ------------------------------------------------------------------------------------
@@ -152,25 +164,28 @@ def random_equal_count(partitions: int, consumers: int, rng: np.random.Generator
 
 @dataclass
 class LatencyDraw:
-    p90: dict[str, float]          # configuration -> percentile (spec.over)
-    p90_all: dict[str, float]      # over all samples (variant)
-    consumers: dict[str, float]    # configuration -> average consumers
-    positive: dict[str, int]       # samples > 0 s
+    p90: dict[str, float]  # configuration -> percentile (spec.over)
+    p90_all: dict[str, float]  # over all samples (variant)
+    consumers: dict[str, float]  # configuration -> average consumers
+    positive: dict[str, int]  # samples > 0 s
 
 
 def latency_draw(spec: LatencySpec, seed: int) -> LatencyDraw:
-    stream = measurement_stream(spec.partitions, spec.measurements, spec.delta, spec.bin_capacity, seed=seed,
-                                initial=spec.initial)
+    stream = measurement_stream(
+        spec.partitions, spec.measurements, spec.delta, spec.bin_capacity, seed=seed, initial=spec.initial
+    )
     configs: dict[str, list[Assignment]] = {
-        spec.algorithm: run_stream(spec.algorithm, ALGORITHMS[spec.algorithm], stream, spec.bin_capacity).assignments}
+        spec.algorithm: run_stream(spec.algorithm, ALGORITHMS[spec.algorithm], stream, spec.bin_capacity).assignments
+    }
     rng = np.random.default_rng(seed + 1_000_003)
     for n in range(1, spec.partitions + 1):
         fixed = random_equal_count(spec.partitions, n, rng)
         configs[f"kd_{n}"] = [fixed] * len(stream)
     out = LatencyDraw({}, {}, {}, {})
     for name, assigns in configs.items():
-        seg = latency_segments(stream, assigns, spec.consumer_capacity, spec.iteration_s, spec.rebalance_s,
-                               spec.sampling, spec.instants)
+        seg = latency_segments(
+            stream, assigns, spec.consumer_capacity, spec.iteration_s, spec.rebalance_s, spec.sampling, spec.instants
+        )
         out.p90[name] = seg.percentile(spec.percentile, positive_only=spec.over == "positive")
         out.p90_all[name] = seg.percentile(spec.percentile, positive_only=False)
         out.consumers[name] = float(np.mean([consumers_used(a) for a in assigns]))
@@ -196,8 +211,9 @@ def nfd_first_consumer_zero(speeds, capacity, previous=None) -> Assignment:
 def packing_stream(spec: PackingSpec, delta: float, seed: int) -> dict[str, tuple[float, float]]:
     """On one stream: (Rscore change of MWF vs the best baseline in %, CBS of MWF in %), as the
     text reads (``"text"``) and with NFD opening consumer 0 first (``"nfd0"``)."""
-    stream = measurement_stream(spec.partitions, spec.measurements, delta, spec.bin_capacity, seed=seed,
-                                initial=spec.initial)
+    stream = measurement_stream(
+        spec.partitions, spec.measurements, delta, spec.bin_capacity, seed=seed, initial=spec.initial
+    )
     runs = {name: run_stream(name, algo, stream, spec.bin_capacity) for name, algo in ALGORITHMS.items()}
     nfd0 = run_stream("NFD", nfd_first_consumer_zero, stream, spec.bin_capacity)
     out = {}
@@ -228,15 +244,22 @@ def reproduce(spec: ReproduceSpec, out_dir: Path, progress: Callable[[str], None
 
     rows = [
         Row("VI-C p90 latency of MWF", [dr.p90[alg] for dr in draws]),
-        Row("VI-C p90 latency of kd_N with MWF's cost (paper: kd_15)", [same_cost(dr, dr.p90) for dr in draws],
-            "N = MWF's average consumers, rounded"),
+        Row(
+            "VI-C p90 latency of kd_N with MWF's cost (paper: kd_15)",
+            [same_cost(dr, dr.p90) for dr in draws],
+            "N = MWF's average consumers, rounded",
+        ),
         Row("VI-C smallest kd_N whose p90 beats MWF", [_smallest_beating(dr, alg, dr.p90) for dr in draws]),
     ]
     variants = [
-        Row("VI-C p90 latency of MWF", [dr.p90_all[alg] for dr in draws],
-            variant="p90 over all samples, zeros included"),
-        Row("VI-C p90 latency of kd_N with MWF's cost (paper: kd_15)",
-            [dr.p90.get("kd_15", float("nan")) for dr in draws], variant="kd_15 fixed, whatever MWF's cost"),
+        Row(
+            "VI-C p90 latency of MWF", [dr.p90_all[alg] for dr in draws], variant="p90 over all samples, zeros included"
+        ),
+        Row(
+            "VI-C p90 latency of kd_N with MWF's cost (paper: kd_15)",
+            [dr.p90.get("kd_15", float("nan")) for dr in draws],
+            variant="kd_15 fixed, whatever MWF's cost",
+        ),
     ]
     mwf_consumers = [dr.consumers[alg] for dr in draws]
 
@@ -250,20 +273,31 @@ def reproduce(spec: ReproduceSpec, out_dir: Path, progress: Callable[[str], None
             say(f"§VI-E delta {delta:g}: stream {s + 1}/{pk.streams}")
     for delta in pk.deltas:
         d = f"{delta:g}"
-        rows += [Row(f"VI-E Rscore of MWF vs the best baseline, delta={d}", [r for r, _ in packing[delta]]),
-                 Row(f"VI-E operational cost (CBS of MWF), delta={d}", [c for _, c in packing[delta]])]
-        variants += [Row(f"VI-E Rscore of MWF vs the best baseline, delta={d}", [r for r, _ in packing_nfd0[delta]],
-                         variant="NFD opens consumer 0 first"),
-                     Row(f"VI-E operational cost (CBS of MWF), delta={d}", [c for _, c in packing_nfd0[delta]],
-                         variant="NFD opens consumer 0 first")]
+        rows += [
+            Row(f"VI-E Rscore of MWF vs the best baseline, delta={d}", [r for r, _ in packing[delta]]),
+            Row(f"VI-E operational cost (CBS of MWF), delta={d}", [c for _, c in packing[delta]]),
+        ]
+        variants += [
+            Row(
+                f"VI-E Rscore of MWF vs the best baseline, delta={d}",
+                [r for r, _ in packing_nfd0[delta]],
+                variant="NFD opens consumer 0 first",
+            ),
+            Row(
+                f"VI-E operational cost (CBS of MWF), delta={d}",
+                [c for _, c in packing_nfd0[delta]],
+                variant="NFD opens consumer 0 first",
+            ),
+        ]
     order = list(PAPER)
     rows.sort(key=lambda r: order.index(r.figure) if r.figure in order else len(order))
     table = [r.as_dict() for r in rows]
     var_table = [r.as_dict() for r in variants]
     _write(out_dir / "reproduction.csv", table)
     _write(out_dir / "reproduction-variants.csv", var_table)
-    (out_dir / "reproduction.json").write_text(json.dumps({"figures": table, "variants": var_table,
-                                                           "spec": spec.model_dump()}, indent=2))
+    (out_dir / "reproduction.json").write_text(
+        json.dumps({"figures": table, "variants": var_table, "spec": spec.model_dump()}, indent=2)
+    )
     kd_curve = {n: [dr.p90[f"kd_{n}"] for dr in draws] for n in range(1, lat.partitions + 1)}
     _plots(out_dir, table, kd_curve, [dr.p90[alg] for dr in draws], mwf_consumers, alg)
     (out_dir / "report.html").write_text(_html(spec, table, var_table, out_dir))
@@ -277,8 +311,14 @@ def _write(path: Path, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
-def _plots(out_dir: Path, table: list[dict], kd_curve: dict[int, list[float]], mwf: list[float],
-           mwf_consumers: list[float], alg: str) -> None:
+def _plots(
+    out_dir: Path,
+    table: list[dict],
+    kd_curve: dict[int, list[float]],
+    mwf: list[float],
+    mwf_consumers: list[float],
+    alg: str,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -294,8 +334,11 @@ def _plots(out_dir: Path, table: list[dict], kd_curve: dict[int, list[float]], m
     ax.axhline(float(np.median(mwf)), color="C3", label=f"{alg}, median ({np.median(mwf_consumers):.1f} consumers)")
     ax.set_yscale("symlog", linthresh=1.0)
     ax.set_ylim(bottom=0)
-    ax.set(xlabel="consumers N of Kafka's equal-count assignment kd_N", ylabel="p90 latency (s), samples > 0 s",
-           title=f"§VI-C: p90 latency, {len(mwf)} draws")
+    ax.set(
+        xlabel="consumers N of Kafka's equal-count assignment kd_N",
+        ylabel="p90 latency (s), samples > 0 s",
+        title=f"§VI-C: p90 latency, {len(mwf)} draws",
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -306,9 +349,14 @@ def _plots(out_dir: Path, table: list[dict], kd_curve: dict[int, list[float]], m
     y = np.arange(len(table))
     for i, r in enumerate(table):
         scale = abs(r["paper"]) or 1.0  # each figure relative to the paper's value: one axis for all
-        ax.errorbar([r["measured"] / scale], [i], xerr=[[(r["measured"] - r["low"]) / scale],
-                                                         [(r["high"] - r["measured"]) / scale]],
-                    fmt="o", color="C0", label="measured, median and 5-95 %" if i == 0 else None)
+        ax.errorbar(
+            [r["measured"] / scale],
+            [i],
+            xerr=[[(r["measured"] - r["low"]) / scale], [(r["high"] - r["measured"]) / scale]],
+            fmt="o",
+            color="C0",
+            label="measured, median and 5-95 %" if i == 0 else None,
+        )
         ax.plot([r["paper"] / scale], [i], "x", color="C3", ms=9, label="paper" if i == 0 else None)
     ax.set_yticks(y, [f"{r['figure']} [{r['unit']}]" for r in table], fontsize=7)
     ax.axvline(0, color="grey", lw=0.5)
@@ -330,10 +378,18 @@ def _html(spec: ReproduceSpec, table: list[dict], variants: list[dict], out_dir:
     def detailed(rows: list[dict]) -> list[dict]:
         return [{c: r[c] for c in DETAILS} for r in rows]
 
-    return "".join([
-        page_head("seed 001 §VI reproduction"), "<h1>Autoscaler evaluation: seed 001 §VI reproduced</h1>",
-        "<h2>Figures</h2>", html_table(detailed(table)), "<h2>Variants</h2>", html_table(detailed(variants)),
-        img_tag(out_dir / "reproduction_figures.png", "paper vs measured"),
-        img_tag(out_dir / "reproduction_latency.png", "p90 latency per kd_N"),
-        "<h2>Spec</h2>", f"<pre>{html.escape(yaml.safe_dump(spec.model_dump(), sort_keys=False))}</pre>",
-        page_tail()])
+    return "".join(
+        [
+            page_head("seed 001 §VI reproduction"),
+            "<h1>Autoscaler evaluation: seed 001 §VI reproduced</h1>",
+            "<h2>Figures</h2>",
+            html_table(detailed(table)),
+            "<h2>Variants</h2>",
+            html_table(detailed(variants)),
+            img_tag(out_dir / "reproduction_figures.png", "paper vs measured"),
+            img_tag(out_dir / "reproduction_latency.png", "p90 latency per kd_N"),
+            "<h2>Spec</h2>",
+            f"<pre>{html.escape(yaml.safe_dump(spec.model_dump(), sort_keys=False))}</pre>",
+            page_tail(),
+        ]
+    )

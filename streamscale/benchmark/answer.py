@@ -38,15 +38,17 @@ def answer(metric: dict, kind: str, axes: Axes, sut: str = "the SUT", most_resou
             if cap is not None and cap not in demand:
                 demand[cap] = r  # the fewest resources known to hold this load
     demand_rows = [{"load": k, "rate": axes.rate(k), "resources": v} for k, v in sorted(demand.items())]
-    capacity_rows = [{"resources": r, "load": v, "rate": None if v is None else axes.rate(v)}
-                     for r, v in sorted(capacity.items())]
+    capacity_rows = [
+        {"resources": r, "load": v, "rate": None if v is None else axes.rate(v)} for r, v in sorted(capacity.items())
+    ]
     held = [(r, v) for r, v in sorted(capacity.items()) if v is not None]
     # a resource amount whose capacity equals a smaller amount's adds nothing to the sentence
     steps = [(r, v) for i, (r, v) in enumerate(held) if i == 0 or held[i - 1][1] != v]
     if steps:
         parts = [f"{axes.resources(r)} up to {_amount(axes, v)}" for r, v in steps]
-        sentence = f"{sut.upper()} needs " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1
-                                              else parts[0])
+        sentence = f"{sut.upper()} needs " + (
+            ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+        )
     else:
         sentence = f"{sut.upper()} met its SLOs at none of the tested points"
     beyond = [k for k, v in sorted(demand.items()) if v is None]

@@ -33,8 +33,7 @@ def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None, axes: Ax
     if times:
         ax.axvspan(0, warmup_s, color="grey", alpha=0.15, label=f"warm-up ({warmup_s:g} s)")
         if trend is not None and math.isfinite(trend.start_s) and trend.start_s > warmup_s:
-            ax.axvspan(warmup_s, trend.start_s, color="grey", alpha=0.07,
-                       label="start-up backlog draining")
+            ax.axvspan(warmup_s, trend.start_s, color="grey", alpha=0.07, label="start-up backlog draining")
     bt, bl = trend.commits if trend is not None else ((), ())
     if len(bt):
         ax.plot(bt, bl, "o", color="black", markersize=3, label="after each batch commit")
@@ -44,15 +43,28 @@ def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None, axes: Ax
         if xs:
             grid = np.array([min(xs), max(xs)])
             line = trend.line(grid)
-            ax.plot(grid, line, color="red", linewidth=2,
-                    label=f"trend {trend.slope:,.0f} records/s (95 %: {trend.low:,.0f} to {trend.high:,.0f})")
+            ax.plot(
+                grid,
+                line,
+                color="red",
+                linewidth=2,
+                label=f"trend {trend.slope:,.0f} records/s (95 %: {trend.low:,.0f} to {trend.high:,.0f})",
+            )
             if math.isfinite(res.lag_limit):
-                ax.plot(grid, line[0] + res.lag_limit * (grid - grid[0]), color="darkorange", linestyle="--",
-                        linewidth=1.5, label=f"SLO limit: trend ≤ {res.lag_limit:,.0f} records/s")
+                ax.plot(
+                    grid,
+                    line[0] + res.lag_limit * (grid - grid[0]),
+                    color="darkorange",
+                    linestyle="--",
+                    linewidth=1.5,
+                    label=f"SLO limit: trend ≤ {res.lag_limit:,.0f} records/s",
+                )
     verdict = "PASS" if res.passed else ("INVALID" if not res.valid else "FAIL")
     rate = getattr(res, "target_rate", None) or axes.rate(res.load)
-    ax.set_title(f"{rate:,.0f} records/s on {axes.resources(res.resources)}, repetition "
-                 f"{res.repetition + 1}: {verdict}", fontsize=10)
+    ax.set_title(
+        f"{rate:,.0f} records/s on {axes.resources(res.resources)}, repetition {res.repetition + 1}: {verdict}",
+        fontsize=10,
+    )
     _thousands(ax.yaxis)
     return _finish(fig, ax, "time since the experiment started (s)", "consumer lag (records)", path)
 
@@ -82,14 +94,27 @@ def plot_metric(metric: dict, kind: str, axes: Axes, path: Path, most_tested: in
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         if xs:
             # 'pre': on (x_i-1, x_i] the demand is at most y_i (more load never needs fewer resources)
-            ax.step([0.0, *xs], [ys[0], *ys], where="pre", color="tab:blue", linewidth=2,
-                    label="enough for every load up to the point on the step")
+            ax.step(
+                [0.0, *xs],
+                [ys[0], *ys],
+                where="pre",
+                color="tab:blue",
+                linewidth=2,
+                label="enough for every load up to the point on the step",
+            )
             ax.plot(xs, ys, "o", markersize=8, color="tab:blue", label="measured")
         # a load no tested amount held: drawn above the most tested amount, not above the most used
         top = max([*ys, most_tested or 0], default=1)
-        _missing_and_fit(ax, xs, ys, [(x, top + 1) for x in missing], "^",
-                         f"more than {axes.resources(most_tested)}" if most_tested else "more than the most tested",
-                         kind, axes)
+        _missing_and_fit(
+            ax,
+            xs,
+            ys,
+            [(x, top + 1) for x in missing],
+            "^",
+            f"more than {axes.resources(most_tested)}" if most_tested else "more than the most tested",
+            kind,
+            axes,
+        )
         ax.set_ylim(0, top + 1.5)
         ax.set_xlim(0, max(xs + missing, default=1) * 1.08)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))

@@ -20,8 +20,8 @@ from streamscale.errors import ConfigError
 @dataclass
 class Probe:
     cores: int
-    rate: float      # records/s over the batches after the first
-    records: int     # records those batches read
+    rate: float  # records/s over the batches after the first
+    records: int  # records those batches read
     batches: int
 
 
@@ -30,14 +30,23 @@ def fill_backlog(bootstrap: str, topic: str, records: int, sensors: int = 10_000
     schedule of ``sensors`` readings per second). Returns how many the broker acknowledged."""
     from streamscale.loadgen import GeneratorConfig, LoadGenerator
 
-    gen = LoadGenerator(GeneratorConfig(bootstrap, topic, sensors=sensors, workers=1, records=records,
-                                        throttle=False)).start()
+    gen = LoadGenerator(
+        GeneratorConfig(bootstrap, topic, sensors=sensors, workers=1, records=records, throttle=False)
+    ).start()
     return gen.wait(600).delivered
 
 
-def probe_capacity(bootstrap: str, cores: list[int], uc: str = "uc1", params: dict | None = None,
-                   records: int = 120_000, batch_records: int = 20_000, partitions: int = 4,
-                   on_probe=None, confine: bool = True) -> list[Probe]:
+def probe_capacity(
+    bootstrap: str,
+    cores: list[int],
+    uc: str = "uc1",
+    params: dict | None = None,
+    records: int = 120_000,
+    batch_records: int = 20_000,
+    partitions: int = 4,
+    on_probe=None,
+    confine: bool = True,
+) -> list[Probe]:
     """One ``Probe`` per core count, all reading the same backlog (each from the beginning)."""
     from streamscale.execution.cpus import confine_spark, release_spark
     from streamscale.execution.sut import warm_up_workers
@@ -61,8 +70,7 @@ def probe_capacity(bootstrap: str, cores: list[int], uc: str = "uc1", params: di
                     if confine:
                         confine_spark(spark, k)
                     warm_up_workers(spark, access, bootstrap, f"{run_id}-{i}")
-                    run = make_pipeline(uc, params).start(spark, bootstrap, topic, out_topic,
-                                                          available_now=True)
+                    run = make_pipeline(uc, params).start(spark, bootstrap, topic, out_topic, available_now=True)
                     try:
                         run.await_available(300)
                     finally:

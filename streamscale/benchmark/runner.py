@@ -56,12 +56,12 @@ class ExperimentResult:
     sampler_cpu_pct: float
     wall_s: float
     note: str = ""
-    lag_low: float = float("nan")    # 95 % interval of the lag slope
+    lag_low: float = float("nan")  # 95 % interval of the lag slope
     lag_high: float = float("nan")
-    lag_basis: str = ""              # fitted through batch commits ("batches") or 1 s samples ("seconds")
-    lag_verdict: str = ""            # pass | fail | undecided (interval straddles the limit)
+    lag_basis: str = ""  # fitted through batch commits ("batches") or 1 s samples ("seconds")
+    lag_verdict: str = ""  # pass | fail | undecided (interval straddles the limit)
     latency_p95_ms: float = float("nan")  # output latency after the warm-up (windowed UCs; 19 % buckets)
-    latency_slo: bool = True         # holds, or no latency limit in the spec
+    latency_slo: bool = True  # holds, or no latency limit in the spec
     trend_from_s: float = float("nan")  # the warm-up's end: warmup_s, or later while the start-up backlog drained
 
 
@@ -88,12 +88,24 @@ def experiment_settings(spec: Spec, load: float, resources: int) -> dict:
         master = ex.master or "local[*]"
         n = resources if ex.resources.type == "executors" else 1
         cores = ex.executor_cores if ex.resources.type == "executors" else resources
-        conf.update({"spark.executor.instances": n, "spark.executor.cores": cores,
-                     "spark.cores.max": n * cores, "spark.executor.memory": ex.executor_memory,
-                     "spark.dynamicAllocation.enabled": "false"})
+        conf.update(
+            {
+                "spark.executor.instances": n,
+                "spark.executor.cores": cores,
+                "spark.cores.max": n * cores,
+                "spark.executor.memory": ex.executor_memory,
+                "spark.dynamicAllocation.enabled": "false",
+            }
+        )
     confine = ex.resources.type == "cores" and master.startswith("local") and ex.resources.confine
-    return {"params": params, "sensors": sensors, "master": master, "spark_conf": conf,
-            "rate": sensors / bm.loadgen.period_s, "cpus": resources if confine else None}
+    return {
+        "params": params,
+        "sensors": sensors,
+        "master": master,
+        "spark_conf": conf,
+        "rate": sensors / bm.loadgen.period_s,
+        "cpus": resources if confine else None,
+    }
 
 
 class ExperimentRunner:
@@ -102,21 +114,38 @@ class ExperimentRunner:
     def __init__(self, spec: Spec, out_dir: Path, bootstrap: str):
         self.spec, self.out_dir, self.bootstrap = spec, out_dir, bootstrap
 
-    def __call__(self, load: float, resources: int, repetition: int,
-                 on_lag: Callable | None = None) -> ExperimentResult:
+    def __call__(
+        self, load: float, resources: int, repetition: int, on_lag: Callable | None = None
+    ) -> ExperimentResult:
         from streamscale.execution.sut import run_sut
-
         from streamscale.observe import metrics
 
         spec, ex = self.spec, self.spec.execution
         s = experiment_settings(spec, load, resources)
-        metrics.experiment.info({"benchmark": spec.name, "sut": spec.benchmark.sut, "load": f"{load:g}",
-                                 "resources": str(resources), "repetition": str(repetition)})
-        r = run_sut(spec.benchmark.sut, sensors=s["sensors"], duration_s=ex.duration_s, master=s["master"],
-                    params=s["params"], partitions=spec.benchmark.topics.partitions,
-                    gen_workers=spec.benchmark.loadgen.workers, bootstrap=self.bootstrap,
-                    spark_conf=s["spark_conf"], period_s=spec.benchmark.loadgen.period_s,
-                    distribution=spec.benchmark.loadgen.distribution, on_lag=on_lag, cpus=s["cpus"])
+        metrics.experiment.info(
+            {
+                "benchmark": spec.name,
+                "sut": spec.benchmark.sut,
+                "load": f"{load:g}",
+                "resources": str(resources),
+                "repetition": str(repetition),
+            }
+        )
+        r = run_sut(
+            spec.benchmark.sut,
+            sensors=s["sensors"],
+            duration_s=ex.duration_s,
+            master=s["master"],
+            params=s["params"],
+            partitions=spec.benchmark.topics.partitions,
+            gen_workers=spec.benchmark.loadgen.workers,
+            bootstrap=self.bootstrap,
+            spark_conf=s["spark_conf"],
+            period_s=spec.benchmark.loadgen.period_s,
+            distribution=spec.benchmark.loadgen.distribution,
+            on_lag=on_lag,
+            cpus=s["cpus"],
+        )
         trend = lag_trend_estimate(r.lag, r.batches, r.t0_wall, ex.warmup_s, r.input_topic)
         slope, limit = trend.slope, lag_limit(r.target_rate, ex.slos.lag_trend_threshold)
         lag_verdict = trend.verdict(limit)
@@ -132,19 +161,38 @@ class ExperimentRunner:
         latency_ok = lat_limit is None or (p95 is not None and p95 <= lat_limit)
         valid = r.generator_reached_target
         res = ExperimentResult(
-            exp_id=_exp_id(load, resources, repetition), load=load, resources=resources, repetition=repetition,
-            target_rate=r.target_rate, generator_rate=round(r.generator_rate, 1),
-            generator_reached_target=r.generator_reached_target, valid=valid,
+            exp_id=_exp_id(load, resources, repetition),
+            load=load,
+            resources=resources,
+            repetition=repetition,
+            target_rate=r.target_rate,
+            generator_rate=round(r.generator_rate, 1),
+            generator_reached_target=r.generator_reached_target,
+            valid=valid,
             lag_slope=round(slope, 3) if math.isfinite(slope) else slope,
-            lag_limit=limit, lag_slo=lag_ok, dropped=r.dropped_late,
-            dropped_fraction=round(frac, 6), dropped_slo=dropped_ok, passed=valid and lag_ok and dropped_ok and latency_ok,
-            final_lag=r.final_lag, processed_records=r.processed_records,
-            sampler_cpu_pct=round(100 * r.sampler_cpu_s / ex.duration_s, 3), wall_s=round(r.wall_s, 1),
-            note="generator fell short of its target rate: experiment invalid" if not valid else
-            "lag interval straddles the limit" if lag_verdict == "undecided" else "",
-            lag_low=round(trend.low, 3), lag_high=round(trend.high, 3), lag_basis=trend.basis,
-            lag_verdict=lag_verdict, latency_p95_ms=float("nan") if p95 is None else p95, latency_slo=latency_ok,
-            trend_from_s=round(trend.start_s, 3))
+            lag_limit=limit,
+            lag_slo=lag_ok,
+            dropped=r.dropped_late,
+            dropped_fraction=round(frac, 6),
+            dropped_slo=dropped_ok,
+            passed=valid and lag_ok and dropped_ok and latency_ok,
+            final_lag=r.final_lag,
+            processed_records=r.processed_records,
+            sampler_cpu_pct=round(100 * r.sampler_cpu_s / ex.duration_s, 3),
+            wall_s=round(r.wall_s, 1),
+            note="generator fell short of its target rate: experiment invalid"
+            if not valid
+            else "lag interval straddles the limit"
+            if lag_verdict == "undecided"
+            else "",
+            lag_low=round(trend.low, 3),
+            lag_high=round(trend.high, 3),
+            lag_basis=trend.basis,
+            lag_verdict=lag_verdict,
+            latency_p95_ms=float("nan") if p95 is None else p95,
+            latency_slo=latency_ok,
+            trend_from_s=round(trend.start_s, 3),
+        )
         self._write_lag(res, r.lag, trend)
         metrics.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()
         return res
@@ -164,8 +212,15 @@ class ExperimentRunner:
                 w = csv.writer(f)
                 w.writerow(["t_s", "lag_after_commit"])
                 w.writerows(zip(bt, bl))
-        plot_lag([x.t_s for x in lag], [x.lag for x in lag], self.spec.execution.warmup_s, res,
-                 d / f"{res.exp_id}.png", trend=trend, axes=Axes.of(self.spec))
+        plot_lag(
+            [x.t_s for x in lag],
+            [x.lag for x in lag],
+            self.spec.execution.warmup_s,
+            res,
+            d / f"{res.exp_id}.png",
+            trend=trend,
+            axes=Axes.of(self.spec),
+        )
 
 
 class Execution:
@@ -189,8 +244,9 @@ class Execution:
         if spec_file.exists():
             prev = yaml.safe_load(spec_file.read_text())
             if prev != mine:
-                raise ConfigError(f"{self.out_dir} holds results of a different spec; choose another --out "
-                                  "or delete it")
+                raise ConfigError(
+                    f"{self.out_dir} holds results of a different spec; choose another --out or delete it"
+                )
         spec_file.write_text(yaml.safe_dump(mine, sort_keys=False))
         if not self.csv_path.exists():
             return
@@ -211,11 +267,19 @@ class Execution:
                     raise ValueError("wrong number of fields")
                 for k, v in row.items():
                     t = types[k]
-                    vals[k] = (v == "True") if t in ("bool", bool) else \
-                        float(v) if t in ("float", float) else int(v) if t in ("int", int) else v
+                    vals[k] = (
+                        (v == "True")
+                        if t in ("bool", bool)
+                        else float(v)
+                        if t in ("float", float)
+                        else int(v)
+                        if t in ("int", int)
+                        else v
+                    )
             except (KeyError, ValueError) as exc:
-                raise ConfigError(f"{self.csv_path}: a row cannot be read ({exc}); move the file away to "
-                                  "start over") from None
+                raise ConfigError(
+                    f"{self.csv_path}: a row cannot be read ({exc}); move the file away to start over"
+                ) from None
             r = ExperimentResult(**vals)
             self.done[(r.load, r.resources, r.repetition)] = r
 
@@ -243,17 +307,21 @@ class Execution:
             if r is not None:
                 self.resumed += 1
             else:
-                console.print(f"[bold]experiment[/] load {load:g} x resources {res} (repetition {rep + 1}/{reps + extra})")
+                console.print(
+                    f"[bold]experiment[/] load {load:g} x resources {res} (repetition {rep + 1}/{reps + extra})"
+                )
                 t0 = time.monotonic()
                 if self.live is not None:
-                    self.live.start_experiment(exp_id=_exp_id(load, res, rep), load=load, resources=res,
-                                               repetition=rep)
+                    self.live.start_experiment(exp_id=_exp_id(load, res, rep), load=load, resources=res, repetition=rep)
                 with console.status("warming up") as status:
+
                     def on_lag(sample, status=status, t0=t0):
-                        status.update(f"load {load:g} x {res}: {time.monotonic() - t0:5.0f} s, "
-                                      f"consumer lag {sample.lag:,}")
+                        status.update(
+                            f"load {load:g} x {res}: {time.monotonic() - t0:5.0f} s, consumer lag {sample.lag:,}"
+                        )
                         if self.live is not None:
                             self.live.add_sample(sample.t_s, sample.lag)
+
                     r = self.run_experiment(load, res, rep, on_lag=on_lag)
                 if self.live is not None:
                     self.live.end_experiment(asdict(r))
@@ -261,12 +329,18 @@ class Execution:
                 self.done[key] = r
                 self._append(r)
                 colour = "green" if r.passed else "red"
-                console.print(f"  [{colour}]{'PASS' if r.passed else 'FAIL'}[/] lag slope {r.lag_slope:,.1f}/s "
-                              f"[{r.lag_low:,.1f}, {r.lag_high:,.1f}] (limit {r.lag_limit:,.0f}), dropped "
-                              f"{r.dropped:,}, generator {r.generator_rate:,.0f}/s"
-                              f"{'' if r.valid else ' [red]INVALID[/]'}")
-            if r.lag_verdict == "undecided" and r.valid and r.dropped_slo and \
-                    extra < self.spec.execution.extra_repetitions:
+                console.print(
+                    f"  [{colour}]{'PASS' if r.passed else 'FAIL'}[/] lag slope {r.lag_slope:,.1f}/s "
+                    f"[{r.lag_low:,.1f}, {r.lag_high:,.1f}] (limit {r.lag_limit:,.0f}), dropped "
+                    f"{r.dropped:,}, generator {r.generator_rate:,.0f}/s"
+                    f"{'' if r.valid else ' [red]INVALID[/]'}"
+                )
+            if (
+                r.lag_verdict == "undecided"
+                and r.valid
+                and r.dropped_slo
+                and extra < self.spec.execution.extra_repetitions
+            ):
                 extra += 1  # the interval straddles the limit: no verdict from this run, one more
                 console.print(f"  lag interval straddles the limit: repetition {reps + extra} added")
                 continue
@@ -292,9 +366,13 @@ class Execution:
         summary = self._write_summary(metric)
         from streamscale.benchmark.plots import plot_metric
 
-        plot_metric(metric, ex.metric, Axes.of(self.spec),
-                    self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png"),
-                    most_tested=max(ex.resources.values))
+        plot_metric(
+            metric,
+            ex.metric,
+            Axes.of(self.spec),
+            self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png"),
+            most_tested=max(ex.resources.values),
+        )
         return summary
 
     def _write_summary(self, metric: dict) -> dict:
@@ -307,20 +385,30 @@ class Execution:
             w.writerows(rows)
         cpu = [r.sampler_cpu_pct for r in self.done.values()]
         axes = Axes.of(self.spec)
-        summary = {"name": self.spec.name, "sut": self.spec.benchmark.sut, "metric": ex.metric,
-                   "answer": answer(metric, ex.metric, axes, self.spec.benchmark.sut, max(ex.resources.values)),
-                   "load_label": axes.load_label, "resource_label": axes.resource_label, "load_type": ex.load.type,
-                   "resource_type": ex.resources.type, "strategy": ex.strategy.name,
-                   "lower_bound": ex.strategy.lower_bound, "results": rows,
-                   "experiments_run": self.ran, "experiments_resumed": self.resumed,
-                   "invalid_experiments": sum(1 for r in self.done.values() if not r.valid),
-                   "max_sampler_cpu_pct": max(cpu) if cpu else None}
+        summary = {
+            "name": self.spec.name,
+            "sut": self.spec.benchmark.sut,
+            "metric": ex.metric,
+            "answer": answer(metric, ex.metric, axes, self.spec.benchmark.sut, max(ex.resources.values)),
+            "load_label": axes.load_label,
+            "resource_label": axes.resource_label,
+            "load_type": ex.load.type,
+            "resource_type": ex.resources.type,
+            "strategy": ex.strategy.name,
+            "lower_bound": ex.strategy.lower_bound,
+            "results": rows,
+            "experiments_run": self.ran,
+            "experiments_resumed": self.resumed,
+            "invalid_experiments": sum(1 for r in self.done.values() if not r.valid),
+            "max_sampler_cpu_pct": max(cpu) if cpu else None,
+        }
         (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
 
 
-def run_execution(spec: Spec, out_dir: Path, bootstrap: str | None = None, live=None,
-                  search: Callable[[Callable], dict] | None = None) -> dict:
+def run_execution(
+    spec: Spec, out_dir: Path, bootstrap: str | None = None, live=None, search: Callable[[Callable], dict] | None = None
+) -> dict:
     """Run the execution, then write report.html (streamscale.observe.report) next to its results."""
     from contextlib import ExitStack
 

@@ -63,8 +63,9 @@ def _last_passing(cands: Sequence[T], ok: Callable[[T], bool], name: str) -> T |
     raise ValueError(f"unknown strategy '{name}': one of {STRATEGIES}")
 
 
-def resource_demand(loads: Sequence, resources: Sequence, passes: Callable, strategy: str = "linear",
-                    lower_bound: bool = True) -> dict:
+def resource_demand(
+    loads: Sequence, resources: Sequence, passes: Callable, strategy: str = "linear", lower_bound: bool = True
+) -> dict:
     """{load: minimal resources meeting all SLOs, or None if none of the given amounts does}."""
     result: dict = {}
     start = 0
@@ -79,15 +80,16 @@ def resource_demand(loads: Sequence, resources: Sequence, passes: Callable, stra
     return result
 
 
-def load_capacity(resources: Sequence, loads: Sequence, passes: Callable, strategy: str = "linear",
-                  lower_bound: bool = True) -> dict:
+def load_capacity(
+    resources: Sequence, loads: Sequence, passes: Callable, strategy: str = "linear", lower_bound: bool = True
+) -> dict:
     """{resources: maximal load meeting all SLOs, or None if even the lowest load fails}."""
     result: dict = {}
     loads = list(sorted(loads))
     known = None  # index of a load known to pass (previous capacity)
     for res in sorted(resources):
         if lower_bound and known is not None:
-            cands = loads[known + 1:]
+            cands = loads[known + 1 :]
             found = _last_passing(cands, lambda load, res=res: passes(load, res), strategy)
             cap = found if found is not None else loads[known]
         else:

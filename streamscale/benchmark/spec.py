@@ -5,15 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from streamscale.errors import ConfigError
+from streamscale.specs import StrictModel, read_yaml, validate
 
-
-class _Model(BaseModel):
-    # allow_inf_nan=False: a YAML .inf or .nan in any number is refused with the field named
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+_Model = StrictModel
 
 
 class LoadGenSpec(_Model):
@@ -62,8 +59,11 @@ class LoadSpec(_Model):
 class ResourceSpec(_Model):
     type: Literal["cores", "executors"] = "cores"
     values: list[int] = Field(min_length=1)
-    confine: bool = Field(True, description="cores on a local master: the Spark application runs on that many "
-                          "CPUs (Linux CPU affinity), not only that many task slots")
+    confine: bool = Field(
+        True,
+        description="cores on a local master: the Spark application runs on that many "
+        "CPUs (Linux CPU affinity), not only that many task slots",
+    )
 
     @field_validator("values")
     @classmethod
@@ -78,8 +78,12 @@ class ResourceSpec(_Model):
 class SLOSpec(_Model):
     lag_trend_threshold: float = Field(0.01, ge=0, description="max lag slope as a fraction of records/s")
     dropped_records_threshold: float | None = Field(0.01, ge=0, description="windowed UCs: max dropped fraction")
-    latency_p95_ms: float | None = Field(None, gt=0, description="windowed UCs: max 95th percentile of the output "
-                                         "latency (event time to output) after the warm-up; reported always")
+    latency_p95_ms: float | None = Field(
+        None,
+        gt=0,
+        description="windowed UCs: max 95th percentile of the output "
+        "latency (event time to output) after the warm-up; reported always",
+    )
 
 
 class StrategySpec(_Model):
@@ -97,8 +101,12 @@ class ExecutionSpec(_Model):
     duration_s: float = Field(60.0, gt=0)
     warmup_s: float = Field(20.0, ge=0)
     repetitions: int = Field(1, ge=1)
-    extra_repetitions: int = Field(2, ge=0, le=10, description="runs added per load and resources when a lag "
-                                   "trend's 95 % interval straddles the limit")
+    extra_repetitions: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="runs added per load and resources when a lag trend's 95 % interval straddles the limit",
+    )
     strategy: StrategySpec = Field(default_factory=StrategySpec)
     metric: Literal["demand", "capacity"] = "demand"
     bootstrap_servers: str | None = None
@@ -135,38 +143,8 @@ class Spec(_Model):
         return self
 
 
-def _explain(exc: ValidationError, source: str) -> str:
-    lines = []
-    for e in exc.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
-        msg = e["msg"].removeprefix("Value error, ")
-        lines.append(f"  {loc}: {msg}")
-    return f"{source}: invalid spec\n" + "\n".join(lines)
-
-
-def read_yaml(path: str | Path):
-    """A spec file's content, or a ConfigError naming the file (missing, or not YAML)."""
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"spec file {path} does not exist")
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-
-
 def load_spec(path: str | Path) -> Spec:
     return parse_spec(read_yaml(path), str(path))
-
-
-def validate(model, data, source: str, top_level: str):
-    """``model`` from parsed YAML, or a ConfigError that names every wrong field."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: the spec must be a mapping with {top_level}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_explain(exc, source)) from None
 
 
 def parse_spec(data, source: str = "spec") -> Spec:

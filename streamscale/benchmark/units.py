@@ -10,13 +10,14 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Axes:
     """How a spec's load and resource values are shown: the load as records/s where it is a rate."""
+
     load_type: str = "sensors"
     resource_type: str = "cores"
     period_s: float = 1.0
     children: int = 4  # nested_groups: sensors = children ** levels
 
     @classmethod
-    def of(cls, spec) -> "Axes":
+    def of(cls, spec) -> Axes:
         bm, ex = spec.benchmark, spec.execution
         return cls(ex.load.type, ex.resources.type, bm.loadgen.period_s, int(bm.params.get("children", 4)))
 
@@ -36,7 +37,7 @@ class Axes:
         """A load value in the unit of the load axis."""
         if self.load_type == "window_s":
             return float(load)
-        sensors = self.children ** load if self.load_type == "nested_groups" else load
+        sensors = self.children**load if self.load_type == "nested_groups" else load
         return sensors / self.period_s
 
     def resources(self, n) -> str:

@@ -56,8 +56,15 @@ def reader_config(bootstrap: str, group: str, **extra) -> dict:
     librdkafka pauses a full prefetch queue for fetch.queue.backoff.ms (1 s by default): both are
     kept low. Offsets are never auto-committed and reading never creates a topic.
     """
-    return {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-            "allow.auto.create.topics": False, "fetch.wait.max.ms": 5, "fetch.queue.backoff.ms": 5, **extra}
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "allow.auto.create.topics": False,
+        "fetch.wait.max.ms": 5,
+        "fetch.queue.backoff.ms": 5,
+        **extra,
+    }
 
 
 _OFFSET_INVALID = -1001
@@ -85,16 +92,25 @@ def ensure_reachable(bootstrap: str, timeout: float | None = None, client_config
     """One metadata request, answered within ``timeout``, or one clear error (librdkafka's own
     connection complaints are silenced: they would be hundreds of lines for one fact)."""
     timeout = connect_timeout() if timeout is None else timeout
-    admin = AdminClient({"bootstrap.servers": bootstrap, **(client_config or {}), "log_level": 0,
-                         "socket.connection.setup.timeout.ms": max(1000, int(timeout * 1000))})
+    admin = AdminClient(
+        {
+            "bootstrap.servers": bootstrap,
+            **(client_config or {}),
+            "log_level": 0,
+            "socket.connection.setup.timeout.ms": max(1000, int(timeout * 1000)),
+        }
+    )
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException as exc:
-        raise BrokerUnreachable(f"cannot reach the Kafka broker at {bootstrap} within {timeout:g} s "
-                                f"({exc.args[0].str() if exc.args else exc}); is it running? "
-                                f"(wait longer with ${CONNECT_TIMEOUT_ENV})") from None
+        raise BrokerUnreachable(
+            f"cannot reach the Kafka broker at {bootstrap} within {timeout:g} s "
+            f"({exc.args[0].str() if exc.args else exc}); is it running? "
+            f"(wait longer with ${CONNECT_TIMEOUT_ENV})"
+        ) from None
     finally:
         del admin
+
 
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
@@ -102,8 +118,10 @@ _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 def check_topic_name(name: str, what: str = "topic") -> str:
     """Kafka's rule for topic names (as kafka-topics checks it), as one clear error."""
     if not isinstance(name, str) or not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
-        raise ConfigError(f"{what} name {name!r} is not a valid Kafka topic name: use 1-249 characters "
-                          "from a-z, A-Z, 0-9, '.', '_' and '-'")
+        raise ConfigError(
+            f"{what} name {name!r} is not a valid Kafka topic name: use 1-249 characters "
+            "from a-z, A-Z, 0-9, '.', '_' and '-'"
+        )
     return name
 
 
@@ -118,8 +136,9 @@ class BrokerAccess:
     def topics(self) -> dict[str, int]:
         """All topics with their partition counts (never creates a topic)."""
         md = self.admin.list_topics(timeout=self.timeout)
-        return {name: len(t.partitions) for name, t in md.topics.items()
-                if t.error is None and not name.startswith("__")}
+        return {
+            name: len(t.partitions) for name, t in md.topics.items() if t.error is None and not name.startswith("__")
+        }
 
     def topic_exists(self, topic: str) -> bool:
         return topic in self.topics()
@@ -131,16 +150,25 @@ class BrokerAccess:
             raise TopicNotFound(f"topic '{topic}' does not exist on {self.bootstrap}")
         return sorted(t.partitions)
 
-    def create_topic(self, topic: str, partitions: int = 1, replication_factor: int = 1,
-                     config: dict | None = None, exist_ok: bool = False) -> None:
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: dict | None = None,
+        exist_ok: bool = False,
+    ) -> None:
         self.create_topics({topic: partitions}, replication_factor, config, exist_ok)
 
-    def create_topics(self, topics: dict[str, int], replication_factor: int = 1,
-                      config: dict | None = None, exist_ok: bool = False) -> None:
+    def create_topics(
+        self, topics: dict[str, int], replication_factor: int = 1, config: dict | None = None, exist_ok: bool = False
+    ) -> None:
         if not topics:
             return
-        new = [NewTopic(check_topic_name(t), num_partitions=p, replication_factor=replication_factor,
-                        config=config or {}) for t, p in topics.items()]
+        new = [
+            NewTopic(check_topic_name(t), num_partitions=p, replication_factor=replication_factor, config=config or {})
+            for t, p in topics.items()
+        ]
         futures = self.admin.create_topics(new, operation_timeout=self.timeout)
         for name, fut in futures.items():
             try:
@@ -152,8 +180,9 @@ class BrokerAccess:
                         continue
                     raise StreamscaleError(f"topic '{name}' already exists") from exc
                 raise StreamscaleError(f"could not create topic '{name}': {err.str()}") from exc
-        self._await(lambda: all(self.topics().get(t) == p for t, p in topics.items()),
-                    f"topics {sorted(topics)} to appear")
+        self._await(
+            lambda: all(self.topics().get(t) == p for t, p in topics.items()), f"topics {sorted(topics)} to appear"
+        )
 
     def delete_topics(self, topics: Iterable[str], missing_ok: bool = True) -> None:
         existing = self.topics()
@@ -179,7 +208,8 @@ class BrokerAccess:
             if exc.args[0].code() == KafkaError._UNSUPPORTED_FEATURE:
                 raise UnsupportedByBroker(
                     f"the broker at {self.bootstrap} does not support CreatePartitions: "
-                    f"create the topic with {total} partitions instead") from exc
+                    f"create the topic with {total} partitions instead"
+                ) from exc
             raise StreamscaleError(f"could not add partitions to '{topic}': {exc.args[0].str()}") from exc
 
     @staticmethod
@@ -191,8 +221,7 @@ class BrokerAccess:
     def _list_offsets(self, topic: str, parts: list[int], spec, isolation: str) -> dict[int, int]:
         from confluent_kafka import IsolationLevel
 
-        level = (IsolationLevel.READ_COMMITTED if isolation == "read_committed"
-                 else IsolationLevel.READ_UNCOMMITTED)
+        level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
         req = {TopicPartition(topic, p): spec for p in parts}
         res = self.admin.list_offsets(req, isolation_level=level, request_timeout=self.timeout)
         return {tp.partition: fut.result().offset for tp, fut in res.items()}
@@ -209,9 +238,15 @@ class BrokerAccess:
         def answer(_probe, p, msg):
             return listed[p] if msg.error() is not None else min(listed[p], msg.offset())
 
-        return self._fetch_each(topic, {p: 0 for p in listed}, isolation, answer,
-                                (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE),
-                                "start offsets (records could be skipped)", {"auto.offset.reset": "error"})
+        return self._fetch_each(
+            topic,
+            {p: 0 for p in listed},
+            isolation,
+            answer,
+            (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE),
+            "start offsets (records could be skipped)",
+            {"auto.offset.reset": "error"},
+        )
 
     def listed_end_offsets(self, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
         """What ListOffsets(latest) answers: too low on Tansu; use :meth:`end_offsets`."""
@@ -224,14 +259,22 @@ class BrokerAccess:
         return self._fetch_watermarks(topic, listed, isolation)
 
     def _probe(self, isolation: str, **extra) -> Consumer:
-        return Consumer({
-            "bootstrap.servers": self.bootstrap, **self.client_config,
-            "group.id": f"streamscale-probe-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False, "enable.partition.eof": True,
-            "isolation.level": isolation, "fetch.wait.max.ms": 10,
-            "max.partition.fetch.bytes": 1, "fetch.max.bytes": 1024 * 1024,
-            "queued.max.messages.kbytes": 1024, "allow.auto.create.topics": False, **extra,
-        })
+        return Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                **self.client_config,
+                "group.id": f"streamscale-probe-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "isolation.level": isolation,
+                "fetch.wait.max.ms": 10,
+                "max.partition.fetch.bytes": 1,
+                "fetch.max.bytes": 1024 * 1024,
+                "queued.max.messages.kbytes": 1024,
+                "allow.auto.create.topics": False,
+                **extra,
+            }
+        )
 
     def _fetch_watermarks(self, topic: str, listed: dict[int, int], isolation: str) -> dict[int, int]:
         # A fetch from the listed offset is always in range (listed <= log end) and its
@@ -240,11 +283,25 @@ class BrokerAccess:
             hi = probe.get_watermark_offsets(TopicPartition(topic, p), cached=True)[1]
             return None if hi == _OFFSET_INVALID else max(hi, listed[p])
 
-        return self._fetch_each(topic, {p: max(o, 0) for p, o in listed.items()}, isolation, answer, (),
-                                "end offsets (tail records could be lost)")
+        return self._fetch_each(
+            topic,
+            {p: max(o, 0) for p, o in listed.items()},
+            isolation,
+            answer,
+            (),
+            "end offsets (tail records could be lost)",
+        )
 
-    def _fetch_each(self, topic: str, start_at: dict[int, int], isolation: str, answer, tolerated: tuple,
-                    what: str, extra: dict | None = None) -> dict[int, int]:
+    def _fetch_each(
+        self,
+        topic: str,
+        start_at: dict[int, int],
+        isolation: str,
+        answer,
+        tolerated: tuple,
+        what: str,
+        extra: dict | None = None,
+    ) -> dict[int, int]:
         """Fetch each partition from ``start_at[p]`` with a probe consumer until
         ``answer(probe, p, message)`` gives its value (None: wait for the next response); errors
         other than end-of-partition and ``tolerated`` ones are raised."""
@@ -270,14 +327,16 @@ class BrokerAccess:
         if pending:
             raise StreamscaleError(
                 f"no fetch response for '{topic}' partitions {sorted(pending)} within {self.timeout} s; "
-                f"refusing to guess {what}")
+                f"refusing to guess {what}"
+            )
         return dict(sorted(result.items()))
 
     def committed_offsets(self, group: str, topic: str) -> dict[int, int]:
         """Offsets the consumer group has committed (partitions without a commit are left out)."""
         parts = [TopicPartition(topic, p) for p in self.partitions(topic)]
-        futs = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, parts)],
-                                                      request_timeout=self.timeout)
+        futs = self.admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, parts)], request_timeout=self.timeout
+        )
         out: dict[int, int] = {}
         for fut in futs.values():
             for tp in fut.result().topic_partitions:
@@ -288,8 +347,9 @@ class BrokerAccess:
     def commit_offsets(self, group: str, topic: str, offsets: dict[int, int]) -> None:
         """Record a consumer group's progress (what a Spark query has processed), for lag monitoring."""
         tps = [TopicPartition(topic, p, o) for p, o in offsets.items()]
-        futs = self.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)],
-                                                       request_timeout=self.timeout)
+        futs = self.admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self.timeout
+        )
         for fut in futs.values():
             fut.result()
 
@@ -308,7 +368,7 @@ class BrokerAccess:
         # librdkafka handles destroyed during interpreter shutdown can crash: drop it now
         self.admin = None
 
-    def __enter__(self) -> "BrokerAccess":
+    def __enter__(self) -> BrokerAccess:
         return self
 
     def __exit__(self, *exc) -> None:

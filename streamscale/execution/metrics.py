@@ -35,18 +35,22 @@ def _t975(df: int) -> float:
     if df in exact:
         return exact[df]
     z = 1.959964
-    return (z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))
+    return (
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+    )
 
 
 @dataclass(frozen=True)
 class Trend:
-    slope: float       # records/s
+    slope: float  # records/s
     intercept: float
-    low: float         # 95 % confidence interval of the slope
+    low: float  # 95 % confidence interval of the slope
     high: float
-    n: int             # points fitted
-    basis: str         # "batches" (after each commit) or "seconds" (the sampler's readings)
+    n: int  # points fitted
+    basis: str  # "batches" (after each commit) or "seconds" (the sampler's readings)
     commits: tuple = ((), ())  # (times, lags) after every batch commit, warm-up included (for plots)
     start_s: float = float("nan")  # the first point fitted: where the warm-up ended
 
@@ -141,14 +145,15 @@ def backlog_gone(lags, tolerance: float = 0.1) -> int:
     Leaves at least MIN_BATCHES points (fewer cannot give a trend and its interval)."""
     last = max(0, len(lags) - MIN_BATCHES)
     for i in range(last):
-        level = float(np.median(lags[i + 1:]))
+        level = float(np.median(lags[i + 1 :]))
         if lags[i] <= level + tolerance * abs(level) + 1:
             return i
     return last
 
 
-def lag_trend_estimate(samples, batches=(), t0_wall: float | None = None, warmup_s: float = 0.0,
-                       topic: str | None = None) -> Trend:
+def lag_trend_estimate(
+    samples, batches=(), t0_wall: float | None = None, warmup_s: float = 0.0, topic: str | None = None
+) -> Trend:
     """The run's lag trend after the warm-up: through the batch boundaries when there are at
     least MIN_BATCHES of them, else through the once-a-second samples. The warm-up ends at
     ``warmup_s`` or, through the batch boundaries, later if the backlog of the start-up is not
@@ -157,7 +162,7 @@ def lag_trend_estimate(samples, batches=(), t0_wall: float | None = None, warmup
     t, y = batch_boundary_lags(batches, samples, t0_wall, topic) if batches and t0_wall else ([], [])
     keep = [(a, b) for a, b in zip(t, y) if a >= warmup_s]
     if len(keep) >= MIN_BATCHES:
-        keep = keep[backlog_gone([b for _, b in keep]):]
+        keep = keep[backlog_gone([b for _, b in keep]) :]
         trend = fit([a for a, _ in keep], [b for _, b in keep], "batches")
     else:
         keep = [(s.t_s, s.lag) for s in samples if s.t_s >= warmup_s]
@@ -188,8 +193,9 @@ def lag_slo_holds(slope: float, generated_rate: float, threshold: float = 0.01) 
 # true value).
 
 
-def latency_percentile_ms(batches, q: float = 0.95, t0_wall: float | None = None,
-                          warmup_s: float = 0.0) -> float | None:
+def latency_percentile_ms(
+    batches, q: float = 0.95, t0_wall: float | None = None, warmup_s: float = 0.0
+) -> float | None:
     """The run's q-quantile of output latency from the batches' ``latency_cdf`` (rows at or below
     each edge) and ``output_records``; batches ending before the warm-up are left out. None: no
     output rows (or no latency measured, e.g. UC1); inf: beyond the largest edge."""

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from streamscale.broker.embedded import _die_with_parent, free_port
 from streamscale.errors import StreamscaleError
+from streamscale.ports import free_port, port_open
+from streamscale.processes import die_with_parent
 
 
 def spark_home() -> Path:
@@ -26,8 +26,14 @@ def spark_home() -> Path:
 
 
 class StandaloneCluster:
-    def __init__(self, workers: int = 2, cores_per_worker: int = 1, memory_per_worker: str = "1g",
-                 log_dir: str | os.PathLike | None = None, timeout: float = 90.0):
+    def __init__(
+        self,
+        workers: int = 2,
+        cores_per_worker: int = 1,
+        memory_per_worker: str = "1g",
+        log_dir: str | os.PathLike | None = None,
+        timeout: float = 90.0,
+    ):
         self.workers, self.cores, self.memory = workers, cores_per_worker, memory_per_worker
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="streamscale-standalone-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -41,28 +47,59 @@ class StandaloneCluster:
         return f"spark://127.0.0.1:{self.port}"
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
-        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(spark_home()),
-               "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-               "SPARK_WORKER_DIR": str(self.log_dir / "work")}
+        env = {
+            **os.environ,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_HOME": str(spark_home()),
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+            "SPARK_WORKER_DIR": str(self.log_dir / "work"),
+        }
         log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - handed to the child
         try:
-            p = subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args], stdout=log,
-                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                 preexec_fn=_die_with_parent)
+            p = subprocess.Popen(
+                [str(spark_home() / "bin" / "spark-class"), *args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                preexec_fn=die_with_parent,
+            )
         finally:
             log.close()
         self.procs.append(p)
         return p
 
-    def start(self) -> "StandaloneCluster":
+    def start(self) -> StandaloneCluster:
         self.port, self.ui_port = free_port(), free_port()
-        self._spawn("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", str(self.port), "--webui-port", str(self.ui_port)])
-        self._await(lambda: self._port_open(self.port), "the master to listen")
+        self._spawn(
+            "master",
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--webui-port",
+                str(self.ui_port),
+            ],
+        )
+        self._await(lambda: port_open("127.0.0.1", self.port), "the master to listen")
         for i in range(self.workers):
-            self._spawn(f"worker-{i}", ["org.apache.spark.deploy.worker.Worker", self.master_url,
-                                        "--host", "127.0.0.1", "--cores", str(self.cores),
-                                        "--memory", self.memory, "--webui-port", str(free_port())])
+            self._spawn(
+                f"worker-{i}",
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    self.master_url,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    str(self.cores),
+                    "--memory",
+                    self.memory,
+                    "--webui-port",
+                    str(free_port()),
+                ],
+            )
         self._await(lambda: self.registered_workers() >= self.workers, f"{self.workers} workers to register")
         return self
 
@@ -70,20 +107,13 @@ class StandaloneCluster:
         log = self.log_dir / "master.log"
         return log.read_text(errors="replace").count("Registering worker") if log.exists() else 0
 
-    @staticmethod
-    def _port_open(port: int) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
-        except OSError:
-            return False
-
     def _await(self, cond, what: str) -> None:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if any(p.poll() is not None for p in self.procs):
-                raise StreamscaleError(f"a Spark standalone process exited while waiting for {what}; "
-                                       f"logs in {self.log_dir}")
+                raise StreamscaleError(
+                    f"a Spark standalone process exited while waiting for {what}; logs in {self.log_dir}"
+                )
             if cond():
                 return
             time.sleep(0.2)
@@ -101,7 +131,7 @@ class StandaloneCluster:
                 p.wait(5)
         self.procs.clear()
 
-    def __enter__(self) -> "StandaloneCluster":
+    def __enter__(self) -> StandaloneCluster:
         try:
             return self.start()
         except BaseException:

@@ -19,10 +19,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
-from streamscale.loadgen import GeneratorConfig, LoadGenerator
-from streamscale.pipelines import make_pipeline
 from streamscale.execution.metrics import lag_trend
+from streamscale.loadgen import GeneratorConfig, LoadGenerator
 from streamscale.observe import metrics
+from streamscale.pipelines import make_pipeline
 
 
 @dataclass
@@ -51,7 +51,7 @@ class SutResult:
     sampler_cpu_s: float = 0.0  # lag sampler thread + the controlling loop: the harness overhead
     wall_s: float = 0.0
     unregistered: int = 0  # UC4: readings of sensors the registry does not know (not late)
-    t0_wall: float = 0.0   # wall-clock time of the first lag sample (its t_s = 0)
+    t0_wall: float = 0.0  # wall-clock time of the first lag sample (its t_s = 0)
     input_topic: str = ""
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
@@ -66,8 +66,14 @@ class SutResult:
 class LagSampler:
     """Samples the SUT's consumer lag once per interval in a background thread."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, interval_s: float = 1.0,
-                 on_sample: Callable[[LagSample], None] | None = None):
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        topic: str,
+        interval_s: float = 1.0,
+        on_sample: Callable[[LagSample], None] | None = None,
+    ):
         self.bootstrap, self.group, self.topic, self.interval_s = bootstrap, group, topic, interval_s
         self.on_sample = on_sample
         self.samples: list[LagSample] = []
@@ -77,7 +83,7 @@ class LagSampler:
         self.t0_wall = 0.0  # the same instant on the wall clock: batch times are wall-clock
         self.cpu_s = 0.0
 
-    def start(self) -> "LagSampler":
+    def start(self) -> LagSampler:
         self.t0, self.t0_wall = time.monotonic(), time.time()
         self._thread.start()
         return self
@@ -120,12 +126,25 @@ def _export(b) -> None:
     metrics.dropped_total.inc(b.dropped_late)
 
 
-def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str = "local[2]",
-            params: dict | None = None, partitions: int = 8, gen_workers: int = 1,
-            bootstrap: str | None = None, out_dir: Path | None = None, spark=None,
-            on_batch: Callable[[dict], None] | None = None, on_lag: Callable[[LagSample], None] | None = None,
-            spark_conf: dict | None = None, period_s: float = 1.0, encoding: str = "json",
-            distribution: str = "uniform:0,100", cpus: int | None = None) -> SutResult:
+def run_sut(
+    uc: str,
+    sensors: int = 1000,
+    duration_s: float = 60.0,
+    master: str = "local[2]",
+    params: dict | None = None,
+    partitions: int = 8,
+    gen_workers: int = 1,
+    bootstrap: str | None = None,
+    out_dir: Path | None = None,
+    spark=None,
+    on_batch: Callable[[dict], None] | None = None,
+    on_lag: Callable[[LagSample], None] | None = None,
+    spark_conf: dict | None = None,
+    period_s: float = 1.0,
+    encoding: str = "json",
+    distribution: str = "uniform:0,100",
+    cpus: int | None = None,
+) -> SutResult:
     """Generate ``sensors`` records/s for ``duration_s`` into a fresh topic and run the pipeline.
 
     ``cpus``: confine the Spark application (the session built here) to that many CPUs
@@ -159,11 +178,21 @@ def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str 
 
                     confine_spark(spark, cpus)
                 warm_up_workers(spark, access, bootstrap, run_id)
-            gen = LoadGenerator(GeneratorConfig(bootstrap, input_topic, sensors=sensors, workers=gen_workers,
-                                                period_s=period_s, encoding=encoding, distribution=distribution,
-                                                duration_s=duration_s)).start()
-            run = pipe.start(spark, bootstrap, input_topic, output_topic, starting_offsets="earliest",
-                             commit_group=group)
+            gen = LoadGenerator(
+                GeneratorConfig(
+                    bootstrap,
+                    input_topic,
+                    sensors=sensors,
+                    workers=gen_workers,
+                    period_s=period_s,
+                    encoding=encoding,
+                    distribution=distribution,
+                    duration_s=duration_s,
+                )
+            ).start()
+            run = pipe.start(
+                spark, bootstrap, input_topic, output_topic, starting_offsets="earliest", commit_group=group
+            )
             sampler = LagSampler(bootstrap, group, input_topic, on_sample=on_lag).start()
             # lag is sampled while load is generated; after that it only shows the drain
             deadline = time.monotonic() + duration_s
@@ -204,14 +233,27 @@ def run_sut(uc: str, sensors: int = 1000, duration_s: float = 60.0, master: str 
     rate = sum(b.input_rows for b in steady) / max(sum(b.batch_ms for b in steady) / 1000, 1e-9) if steady else 0.0
     lats = [b.avg_latency_ms for b in run.batches if b.avg_latency_ms is not None]
     result = SutResult(
-        uc=uc, sensors=sensors, target_rate=gres.target_rate, generated=gres.delivered,
-        generator_rate=gres.achieved_rate, generator_reached_target=gres.reached_target,
-        processed_records=processed, processed_rate=rate,
-        dropped_late=sum(b.dropped_late for b in run.batches), malformed=sum(b.malformed for b in run.batches),
-        final_lag=lag[-1].lag if lag else -1, max_avg_latency_ms=max(lats) if lats else None,
-        shuffle_stages=shuffles, sampler_cpu_s=sampler.cpu_s + controller_cpu, wall_s=time.monotonic() - t_start,
+        uc=uc,
+        sensors=sensors,
+        target_rate=gres.target_rate,
+        generated=gres.delivered,
+        generator_rate=gres.achieved_rate,
+        generator_reached_target=gres.reached_target,
+        processed_records=processed,
+        processed_rate=rate,
+        dropped_late=sum(b.dropped_late for b in run.batches),
+        malformed=sum(b.malformed for b in run.batches),
+        final_lag=lag[-1].lag if lag else -1,
+        max_avg_latency_ms=max(lats) if lats else None,
+        shuffle_stages=shuffles,
+        sampler_cpu_s=sampler.cpu_s + controller_cpu,
+        wall_s=time.monotonic() - t_start,
         unregistered=sum(b.unregistered for b in run.batches),
-        t0_wall=sampler.t0_wall if sampler is not None else 0.0, input_topic=input_topic, lag=lag, batches=batches)
+        t0_wall=sampler.t0_wall if sampler is not None else 0.0,
+        input_topic=input_topic,
+        lag=lag,
+        batches=batches,
+    )
     if out_dir is not None:
         write_result(result, out_dir)
     return result
@@ -235,8 +277,12 @@ def warm_up_workers(spark, access: BrokerAccess, bootstrap: str, run_id: str) ->
         p.produce(topic, b'{"identifier":"s_0","timestamp":0,"valueInW":0.0}', b"s_0", partition=part)
     p.flush(30)
     del p
-    q = (read_records(spark, bootstrap, topic, starting_offsets="earliest").writeStream.format("noop")
-         .trigger(availableNow=True).start())
+    q = (
+        read_records(spark, bootstrap, topic, starting_offsets="earliest")
+        .writeStream.format("noop")
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination(180)
 
 
@@ -252,5 +298,6 @@ def write_result(result: SutResult, out_dir: Path) -> None:
             w = csv.DictWriter(f, fieldnames=list(result.batches[0]))
             w.writeheader()
             for b in result.batches:
-                w.writerow({**b, "end_offsets": json.dumps(b["end_offsets"]),
-                            "latency_cdf": json.dumps(b.get("latency_cdf"))})
+                w.writerow(
+                    {**b, "end_offsets": json.dumps(b["end_offsets"]), "latency_cdf": json.dumps(b.get("latency_cdf"))}
+                )

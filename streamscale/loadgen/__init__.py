@@ -4,5 +4,14 @@ from streamscale.loadgen.generator import GeneratorConfig, GeneratorResult, Load
 from streamscale.loadgen.records import ACTIVE_POWER_DDL, ActivePowerRecord, Encoder, ValueDistribution
 from streamscale.loadgen.registry import SensorRegistry
 
-__all__ = ["ACTIVE_POWER_DDL", "ActivePowerRecord", "Encoder", "GeneratorConfig", "GeneratorResult",
-           "LoadGenerator", "SensorRegistry", "ValueDistribution", "generate"]
+__all__ = [
+    "ACTIVE_POWER_DDL",
+    "ActivePowerRecord",
+    "Encoder",
+    "GeneratorConfig",
+    "GeneratorResult",
+    "LoadGenerator",
+    "SensorRegistry",
+    "ValueDistribution",
+    "generate",
+]

@@ -38,9 +38,9 @@ class GeneratorConfig:
     encoding: str = "json"
     distribution: str = "uniform:0,100"
     seed: int = 42
-    records: int | None = None       # finite mode: stop after this many records in total
+    records: int | None = None  # finite mode: stop after this many records in total
     duration_s: float | None = None  # or after this long; neither = endless
-    throttle: bool = True            # False: as fast as possible (timestamps still follow the schedule)
+    throttle: bool = True  # False: as fast as possible (timestamps still follow the schedule)
     start_time_ms: int | None = None  # event time of the first record (default: now)
     producer_config: dict = field(default_factory=dict)
 
@@ -94,8 +94,19 @@ def _worker_quota(cfg: GeneratorConfig, w: int) -> int | None:
     return cfg.records // cfg.workers + (1 if w < cfg.records % cfg.workers else 0)
 
 
-def _worker(cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, stop, sent_v, ok_v,
-            failed_v, done_v, err_q, parent_pid: int) -> None:
+def _worker(
+    cfg: GeneratorConfig,
+    w: int,
+    t0_wall_ms: int,
+    t0: float,
+    stop,
+    sent_v,
+    ok_v,
+    failed_v,
+    done_v,
+    err_q,
+    parent_pid: int,
+) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
 
     def orphaned() -> bool:
@@ -125,9 +136,16 @@ def _worker(cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, stop, sent
             if counters["failed"] == 1:
                 err_q.put(f"worker {w}: {err.str()}")
 
-    conf = {"bootstrap.servers": cfg.bootstrap, "enable.idempotence": True, "acks": "all",
-            "linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000,
-            "queue.buffering.max.kbytes": 1024 * 1024, "allow.auto.create.topics": False}
+    conf = {
+        "bootstrap.servers": cfg.bootstrap,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 20,
+        "batch.num.messages": 10000,
+        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1024 * 1024,
+        "allow.auto.create.topics": False,
+    }
     conf.update(cfg.producer_config)
     producer = Producer(conf)
     produce = producer.produce
@@ -231,21 +249,37 @@ class LoadGenerator:
         return any(p.is_alive() for p in self._procs)
 
     # lifecycle ---------------------------------------------------------------------------
-    def start(self) -> "LoadGenerator":
+    def start(self) -> LoadGenerator:
         from streamscale.broker.access import BrokerAccess
 
         with BrokerAccess(self.cfg.bootstrap) as access:
             if not access.topic_exists(self.cfg.topic):
-                raise StreamscaleError(f"topic '{self.cfg.topic}' does not exist on {self.cfg.bootstrap}: "
-                                       "create it first (streamscale topic create)")
+                raise StreamscaleError(
+                    f"topic '{self.cfg.topic}' does not exist on {self.cfg.bootstrap}: "
+                    "create it first (streamscale topic create)"
+                )
         t0_wall_ms = self.cfg.start_time_ms if self.cfg.start_time_ms is not None else int(time.time() * 1000)
         # The schedule starts a moment ahead, once the spawned workers have imported their code.
         self._t0 = time.monotonic() + 1.0
         for w in range(self.cfg.workers):
-            p = self._ctx.Process(target=_worker, name=f"streamscale-loadgen-{w}", daemon=True,
-                                  args=(self.cfg, w, t0_wall_ms, self._t0, self._stop, self._sent[w],
-                                        self._ok[w], self._failed[w], self._done[w], self._errors,
-                                        os.getpid()))
+            p = self._ctx.Process(
+                target=_worker,
+                name=f"streamscale-loadgen-{w}",
+                daemon=True,
+                args=(
+                    self.cfg,
+                    w,
+                    t0_wall_ms,
+                    self._t0,
+                    self._stop,
+                    self._sent[w],
+                    self._ok[w],
+                    self._failed[w],
+                    self._done[w],
+                    self._errors,
+                    os.getpid(),
+                ),
+            )
             p.start()
             self._procs.append(p)
         self._monitor = threading.Thread(target=self._watch, daemon=True)
@@ -269,9 +303,17 @@ class LoadGenerator:
             metrics.generated_rate.set(rate)
             metrics.generated_target.set(self.cfg.target_rate)
             if self.on_second:
-                self.on_second({"elapsed_s": t - self._t0, "rate": rate, "target_rate": self.cfg.target_rate,
-                                "sent": self.sent(), "delivered": n, "failed": self.failed(),
-                                "behind": self.behind()})
+                self.on_second(
+                    {
+                        "elapsed_s": t - self._t0,
+                        "rate": rate,
+                        "target_rate": self.cfg.target_rate,
+                        "sent": self.sent(),
+                        "delivered": n,
+                        "failed": self.failed(),
+                        "behind": self.behind(),
+                    }
+                )
         ends = [v.value for v in self._done if v.value > 0]
         self._t_end = max(ends) if len(ends) == len(self._done) else time.monotonic()
 
@@ -319,8 +361,17 @@ class LoadGenerator:
                 reached = True  # finished within its first second
         else:
             reached = True
-        return GeneratorResult(self.cfg.target_rate, self.sent(), delivered, self.failed(), dur, achieved,
-                               reached and self.failed() == 0, list(self._per_second), self._first_error)
+        return GeneratorResult(
+            self.cfg.target_rate,
+            self.sent(),
+            delivered,
+            self.failed(),
+            dur,
+            achieved,
+            reached and self.failed() == 0,
+            list(self._per_second),
+            self._first_error,
+        )
 
     def run(self) -> GeneratorResult:
         self.start()
@@ -329,7 +380,7 @@ class LoadGenerator:
         except KeyboardInterrupt:
             return self.stop()
 
-    def __enter__(self) -> "LoadGenerator":
+    def __enter__(self) -> LoadGenerator:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -338,4 +389,3 @@ class LoadGenerator:
 
 def generate(cfg: GeneratorConfig, on_second=None) -> GeneratorResult:
     return LoadGenerator(cfg, on_second).run()
-

@@ -28,7 +28,7 @@ class ActivePowerRecord:
         return Encoder(encoding).encode(self.identifier, self.timestamp, self.valueInW)
 
     @classmethod
-    def decode(cls, value: bytes, encoding: str = "json") -> "ActivePowerRecord":
+    def decode(cls, value: bytes, encoding: str = "json") -> ActivePowerRecord:
         if encoding == "json":
             d = json.loads(value)
             return cls(d["identifier"], int(d["timestamp"]), float(d["valueInW"]))
@@ -75,7 +75,7 @@ class ValueDistribution:
     b: float = 100.0
 
     @classmethod
-    def parse(cls, text: str) -> "ValueDistribution":
+    def parse(cls, text: str) -> ValueDistribution:
         m = _DIST.match(text.strip())
         if not m:
             raise ConfigError(f"value distribution '{text}': use constant:V, uniform:LO,HI or normal:MEAN,STD")

@@ -25,14 +25,14 @@ class SensorRegistry:
     tree: dict = field(repr=False)
 
     @classmethod
-    def build(cls, levels: int, children: int = 4) -> "SensorRegistry":
+    def build(cls, levels: int, children: int = 4) -> SensorRegistry:
         if levels < 1:
             raise ConfigError("a sensor registry needs at least 1 level of nested groups")
         if children < 1:
             raise ConfigError("each group needs at least 1 child")
-        if children ** levels > 10_000_000:
+        if children**levels > 10_000_000:
             raise ConfigError(f"{children}^{levels} sensors is more than 10 million")
-        counter = iter(range(children ** levels))
+        counter = iter(range(children**levels))
 
         def node(depth: int, path: str) -> dict:
             if depth == levels:
@@ -47,6 +47,7 @@ class SensorRegistry:
     @property
     def num_sensors(self) -> int:
         """Leaves of the tree (a loaded registry may be irregular: groups of different depths)."""
+
         def leaves(n: dict) -> int:
             kids = n.get("children")
             return sum(leaves(c) for c in kids) if kids else 1
@@ -106,9 +107,8 @@ class SensorRegistry:
         return path
 
     @classmethod
-    def load(cls, path_or_json: str | Path) -> "SensorRegistry":
-        text = Path(path_or_json).read_text() if not str(path_or_json).lstrip().startswith("{") \
-            else str(path_or_json)
+    def load(cls, path_or_json: str | Path) -> SensorRegistry:
+        text = Path(path_or_json).read_text() if not str(path_or_json).lstrip().startswith("{") else str(path_or_json)
         try:
             tree = json.loads(text)
             top = tree["topLevelSensor"]
@@ -139,9 +139,14 @@ class SensorRegistry:
         with BrokerAccess(bootstrap) as access:
             access.create_topic(topic, 1, exist_ok=True)
         errors: list[str] = []
-        p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                      "message.max.bytes": 64 * 1024 * 1024})
-        p.produce(topic, key=REGISTRY_KEY, value=self.to_json().encode(),
-                  on_delivery=lambda err, _m: errors.append(err.str()) if err else None)
+        p = Producer(
+            {"bootstrap.servers": bootstrap, "enable.idempotence": True, "message.max.bytes": 64 * 1024 * 1024}
+        )
+        p.produce(
+            topic,
+            key=REGISTRY_KEY,
+            value=self.to_json().encode(),
+            on_delivery=lambda err, _m: errors.append(err.str()) if err else None,
+        )
         if p.flush(30) or errors:
             raise ConfigError(f"could not publish the sensor registry to '{topic}': {errors or 'timeout'}")

@@ -39,12 +39,16 @@ class LiveState:
             return metrics.REGISTRY.get_sample_value(name)
 
         with self._lock:
-            return {"experiment": dict(self.experiment), "samples": list(self.samples),
-                    "finished": list(self.finished), "time": time.time(),
-                    "generated_per_s": value("streamscale_generated_records_per_second"),
-                    "processed_per_s": value("streamscale_processed_records_per_second"),
-                    "lag_trend": value("streamscale_lag_trend_records_per_second"),
-                    "batch_s": value("streamscale_microbatch_duration_seconds")}
+            return {
+                "experiment": dict(self.experiment),
+                "samples": list(self.samples),
+                "finished": list(self.finished),
+                "time": time.time(),
+                "generated_per_s": value("streamscale_generated_records_per_second"),
+                "processed_per_s": value("streamscale_processed_records_per_second"),
+                "lag_trend": value("streamscale_lag_trend_records_per_second"),
+                "batch_s": value("streamscale_microbatch_duration_seconds"),
+            }
 
 
 PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>streamscale live</title>
@@ -118,7 +122,7 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.port}/"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True, name="live-page")
 
-    def start(self) -> "LiveServer":
+    def start(self) -> LiveServer:
         self._thread.start()
         return self
 

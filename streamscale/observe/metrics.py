@@ -15,57 +15,77 @@ import threading
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Info, start_http_server
 
-from streamscale.broker.embedded import free_port
+from streamscale.ports import free_port
 
 DEFAULT_PORT = 9464
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 # load generation
-generated_total = Gauge("streamscale_generated_records_total", "Records the load generator had delivered",
-                        registry=REGISTRY)
-generated_rate = Gauge("streamscale_generated_records_per_second", "Records delivered in the last second",
-                       registry=REGISTRY)
-generated_target = Gauge("streamscale_generated_target_records_per_second", "The generator's target rate",
-                         registry=REGISTRY)
+generated_total = Gauge(
+    "streamscale_generated_records_total", "Records the load generator had delivered", registry=REGISTRY
+)
+generated_rate = Gauge(
+    "streamscale_generated_records_per_second", "Records delivered in the last second", registry=REGISTRY
+)
+generated_target = Gauge(
+    "streamscale_generated_target_records_per_second", "The generator's target rate", registry=REGISTRY
+)
 # the system under test
-processed_total = Counter("streamscale_processed_records", "Input records the SUT processed (all micro-batches)",
-                          registry=REGISTRY)
-processed_rate = Gauge("streamscale_processed_records_per_second",
-                       "Spark's processedRowsPerSecond of the latest micro-batch", registry=REGISTRY)
-batch_duration = Gauge("streamscale_microbatch_duration_seconds", "Duration of the latest micro-batch",
-                       registry=REGISTRY)
-dropped_total = Counter("streamscale_dropped_records", "Late records dropped by windowed pipelines",
-                        registry=REGISTRY)
-lag = Gauge("streamscale_consumer_lag_records", "Consumer lag of the SUT per input partition",
-            ["topic", "partition"], registry=REGISTRY)
-lag_total = Gauge("streamscale_consumer_lag_total_records", "Consumer lag of the SUT over all partitions",
-                  registry=REGISTRY)
-lag_trend = Gauge("streamscale_lag_trend_records_per_second",
-                  "Slope of the linear regression of total lag over the samples of this experiment so far",
-                  registry=REGISTRY)
+processed_total = Counter(
+    "streamscale_processed_records", "Input records the SUT processed (all micro-batches)", registry=REGISTRY
+)
+processed_rate = Gauge(
+    "streamscale_processed_records_per_second",
+    "Spark's processedRowsPerSecond of the latest micro-batch",
+    registry=REGISTRY,
+)
+batch_duration = Gauge(
+    "streamscale_microbatch_duration_seconds", "Duration of the latest micro-batch", registry=REGISTRY
+)
+dropped_total = Counter("streamscale_dropped_records", "Late records dropped by windowed pipelines", registry=REGISTRY)
+lag = Gauge(
+    "streamscale_consumer_lag_records",
+    "Consumer lag of the SUT per input partition",
+    ["topic", "partition"],
+    registry=REGISTRY,
+)
+lag_total = Gauge(
+    "streamscale_consumer_lag_total_records", "Consumer lag of the SUT over all partitions", registry=REGISTRY
+)
+lag_trend = Gauge(
+    "streamscale_lag_trend_records_per_second",
+    "Slope of the linear regression of total lag over the samples of this experiment so far",
+    registry=REGISTRY,
+)
 lag_samples = Counter("streamscale_lag_samples", "Lag samples taken", registry=REGISTRY)
 experiment = Info("streamscale_experiment", "The experiment being run", registry=REGISTRY)
 experiments_total = Counter("streamscale_experiments", "Experiments finished", ["verdict"], registry=REGISTRY)
 # autoscaler
 consumers = Gauge("streamscale_autoscaler_consumers", "Consumers in the autoscaled group", registry=REGISTRY)
 rscore = Gauge("streamscale_autoscaler_rscore", "Rscore (Eq. 11) of the latest reassignment", registry=REGISTRY)
-iterations_total = Counter("streamscale_autoscaler_iterations", "Controller iterations", ["reassigned"],
-                           registry=REGISTRY)
-moved_total = Counter("streamscale_autoscaler_moved_partitions", "Partitions moved between consumers",
-                      registry=REGISTRY)
-reassign_seconds = Gauge("streamscale_autoscaler_reassign_seconds", "Δt4 of the latest reassignment",
-                         registry=REGISTRY)
-write_speed = Gauge("streamscale_autoscaler_write_speed_bytes_per_second", "Measured total write speed",
-                    registry=REGISTRY)
+iterations_total = Counter(
+    "streamscale_autoscaler_iterations", "Controller iterations", ["reassigned"], registry=REGISTRY
+)
+moved_total = Counter(
+    "streamscale_autoscaler_moved_partitions", "Partitions moved between consumers", registry=REGISTRY
+)
+reassign_seconds = Gauge("streamscale_autoscaler_reassign_seconds", "Δt4 of the latest reassignment", registry=REGISTRY)
+write_speed = Gauge(
+    "streamscale_autoscaler_write_speed_bytes_per_second", "Measured total write speed", registry=REGISTRY
+)
 # reliability
-rel_sent = Counter("streamscale_reliability_sent_messages", "Messages handed to the producer", ["semantics"],
-                   registry=REGISTRY)
-rel_received = Counter("streamscale_reliability_received_messages", "Messages received (M)", ["semantics"],
-                       registry=REGISTRY)
-rel_lost = Counter("streamscale_reliability_lost_messages", "Lost messages (L = N - M')", ["semantics"],
-                   registry=REGISTRY)
-rel_duplicated = Counter("streamscale_reliability_duplicated_messages", "Duplicates (D = M - M')", ["semantics"],
-                         registry=REGISTRY)
+rel_sent = Counter(
+    "streamscale_reliability_sent_messages", "Messages handed to the producer", ["semantics"], registry=REGISTRY
+)
+rel_received = Counter(
+    "streamscale_reliability_received_messages", "Messages received (M)", ["semantics"], registry=REGISTRY
+)
+rel_lost = Counter(
+    "streamscale_reliability_lost_messages", "Lost messages (L = N - M')", ["semantics"], registry=REGISTRY
+)
+rel_duplicated = Counter(
+    "streamscale_reliability_duplicated_messages", "Duplicates (D = M - M')", ["semantics"], registry=REGISTRY
+)
 
 _server_port: int | None = None
 _lock = threading.Lock()

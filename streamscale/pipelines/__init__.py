@@ -23,5 +23,18 @@ def make_pipeline(name: str, params: dict | None = None) -> Pipeline:
         raise ConfigError(f"{name} parameters: {problems}") from None
 
 
-__all__ = ["PIPELINES", "Pipeline", "PipelineParams", "PipelineRun", "UC1", "UC1Params", "UC2", "UC2Params",
-           "UC3", "UC3Params", "UC4", "UC4Params", "make_pipeline"]
+__all__ = [
+    "PIPELINES",
+    "Pipeline",
+    "PipelineParams",
+    "PipelineRun",
+    "UC1",
+    "UC1Params",
+    "UC2",
+    "UC2Params",
+    "UC3",
+    "UC3Params",
+    "UC4",
+    "UC4Params",
+    "make_pipeline",
+]

@@ -67,14 +67,20 @@ def observe_late(df, window_ms: int, slide_ms: int | None = None, registered=Non
     dropped = sum((x for _, x in as_int), F.lit(0))
     any_dropped = dropped > 0
     if registered is None:
-        metrics = [F.sum(contributions).alias("contributions"), F.sum(dropped).alias("dropped_contributions"),
-                   F.count(F.when(any_dropped, 1)).alias("dropped_records"), F.lit(0).alias("unregistered")]
+        metrics = [
+            F.sum(contributions).alias("contributions"),
+            F.sum(dropped).alias("dropped_contributions"),
+            F.count(F.when(any_dropped, 1)).alias("dropped_records"),
+            F.lit(0).alias("unregistered"),
+        ]
     else:
         reg = F.coalesce(registered, F.lit(False))
-        metrics = [F.sum(F.when(reg, contributions)).alias("contributions"),
-                   F.sum(F.when(reg, dropped)).alias("dropped_contributions"),
-                   F.count(F.when(reg & first & any_dropped, 1)).alias("dropped_records"),
-                   F.count(F.when(~reg, 1)).alias("unregistered")]
+        metrics = [
+            F.sum(F.when(reg, contributions)).alias("contributions"),
+            F.sum(F.when(reg, dropped)).alias("dropped_contributions"),
+            F.count(F.when(reg & first & any_dropped, 1)).alias("dropped_records"),
+            F.count(F.when(~reg, 1)).alias("unregistered"),
+        ]
     return df.observe(ACCOUNTING_OBSERVATION, *metrics)
 
 

@@ -47,8 +47,15 @@ def stats_columns(value_col: str = "valueInW", ts_col: str = "timestamp"):
     from pyspark.sql import functions as F
 
     v = F.col(value_col)
-    return [F.count(v).alias("count"), F.sum(v).alias("sum"), F.avg(v).alias("mean"), F.min(v).alias("min"),
-            F.max(v).alias("max"), F.var_pop(v).alias("variance"), F.max(ts_col).alias("max_event_ms")]
+    return [
+        F.count(v).alias("count"),
+        F.sum(v).alias("sum"),
+        F.avg(v).alias("mean"),
+        F.min(v).alias("min"),
+        F.max(v).alias("max"),
+        F.var_pop(v).alias("variance"),
+        F.max(ts_col).alias("max_event_ms"),
+    ]
 
 
 def windowed_stats(df, window, keys: list[str]):
@@ -56,9 +63,18 @@ def windowed_stats(df, window, keys: list[str]):
     from pyspark.sql import functions as F
 
     agg = df.groupBy(window, *keys).agg(*stats_columns())
-    return agg.select(*keys, F.unix_millis(F.col("window.start")).alias("windowStartMs"),
-                      F.unix_millis(F.col("window.end")).alias("windowEndMs"), "count", "sum", "mean", "min",
-                      "max", "variance", "max_event_ms")
+    return agg.select(
+        *keys,
+        F.unix_millis(F.col("window.start")).alias("windowStartMs"),
+        F.unix_millis(F.col("window.end")).alias("windowEndMs"),
+        "count",
+        "sum",
+        "mean",
+        "min",
+        "max",
+        "variance",
+        "max_event_ms",
+    )
 
 
 def watermarked(records, lateness_s: float):
@@ -96,9 +112,9 @@ class BatchMetrics:
     output_records: int | None
     max_latency_ms: float | None
     avg_latency_ms: float | None
-    dropped_contributions: int = 0   # window contributions dropped (UC3: up to 3 per record)
-    unregistered: int = 0            # UC4: readings of sensors not in the registry (not late)
-    late_counted: bool = True        # False: no late accounting (Spark's builtin Kafka source)
+    dropped_contributions: int = 0  # window contributions dropped (UC3: up to 3 per record)
+    unregistered: int = 0  # UC4: readings of sensors not in the registry (not late)
+    late_counted: bool = True  # False: no late accounting (Spark's builtin Kafka source)
     latency_cdf: list | None = None  # output rows at or below each latency edge (pipelines.output)
 
 
@@ -140,7 +156,9 @@ class PipelineRun:
         late = _as_dict(obs.get(ACCOUNTING_OBSERVATION))
         out = self.writer.batches.pop(p["batchId"], None) if self.writer is not None else None
         return BatchMetrics(
-            batch_id=p["batchId"], timestamp=p["timestamp"], input_rows=p.get("numInputRows", 0),
+            batch_id=p["batchId"],
+            timestamp=p["timestamp"],
+            input_rows=p.get("numInputRows", 0),
             input_rate=float(p.get("inputRowsPerSecond") or 0.0),
             processed_rate=float(p.get("processedRowsPerSecond") or 0.0),
             batch_ms=int(p.get("durationMs", {}).get("triggerExecution", 0)),
@@ -153,16 +171,20 @@ class PipelineRun:
             dropped_contributions=int(late.get("dropped_contributions") or 0),
             unregistered=int(late.get("unregistered") or 0),
             late_counted=self.writer is None or bool(late) or not p.get("numInputRows"),
-            latency_cdf=out.latency_cdf if out else None)
+            latency_cdf=out.latency_cdf if out else None,
+        )
 
     def totals(self) -> dict:
         self.poll()
-        return {"batches": len(self.batches), "input_rows": sum(b.input_rows for b in self.batches),
-                "dropped_late": sum(b.dropped_late for b in self.batches),
-                "dropped_contributions": sum(b.dropped_contributions for b in self.batches),
-                "unregistered": sum(b.unregistered for b in self.batches),
-                "malformed": sum(b.malformed for b in self.batches),
-                "late_counted": all(b.late_counted for b in self.batches)}
+        return {
+            "batches": len(self.batches),
+            "input_rows": sum(b.input_rows for b in self.batches),
+            "dropped_late": sum(b.dropped_late for b in self.batches),
+            "dropped_contributions": sum(b.dropped_contributions for b in self.batches),
+            "unregistered": sum(b.unregistered for b in self.batches),
+            "malformed": sum(b.malformed for b in self.batches),
+            "late_counted": all(b.late_counted for b in self.batches),
+        }
 
     def shuffle_stages(self) -> int:
         return count_shuffles(self.physical_plan())
@@ -229,8 +251,16 @@ class Pipeline(ABC):
             params = self.params_model(**params)
         self.params = params
 
-    def read(self, spark, bootstrap: str, input_topic: str, starting_offsets: str, commit_group: str | None,
-             kafka_impl: str | None = None, watermark_from: str | None = None):
+    def read(
+        self,
+        spark,
+        bootstrap: str,
+        input_topic: str,
+        starting_offsets: str,
+        commit_group: str | None,
+        kafka_impl: str | None = None,
+        watermark_from: str | None = None,
+    ):
         """Decoded, valid readings (malformed ones counted); with ``watermark_from`` (the query's
         checkpoint) each row carries its micro-batch's watermark, for the late-record count."""
         from pyspark.sql import functions as F
@@ -238,10 +268,16 @@ class Pipeline(ABC):
         opts = {"commitGroup": commit_group} if commit_group else {}
         if watermark_from:
             opts["batchWatermarkFrom"] = watermark_from
-        df = read_records(spark, bootstrap, input_topic, dead_letter_topic=self.params.dead_letter_topic,
-                          starting_offsets=starting_offsets,
-                          max_offsets_per_trigger=self.params.max_offsets_per_trigger, impl=kafka_impl,
-                          options=opts)
+        df = read_records(
+            spark,
+            bootstrap,
+            input_topic,
+            dead_letter_topic=self.params.dead_letter_topic,
+            starting_offsets=starting_offsets,
+            max_offsets_per_trigger=self.params.max_offsets_per_trigger,
+            impl=kafka_impl,
+            options=opts,
+        )
         decoded = F.col("value_error").isNull()
         if self.windowed:
             # A window needs a timestamp Spark can hold: one outside years 1-9999 (a valid int64
@@ -276,12 +312,21 @@ class Pipeline(ABC):
         if not checkpoint:
             checkpoint = tempfile.mkdtemp(prefix=f"streamscale-{self.name}-")
             _TEMP_CHECKPOINTS.add(checkpoint)
-        trigger = {"availableNow": True} if available_now else \
-            {"processingTime": f"{self.params.trigger_interval_s} seconds"}
+        trigger = (
+            {"availableNow": True} if available_now else {"processingTime": f"{self.params.trigger_interval_s} seconds"}
+        )
         return checkpoint, trigger, f"{self.name}-{int(time.time() * 1000)}"
 
-    def finish(self, spark, bootstrap: str, input_topic: str, output_topic: str, checkpoint: str,
-               timeout_s: float = 600, **start_options) -> PipelineRun:
+    def finish(
+        self,
+        spark,
+        bootstrap: str,
+        input_topic: str,
+        output_topic: str,
+        checkpoint: str,
+        timeout_s: float = 600,
+        **start_options,
+    ) -> PipelineRun:
         """End of a bounded input: close every window, so that ``emit: final`` emits the newest ones.
 
         Writes an end-of-input marker (streamscale.pipelines.accounting.flush_input) and runs the
@@ -294,16 +339,24 @@ class Pipeline(ABC):
         if not checkpoint:
             raise ConfigError("finish() continues a query: give its checkpoint")
         flush_input(bootstrap, input_topic)
-        run = self.start(spark, bootstrap, input_topic, output_topic, checkpoint, available_now=True,
-                         **start_options)
+        run = self.start(spark, bootstrap, input_topic, output_topic, checkpoint, available_now=True, **start_options)
         run.await_available(timeout_s)
         if run.exception() is not None:
             raise run.exception()
         return run
 
-    def start(self, spark, bootstrap: str, input_topic: str = "input", output_topic: str = "output",
-              checkpoint: str | None = None, available_now: bool = False, starting_offsets: str = "earliest",
-              commit_group: str | None = None, kafka_impl: str | None = None) -> PipelineRun:
+    def start(
+        self,
+        spark,
+        bootstrap: str,
+        input_topic: str = "input",
+        output_topic: str = "output",
+        checkpoint: str | None = None,
+        available_now: bool = False,
+        starting_offsets: str = "earliest",
+        commit_group: str | None = None,
+        kafka_impl: str | None = None,
+    ) -> PipelineRun:
         """Windowed pipelines: Spark's update mode (or append mode with ``emit: final``) into the
         executor-side Kafka output (see streamscale.pipelines.output); late records counted on the
         executors (streamscale.pipelines.accounting)."""
@@ -312,12 +365,32 @@ class Pipeline(ABC):
 
         checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
         impl = resolve_impl(kafka_impl)
-        records = self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, impl,
-                            watermark_from=checkpoint if impl == "python" else None)
+        records = self.read(
+            spark,
+            bootstrap,
+            input_topic,
+            starting_offsets,
+            commit_group,
+            impl,
+            watermark_from=checkpoint if impl == "python" else None,
+        )
         out_df = self.build(spark, records)
-        writer = WindowedOutput(bootstrap, output_topic, self.key_cols, self.value_cols, self.lateness_ms(),
-                                self.emit_final, checkpoint, impl)
-        query = (out_df.writeStream.outputMode("append" if self.emit_final else "update").foreachBatch(writer)
-                 .option("checkpointLocation", checkpoint).trigger(**trigger)
-                 .queryName(query_name).start())
+        writer = WindowedOutput(
+            bootstrap,
+            output_topic,
+            self.key_cols,
+            self.value_cols,
+            self.lateness_ms(),
+            self.emit_final,
+            checkpoint,
+            impl,
+        )
+        query = (
+            out_df.writeStream.outputMode("append" if self.emit_final else "update")
+            .foreachBatch(writer)
+            .option("checkpointLocation", checkpoint)
+            .trigger(**trigger)
+            .queryName(query_name)
+            .start()
+        )
         return PipelineRun(self.name, [query], query, checkpoint, writer)

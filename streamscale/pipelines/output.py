@@ -23,7 +23,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-
 # Output latency buckets (ms): rows at or below each edge are counted per batch, so a run's
 # percentile is exact at this resolution (streamscale.execution.metrics.latency_percentile_ms)
 LATENCY_EDGES_MS = tuple(2 ** (k / 4) for k in range(100))  # 1 ms ... 7.9 h, steps of 19 %
@@ -62,8 +61,17 @@ def _cumulative(buckets) -> list[int] | None:
 
 
 class WindowedOutput:
-    def __init__(self, bootstrap: str, topic: str, key_cols: list[str], value_cols: list[str],
-                 lateness_ms: int, emit_final: bool, checkpoint: str, kafka_impl: str | None = None):
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        key_cols: list[str],
+        value_cols: list[str],
+        lateness_ms: int,
+        emit_final: bool,
+        checkpoint: str,
+        kafka_impl: str | None = None,
+    ):
         self.bootstrap, self.topic = bootstrap, topic
         self.key_cols, self.value_cols = key_cols, value_cols
         self.lateness_ms, self.emit_final = lateness_ms, emit_final
@@ -99,14 +107,20 @@ class WindowedOutput:
             # histogram over at most 101 distinct values with 128 bins, which keeps every value in
             # a bin of its own (exact counts); 100 conditional counts per row cost ~30 % of a batch
             bucket = latency_bucket(latency)
-            observed = batch_df.observe(obs, F.count(F.lit(1)).alias("rows"),
-                                        F.max(latency).alias("max_latency_ms"), F.avg(latency).alias("avg_latency_ms"),
-                                        F.histogram_numeric(bucket, F.lit(128)).alias("latency_buckets"))
-            value = F.to_json(F.struct(*[F.col(c) for c in self.value_cols], F.lit(now).alias("emittedAtMs"),
-                                       final.alias("final")))
+            observed = batch_df.observe(
+                obs,
+                F.count(F.lit(1)).alias("rows"),
+                F.max(latency).alias("max_latency_ms"),
+                F.avg(latency).alias("avg_latency_ms"),
+                F.histogram_numeric(bucket, F.lit(128)).alias("latency_buckets"),
+            )
+            value = F.to_json(
+                F.struct(*[F.col(c) for c in self.value_cols], F.lit(now).alias("emittedAtMs"), final.alias("final"))
+            )
             key = F.concat_ws(";", *[F.col(c).cast("string") for c in self.key_cols])
-            write_kafka_batch(observed.select(key.alias("key"), value.alias("value")), self.bootstrap, self.topic,
-                              self.kafka_impl)
+            write_kafka_batch(
+                observed.select(key.alias("key"), value.alias("value")), self.bootstrap, self.topic, self.kafka_impl
+            )
             got = obs.get
         finally:
             if cached is not None:
@@ -115,7 +129,8 @@ class WindowedOutput:
             output_records=int(got.get("rows") or 0),
             max_latency_ms=None if got.get("max_latency_ms") is None else float(got["max_latency_ms"]),
             avg_latency_ms=None if got.get("avg_latency_ms") is None else float(got["avg_latency_ms"]),
-            latency_cdf=_cumulative(got.get("latency_buckets")))
+            latency_cdf=_cumulative(got.get("latency_buckets")),
+        )
 
     def close(self) -> None:
         """Nothing to flush: the executors' producers deliver before their tasks end."""

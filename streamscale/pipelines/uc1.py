@@ -40,15 +40,20 @@ class SQLiteBatchWriter:
     def __init__(self, path: str, table: str):
         self.path, self.table = path, table
         with sqlite3.connect(path) as db:
-            db.execute(f"CREATE TABLE IF NOT EXISTS {table} (identifier TEXT NOT NULL, "
-                       "timestamp INTEGER NOT NULL, valueInW REAL NOT NULL, valueInKW REAL NOT NULL, "
-                       "kafka_partition INTEGER NOT NULL, kafka_offset INTEGER NOT NULL)")
-            db.execute(f"CREATE TABLE IF NOT EXISTS {table}_batches (batch_id INTEGER PRIMARY KEY, "
-                       "records INTEGER NOT NULL, written_at REAL NOT NULL)")
+            db.execute(
+                f"CREATE TABLE IF NOT EXISTS {table} (identifier TEXT NOT NULL, "
+                "timestamp INTEGER NOT NULL, valueInW REAL NOT NULL, valueInKW REAL NOT NULL, "
+                "kafka_partition INTEGER NOT NULL, kafka_offset INTEGER NOT NULL)"
+            )
+            db.execute(
+                f"CREATE TABLE IF NOT EXISTS {table}_batches (batch_id INTEGER PRIMARY KEY, "
+                "records INTEGER NOT NULL, written_at REAL NOT NULL)"
+            )
 
     def __call__(self, batch_df, batch_id: int) -> None:
-        rows = batch_df.select("identifier", "timestamp", "valueInW", "valueInKW", "kafka_partition",
-                               "kafka_offset").toArrow()
+        rows = batch_df.select(
+            "identifier", "timestamp", "valueInW", "valueInKW", "kafka_partition", "kafka_offset"
+        ).toArrow()
         db = sqlite3.connect(self.path, timeout=60)
         try:
             with db:  # one transaction: the rows and the batch id, or neither
@@ -75,19 +80,25 @@ class UC1(Pipeline):
 
     def describe(self) -> str:
         p = self.params
-        side = {"log": "log each record to stdout", "none": "discard (noop)",
-                "sqlite": f"SQLite {p.db_path} table {p.table} (batch insert, exactly once)",
-                "jdbc": f"JDBC {p.jdbc_url} table {p.table}", "kafka": "Kafka output topic"}[p.sink]
-        return "\n".join([
-            "UC1 database storage (stateless, no shuffle)",
-            "  Source: Kafka input topic -> decode ActivePowerRecord (malformed -> dead-letter topic)",
-            "  --> filter malformed",
-            "  --> map: add valueInKW, format log line (value-only)",
-            f"  --> forEach: {side}",
-        ])
+        side = {
+            "log": "log each record to stdout",
+            "none": "discard (noop)",
+            "sqlite": f"SQLite {p.db_path} table {p.table} (batch insert, exactly once)",
+            "jdbc": f"JDBC {p.jdbc_url} table {p.table}",
+            "kafka": "Kafka output topic",
+        }[p.sink]
+        return "\n".join(
+            [
+                "UC1 database storage (stateless, no shuffle)",
+                "  Source: Kafka input topic -> decode ActivePowerRecord (malformed -> dead-letter topic)",
+                "  --> filter malformed",
+                "  --> map: add valueInKW, format log line (value-only)",
+                f"  --> forEach: {side}",
+            ]
+        )
 
     def logical_plan(self):
-        from streamscale.topology.catalog import uc1_plan
+        from streamscale.pipelines.plans import uc1_plan
 
         return uc1_plan()
 
@@ -95,14 +106,28 @@ class UC1(Pipeline):
         from pyspark.sql import functions as F
 
         return records.select(
-            "identifier", "timestamp", "valueInW", (F.col("valueInW") / 1000.0).alias("valueInKW"),
-            "kafka_partition", "kafka_offset",
+            "identifier",
+            "timestamp",
+            "valueInW",
+            (F.col("valueInW") / 1000.0).alias("valueInKW"),
+            "kafka_partition",
+            "kafka_offset",
             # a JSON encoder: an identifier with a quote or backslash stays valid JSON
-            F.to_json(F.struct("identifier", "timestamp", "valueInW")).alias("line"))
+            F.to_json(F.struct("identifier", "timestamp", "valueInW")).alias("line"),
+        )
 
-    def start(self, spark, bootstrap: str, input_topic: str = "input", output_topic: str = "output",
-              checkpoint: str | None = None, available_now: bool = False, starting_offsets: str = "earliest",
-              commit_group: str | None = None, kafka_impl: str | None = None) -> PipelineRun:
+    def start(
+        self,
+        spark,
+        bootstrap: str,
+        input_topic: str = "input",
+        output_topic: str = "output",
+        checkpoint: str | None = None,
+        available_now: bool = False,
+        starting_offsets: str = "earliest",
+        commit_group: str | None = None,
+        kafka_impl: str | None = None,
+    ) -> PipelineRun:
         checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
         df = self.build(spark, self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, kafka_impl))
         w = df.writeStream.option("checkpointLocation", checkpoint).trigger(**trigger).queryName(query_name)
@@ -116,14 +141,17 @@ class UC1(Pipeline):
         elif p.sink == "sqlite":
             q = w.foreachBatch(SQLiteBatchWriter(p.db_path, p.table)).start()
         elif p.sink == "jdbc":
+
             def jdbc(batch_df, _batch_id):
                 try:
                     batch_df.drop("line").write.jdbc(p.jdbc_url, p.table, mode="append")
                 except Exception as exc:  # noqa: BLE001 - a missing driver is a config problem
                     if "No suitable driver" in str(exc):
-                        raise ConfigError(f"no JDBC driver for {p.jdbc_url} on Spark's classpath "
-                                          "(add it with spark.jars)") from exc
+                        raise ConfigError(
+                            f"no JDBC driver for {p.jdbc_url} on Spark's classpath (add it with spark.jars)"
+                        ) from exc
                     raise
+
             q = w.foreachBatch(jdbc).start()
         else:  # pragma: no cover - validated by the params model
             raise ConfigError(f"unknown UC1 sink {p.sink}")
@@ -135,5 +163,13 @@ class UC1(Pipeline):
         from streamscale.sparkio.io import write_kafka
 
         out = out_df.select(F.col("identifier").alias("key"), F.col("line").alias("value"))
-        return write_kafka(out, bootstrap, output_topic, checkpoint, impl=kafka_impl, trigger=trigger,
-                           output_mode="append", query_name=query_name)
+        return write_kafka(
+            out,
+            bootstrap,
+            output_topic,
+            checkpoint,
+            impl=kafka_impl,
+            trigger=trigger,
+            output_mode="append",
+            query_name=query_name,
+        )

@@ -23,22 +23,24 @@ class UC2Params(PipelineParams):
 class UC2(Pipeline):
     name = "uc2"
     params_model = UC2Params
-    key_cols = ['identifier']
-    value_cols = ['identifier', 'windowStartMs', 'windowEndMs', 'count', 'sum', 'mean', 'min', 'max', 'variance']
+    key_cols = ["identifier"]
+    value_cols = ["identifier", "windowStartMs", "windowEndMs", "count", "sum", "mean", "min", "max", "variance"]
 
     def describe(self) -> str:
         p = self.params
-        return "\n".join([
-            "UC2 downsampling (one shuffle: by sensor)",
-            "  Source: Kafka input topic -> decode ActivePowerRecord (malformed -> dead-letter topic)",
-            "  --> filter malformed, event time = timestamp (ms)",
-            f"  --> watermark: lateness {p.lateness_s:g} s (later records dropped and counted)",
-            f"  --> groupByKey(identifier) x tumbling window {p.window_s:g} s   [repartition by key]",
-            "  --> aggregate count, sum, mean, min, max, population variance",
-            "  --> to: output topic, key = identifier, value = JSON (update mode)",
-        ])
+        return "\n".join(
+            [
+                "UC2 downsampling (one shuffle: by sensor)",
+                "  Source: Kafka input topic -> decode ActivePowerRecord (malformed -> dead-letter topic)",
+                "  --> filter malformed, event time = timestamp (ms)",
+                f"  --> watermark: lateness {p.lateness_s:g} s (later records dropped and counted)",
+                f"  --> groupByKey(identifier) x tumbling window {p.window_s:g} s   [repartition by key]",
+                "  --> aggregate count, sum, mean, min, max, population variance",
+                "  --> to: output topic, key = identifier, value = JSON (update mode)",
+            ]
+        )
 
     def logical_plan(self):
-        from streamscale.topology.catalog import uc2_plan
+        from streamscale.pipelines.plans import uc2_plan
 
         return uc2_plan(self.params.window_s, self.params.lateness_s)

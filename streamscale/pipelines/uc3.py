@@ -33,24 +33,37 @@ class UC3Params(PipelineParams):
 class UC3(Pipeline):
     name = "uc3"
     params_model = UC3Params
-    key_cols = ['identifier', 'hourOfDay']
-    value_cols = ['identifier', 'hourOfDay', 'windowStartMs', 'windowEndMs', 'count', 'sum', 'mean', 'min', 'max', 'variance']
+    key_cols = ["identifier", "hourOfDay"]
+    value_cols = [
+        "identifier",
+        "hourOfDay",
+        "windowStartMs",
+        "windowEndMs",
+        "count",
+        "sum",
+        "mean",
+        "min",
+        "max",
+        "variance",
+    ]
 
     def describe(self) -> str:
         p = self.params
-        return "\n".join([
-            "UC3 time-attribute aggregation (one shuffle: by sensor and hour of day)",
-            "  Source: Kafka input topic -> decode ActivePowerRecord (malformed -> dead-letter topic)",
-            "  --> filter malformed, event time = timestamp (ms)",
-            "  --> selectKey (identifier, hour of day)   [key change]",
-            f"  --> watermark: lateness {p.lateness_s:g} s",
-            f"  --> groupByKey x sliding window {p.window_s:g} s every {p.slide_s:g} s "
-            f"({p.window_s / p.slide_s:g} windows per record)   [repartition by key]",
-            "  --> aggregate count, sum, mean, min, max, population variance",
-            f"  --> to: output topic, early results every {p.emit_interval_s:g} s (update mode)",
-        ])
+        return "\n".join(
+            [
+                "UC3 time-attribute aggregation (one shuffle: by sensor and hour of day)",
+                "  Source: Kafka input topic -> decode ActivePowerRecord (malformed -> dead-letter topic)",
+                "  --> filter malformed, event time = timestamp (ms)",
+                "  --> selectKey (identifier, hour of day)   [key change]",
+                f"  --> watermark: lateness {p.lateness_s:g} s",
+                f"  --> groupByKey x sliding window {p.window_s:g} s every {p.slide_s:g} s "
+                f"({p.window_s / p.slide_s:g} windows per record)   [repartition by key]",
+                "  --> aggregate count, sum, mean, min, max, population variance",
+                f"  --> to: output topic, early results every {p.emit_interval_s:g} s (update mode)",
+            ]
+        )
 
     def logical_plan(self):
-        from streamscale.topology.catalog import uc3_plan
+        from streamscale.pipelines.plans import uc3_plan
 
         return uc3_plan(self.params.window_s, self.params.slide_s, self.params.lateness_s)

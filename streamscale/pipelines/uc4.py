@@ -29,29 +29,33 @@ class UC4Params(PipelineParams):
 class UC4(Pipeline):
     name = "uc4"
     params_model = UC4Params
-    key_cols = ['groupId']
-    value_cols = ['groupId', 'windowStartMs', 'windowEndMs', 'count', 'sum', 'mean', 'min', 'max', 'variance']
+    key_cols = ["groupId"]
+    value_cols = ["groupId", "windowStartMs", "windowEndMs", "count", "sum", "mean", "min", "max", "variance"]
 
     def __init__(self, params=None):
         super().__init__(params)
         p = self.params
-        self.registry = SensorRegistry.load(p.registry_path) if p.registry_path else \
-            SensorRegistry.build(p.levels, p.children)
+        self.registry = (
+            SensorRegistry.load(p.registry_path) if p.registry_path else SensorRegistry.build(p.levels, p.children)
+        )
 
     def describe(self) -> str:
         p, r = self.params, self.registry
-        return "\n".join([
-            f"UC4 hierarchical aggregation ({r.num_sensors:,} sensors in {len(r.groups()):,} groups, "
-            f"up to {r.levels} levels; one shuffle: by group)",
-            "  Source: Kafka input topic -> decode ActivePowerRecord (malformed -> dead-letter topic)",
-            "  --> filter malformed, event time = timestamp (ms)",
-            "  --> join sensor registry (broadcast): one row per ancestor group   [flatMap, key change]",
-            "      (readings of unregistered sensors counted as such, not aggregated)",
-            f"  --> watermark: lateness {p.lateness_s:g} s (later records dropped and counted)",
-            f"  --> groupByKey(group) x tumbling window {p.window_s:g} s   [repartition by key]",
-            "  --> aggregate count, sum, mean, min, max, population variance",
-            f"  --> to: output topic, key = group ({'one record per group and window' if p.emit == 'final' else 'updates'})",
-        ])
+        return "\n".join(
+            [
+                f"UC4 hierarchical aggregation ({r.num_sensors:,} sensors in {len(r.groups()):,} groups, "
+                f"up to {r.levels} levels; one shuffle: by group)",
+                "  Source: Kafka input topic -> decode ActivePowerRecord (malformed -> dead-letter topic)",
+                "  --> filter malformed, event time = timestamp (ms)",
+                "  --> join sensor registry (broadcast): one row per ancestor group   [flatMap, key change]",
+                "      (readings of unregistered sensors counted as such, not aggregated)",
+                f"  --> watermark: lateness {p.lateness_s:g} s (later records dropped and counted)",
+                f"  --> groupByKey(group) x tumbling window {p.window_s:g} s   [repartition by key]",
+                "  --> aggregate count, sum, mean, min, max, population variance",
+                "  --> to: output topic, key = group "
+                + ("(one record per group and window)" if p.emit == "final" else "(updates)"),
+            ]
+        )
 
     def registry_frame(self, spark):
         from pyspark.sql import functions as F
@@ -60,6 +64,6 @@ class UC4(Pipeline):
         return F.broadcast(spark.createDataFrame(rows, "identifier STRING, groupId STRING, firstAncestor BOOLEAN"))
 
     def logical_plan(self):
-        from streamscale.topology.catalog import uc4_plan
+        from streamscale.pipelines.plans import uc4_plan
 
         return uc4_plan(self.registry_frame, self.params.window_s, self.params.lateness_s)

@@ -48,8 +48,9 @@ def netem_available() -> tuple[bool, str]:
 def require_netem() -> None:
     ok, why = netem_available()
     if not ok:
-        raise ConfigError(f"netem faults are not available on this machine: {why}. "
-                          "Use proxy faults (kind: proxy) instead.")
+        raise ConfigError(
+            f"netem faults are not available on this machine: {why}. Use proxy faults (kind: proxy) instead."
+        )
 
 
 class NetemLink:
@@ -63,7 +64,7 @@ class NetemLink:
         self.host_ip, self.peer_ip = f"10.{octet}.77.1", f"10.{octet}.77.2"
         self.created = False
 
-    def create(self) -> "NetemLink":
+    def create(self) -> NetemLink:
         _run("ip", "netns", "add", self.netns)
         self.created = True
         _run("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if)
@@ -89,7 +90,7 @@ class NetemLink:
             subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
             self.created = False
 
-    def __enter__(self) -> "NetemLink":
+    def __enter__(self) -> NetemLink:
         return self.create()
 
     def __exit__(self, *exc) -> None:

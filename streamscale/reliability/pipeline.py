@@ -64,14 +64,18 @@ def _spark_job(argv: list[str] | None = None) -> int:
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen:
-    from streamscale.broker.embedded import die_with_parent_in_own_session
+    from streamscale.processes import die_with_parent_in_own_session
 
     with open(log, "ab") as f:
         # own session: SIGKILL to the group takes the driver, its JVM and the Python workers at
         # once; and the driver dies with this process (its JVM follows: Spark's gateway exits
         # when its driver's pipe closes), so a killed `reliability pipeline` leaves nothing behind
-        return subprocess.Popen([sys.executable, "-m", "streamscale.reliability.pipeline", *args],
-                                stdout=f, stderr=subprocess.STDOUT, preexec_fn=die_with_parent_in_own_session)
+        return subprocess.Popen(
+            [sys.executable, "-m", "streamscale.reliability.pipeline", *args],
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent_in_own_session,
+        )
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -82,9 +86,17 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait(30)
 
 
-def run_pipeline_trial(bootstrap: str, work_dir: Path, n: int = 20_000, size: int = 100, partitions: int = 2,
-                       kill_at_fraction: float = 0.3, master: str = "local[1]", timeout_s: float = 300,
-                       topics_out: list[str] | None = None) -> PipelineResult:
+def run_pipeline_trial(
+    bootstrap: str,
+    work_dir: Path,
+    n: int = 20_000,
+    size: int = 100,
+    partitions: int = 2,
+    kill_at_fraction: float = 0.3,
+    master: str = "local[1]",
+    timeout_s: float = 300,
+    topics_out: list[str] | None = None,
+) -> PipelineResult:
     from confluent_kafka import Producer
 
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -104,8 +116,18 @@ def run_pipeline_trial(bootstrap: str, work_dir: Path, n: int = 20_000, size: in
                     p.poll(0.01)
         if p.flush(60) != 0:
             raise StreamscaleError("could not write the input records")
-        args = ["--bootstrap", bootstrap, "--input", src, "--output", dst,
-                "--checkpoint", str(work_dir / f"checkpoint-{tag}"), "--master", master]
+        args = [
+            "--bootstrap",
+            bootstrap,
+            "--input",
+            src,
+            "--output",
+            dst,
+            "--checkpoint",
+            str(work_dir / f"checkpoint-{tag}"),
+            "--master",
+            master,
+        ]
         # small batches before the kill (so it lands mid-run), one big catch-up batch after it
         first_args = [*args, "--max-offsets", str(max(100, n // 20))]
         log = work_dir / f"pipeline-{tag}.log"

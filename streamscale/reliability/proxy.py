@@ -87,8 +87,9 @@ class _Proxy:
         # not: what it sent before closing is still delivered, as TCP would
         state = {"reset": False, "blackhole": False}
         try:
-            await asyncio.gather(self._pump(client_r, broker_w, pair, state),
-                                 self._pump(broker_r, client_w, pair, state))
+            await asyncio.gather(
+                self._pump(client_r, broker_w, pair, state), self._pump(broker_r, client_w, pair, state)
+            )
         except asyncio.CancelledError:  # proxy shutting down
             pass
         finally:
@@ -208,14 +209,26 @@ class FaultProxy:
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
 
-    def start(self) -> "FaultProxy":
-        from streamscale.broker.embedded import _die_with_parent
+    def start(self) -> FaultProxy:
+        from streamscale.processes import die_with_parent
 
         host, port = self.target.rsplit(":", 1)
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "streamscale.reliability.proxy", str(self.listen_port), host, port,
-             str(self.seed if self.seed is not None else "")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, preexec_fn=_die_with_parent)
+            [
+                sys.executable,
+                "-m",
+                "streamscale.reliability.proxy",
+                str(self.listen_port),
+                host,
+                port,
+                str(self.seed if self.seed is not None else ""),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            preexec_fn=die_with_parent,
+        )
         kind, _ = self._read(30)
         if kind != "ready":
             raise RuntimeError(f"fault proxy failed to start: {kind}")
@@ -264,7 +277,7 @@ class FaultProxy:
                 pass
         self._proc = None
 
-    def __enter__(self) -> "FaultProxy":
+    def __enter__(self) -> FaultProxy:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -20,13 +20,16 @@ def _testbed_kind(fault) -> str:
     return "netem" if isinstance(fault, NetemFault) else "proxy"
 
 
-def run_spec(spec: ReliabilitySpec, out_dir: Path, bootstrap: str | None = None,
-             progress: Callable[[str], None] = print) -> pd.DataFrame:
+def run_spec(
+    spec: ReliabilitySpec, out_dir: Path, bootstrap: str | None = None, progress: Callable[[str], None] = print
+) -> pd.DataFrame:
     faults = spec.all_faults()
     if bootstrap and any(not isinstance(f, NoFault) for f in faults):
-        raise ConfigError("faults need the embedded broker behind the fault proxy (or in a netem namespace); "
-                          "with --bootstrap-servers only `kind: none` can run, because an external cluster "
-                          "advertises its own addresses and clients would bypass the proxy")
+        raise ConfigError(
+            "faults need the embedded broker behind the fault proxy (or in a netem namespace); "
+            "with --bootstrap-servers only `kind: none` can run, because an external cluster "
+            "advertises its own addresses and clients would bypass the proxy"
+        )
     if any(isinstance(f, NetemFault) for f in faults):
         from streamscale.reliability.netem import require_netem
 
@@ -42,30 +45,56 @@ def run_spec(spec: ReliabilitySpec, out_dir: Path, bootstrap: str | None = None,
         for fault in faults:
             kind = "external" if bootstrap else _testbed_kind(fault)
             if kind not in beds:
-                beds[kind] = (ExternalTestbed(bootstrap) if kind == "external" else
-                              NetemTestbed(out_dir / "broker-logs") if kind == "netem" else
-                              ProxyTestbed(out_dir / "broker-logs", seed=0))
+                beds[kind] = (
+                    ExternalTestbed(bootstrap)
+                    if kind == "external"
+                    else NetemTestbed(out_dir / "broker-logs")
+                    if kind == "netem"
+                    else ProxyTestbed(out_dir / "broker-logs", seed=0)
+                )
             bed = beds[kind]
             for size in spec.sizes:
                 for semantics in spec.semantics:
                     for rep in range(spec.repetitions):
-                        r = run_trial(bed, semantics, spec.messages, size, fault, spec.partitions, spec.rate, rep,
-                                      spec.transaction_messages, spec.send_timeout_s, spec.receive_timeout_s)
+                        r = run_trial(
+                            bed,
+                            semantics,
+                            spec.messages,
+                            size,
+                            fault,
+                            spec.partitions,
+                            spec.rate,
+                            rep,
+                            spec.transaction_messages,
+                            spec.send_timeout_s,
+                            spec.receive_timeout_s,
+                        )
                         results.append(r)
                         _append(csv_path, r)
-                        progress(f"[{len(results)}/{total}] {semantics:<13} {size:>4} B  {fault.label():<32} "
-                                 f"alpha={r.alpha:.6f} beta={r.beta:.6f}  (L={r.lost}, D={r.duplicated}, "
-                                 f"{r.accounted_rate:,.0f} msg/s accounted)" + ("  [broker data lost]"
-                                                                             if r.broker_restarted else ""))
+                        progress(
+                            f"[{len(results)}/{total}] {semantics:<13} {size:>4} B  {fault.label():<32} "
+                            f"alpha={r.alpha:.6f} beta={r.beta:.6f}  (L={r.lost}, D={r.duplicated}, "
+                            f"{r.accounted_rate:,.0f} msg/s accounted)"
+                            + ("  [broker data lost]" if r.broker_restarted else "")
+                        )
     finally:
         for bed in beds.values():
             bed.close()
     df = pd.DataFrame([r.row() for r in results])
-    summary = (df.groupby(["semantics", "size", "fault"], sort=False)
-               .agg(trials=("alpha", "size"), alpha=("alpha", "mean"), beta=("beta", "mean"),
-                    lost=("lost", "sum"), duplicated=("duplicated", "sum"), acked_but_lost=("acked_but_lost", "sum"),
-                    accounted_rate=("accounted_rate", "mean"), broker_restarted=("broker_restarted", "any"))
-               .reset_index())
+    summary = (
+        df.groupby(["semantics", "size", "fault"], sort=False)
+        .agg(
+            trials=("alpha", "size"),
+            alpha=("alpha", "mean"),
+            beta=("beta", "mean"),
+            lost=("lost", "sum"),
+            duplicated=("duplicated", "sum"),
+            acked_but_lost=("acked_but_lost", "sum"),
+            accounted_rate=("accounted_rate", "mean"),
+            broker_restarted=("broker_restarted", "any"),
+        )
+        .reset_index()
+    )
     summary.to_csv(out_dir / "summary.csv", index=False)
     (out_dir / "summary.json").write_text(json.dumps(summary.to_dict(orient="records"), indent=2, default=float))
     plot(df, out_dir)
@@ -93,11 +122,14 @@ def plot(df: pd.DataFrame, out_dir: Path) -> list[Path]:
     plain = df[df["fault_kind"].isin(["none", "proxy", "netem"]) & ~df["fault"].str.contains("cut@|jitter|drop")]
     delays = plain[plain["loss_pct"] == 0]
     losses = plain[plain["delay_ms"] == 0]
-    xlabel_loss = ("connection resets per forwarded chunk (%)" if (df["fault_kind"] == "proxy").any()
-                   else "packet loss (%)")
-    figs = [("fig4a_loss_vs_delay.png", delays, "delay_ms", "alpha", "network delay (ms)", "message loss rate α"),
-            ("fig4b_loss_vs_lossrate.png", losses, "loss_pct", "alpha", xlabel_loss, "message loss rate α"),
-            ("fig5_duplicates_vs_lossrate.png", losses, "loss_pct", "beta", xlabel_loss, "duplicate rate β")]
+    xlabel_loss = (
+        "connection resets per forwarded chunk (%)" if (df["fault_kind"] == "proxy").any() else "packet loss (%)"
+    )
+    figs = [
+        ("fig4a_loss_vs_delay.png", delays, "delay_ms", "alpha", "network delay (ms)", "message loss rate α"),
+        ("fig4b_loss_vs_lossrate.png", losses, "loss_pct", "alpha", xlabel_loss, "message loss rate α"),
+        ("fig5_duplicates_vs_lossrate.png", losses, "loss_pct", "beta", xlabel_loss, "duplicate rate β"),
+    ]
     for name, data, x, y, xlabel, ylabel in figs:
         if data[x].nunique() < 2:
             continue

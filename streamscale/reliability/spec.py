@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from streamscale.benchmark.spec import read_yaml, validate
+from streamscale.specs import StrictModel, read_yaml, validate
 
 SEMANTICS = ("at-most-once", "at-least-once", "exactly-once")
 Semantics = Literal["at-most-once", "at-least-once", "exactly-once"]
 
 
-class _Model(BaseModel):
-    # allow_inf_nan=False: a YAML .inf or .nan in any number is refused with the field named
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+_Model = StrictModel
 
 
 class NoFault(_Model):
@@ -45,8 +43,16 @@ class ProxyFault(_Model):
         return self
 
     def label(self) -> str:
-        parts = [f"{k}={v:g}" for k, v in (("delay_ms", self.delay_ms), ("jitter_ms", self.jitter_ms),
-                                            ("reset_pct", self.reset_pct), ("drop_pct", self.drop_pct)) if v]
+        parts = [
+            f"{k}={v:g}"
+            for k, v in (
+                ("delay_ms", self.delay_ms),
+                ("jitter_ms", self.jitter_ms),
+                ("reset_pct", self.reset_pct),
+                ("drop_pct", self.drop_pct),
+            )
+            if v
+        ]
         if self.cut:
             parts.append(f"cut@{self.cut.at_s:g}s+{self.cut.for_s:g}s")
         return "proxy " + (", ".join(parts) or "passthrough")
@@ -70,11 +76,12 @@ class NetemFault(_Model):
         return f"netem delay={self.delay_ms:g}ms loss={self.loss_pct:g}%"
 
 
-Fault = Annotated[Union[NoFault, ProxyFault, BrokerRestart, NetemFault], Field(discriminator="kind")]
+Fault = Annotated[NoFault | ProxyFault | BrokerRestart | NetemFault, Field(discriminator="kind")]
 
 
 class Sweep(_Model):
     """Expands into one fault per value, like the paper's x axes (delay 1-300 ms, loss 1-10 %)."""
+
     kind: Literal["proxy", "netem"] = "proxy"
     delay_ms: list[float] = []
     reset_pct: list[float] = []
@@ -90,10 +97,12 @@ class Sweep(_Model):
 
     def faults(self) -> list:
         if self.kind == "proxy":
-            return ([ProxyFault(kind="proxy", delay_ms=d) for d in self.delay_ms]
-                    + [ProxyFault(kind="proxy", reset_pct=r) for r in self.reset_pct])
-        return ([NetemFault(kind="netem", delay_ms=d) for d in self.delay_ms]
-                + [NetemFault(kind="netem", loss_pct=loss) for loss in self.loss_pct])
+            return [ProxyFault(kind="proxy", delay_ms=d) for d in self.delay_ms] + [
+                ProxyFault(kind="proxy", reset_pct=r) for r in self.reset_pct
+            ]
+        return [NetemFault(kind="netem", delay_ms=d) for d in self.delay_ms] + [
+            NetemFault(kind="netem", loss_pct=loss) for loss in self.loss_pct
+        ]
 
 
 class ReliabilitySpec(_Model):

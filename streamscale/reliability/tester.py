@@ -23,8 +23,9 @@ import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from streamscale.broker.access import BrokerAccess, reader_config
-from streamscale.broker.embedded import EmbeddedBroker, free_port
+from streamscale.broker.embedded import EmbeddedBroker
 from streamscale.observe import metrics
+from streamscale.ports import free_port
 from streamscale.reliability.proxy import FaultProxy
 from streamscale.reliability.spec import BrokerRestart, NetemFault, NoFault, ProxyFault
 
@@ -36,8 +37,12 @@ PRODUCER_CONF = {
     # the producer never waits for the broker and never retries
     "at-most-once": {"acks": 0, "retries": 0, "enable.idempotence": False},
     # acknowledged by all in-sync replicas, retried on failure, no sequence numbers: duplicates possible
-    "at-least-once": {"acks": "all", "retries": 2_147_483_647, "enable.idempotence": False,
-                      "max.in.flight.requests.per.connection": 5},
+    "at-least-once": {
+        "acks": "all",
+        "retries": 2_147_483_647,
+        "enable.idempotence": False,
+        "max.in.flight.requests.per.connection": 5,
+    },
     # idempotent producer (sequence numbers) inside transactions; the receiver reads committed only
     "exactly-once": {"acks": "all", "enable.idempotence": True},
 }
@@ -92,6 +97,7 @@ def make_value(i: int, size: int) -> bytes:
 
 # -- testbeds ----------------------------------------------------------------------------------
 
+
 class Testbed:
     """Where the clients connect and how faults are applied."""
 
@@ -103,8 +109,10 @@ class Testbed:
     def clear(self) -> None: ...
     def restart_broker(self) -> None:
         raise NotImplementedError
+
     def proxy_resets(self) -> int:
         return 0
+
     def close(self) -> None: ...
 
 
@@ -135,8 +143,12 @@ class ProxyTestbed(Testbed):
 
     def apply(self, fault) -> None:
         if isinstance(fault, ProxyFault):
-            self._faults = {"delay_ms": fault.delay_ms, "jitter_ms": fault.jitter_ms,
-                            "reset_pct": fault.reset_pct, "drop_pct": fault.drop_pct}
+            self._faults = {
+                "delay_ms": fault.delay_ms,
+                "jitter_ms": fault.jitter_ms,
+                "reset_pct": fault.reset_pct,
+                "drop_pct": fault.drop_pct,
+            }
         else:
             self._faults = {}
         self.proxy.set(**self._faults)
@@ -170,8 +182,9 @@ class NetemTestbed(Testbed):
         require_netem()
         self.link = NetemLink().create()
         try:
-            self.broker = EmbeddedBroker(host=self.link.peer_ip, netns=self.link.netns, log_dir=log_dir,
-                                         port=9092).start()
+            self.broker = EmbeddedBroker(
+                host=self.link.peer_ip, netns=self.link.netns, log_dir=log_dir, port=9092
+            ).start()
         except BaseException:
             self.link.destroy()
             raise
@@ -196,9 +209,19 @@ class NetemTestbed(Testbed):
 
 # -- sending and receiving ---------------------------------------------------------------------
 
+
 class _Sender:
-    def __init__(self, bootstrap: str, topic: str, semantics: str, n: int, size: int, rate: float,
-                 txn_messages: int, timeout_s: float):
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        semantics: str,
+        n: int,
+        size: int,
+        rate: float,
+        txn_messages: int,
+        timeout_s: float,
+    ):
         self.bootstrap, self.topic, self.semantics = bootstrap, topic, semantics
         self.n, self.size, self.rate, self.txn_messages = n, size, rate, txn_messages
         self.timeout_s = timeout_s
@@ -207,9 +230,16 @@ class _Sender:
         self.aborted = 0
 
     def _producer(self) -> Producer:
-        conf = {"bootstrap.servers": self.bootstrap, "linger.ms": 5, "batch.num.messages": 10_000,
-                "queue.buffering.max.messages": 500_000, "message.timeout.ms": int(self.timeout_s * 1000),
-                "socket.timeout.ms": 10_000, "reconnect.backoff.max.ms": 500, **PRODUCER_CONF[self.semantics]}
+        conf = {
+            "bootstrap.servers": self.bootstrap,
+            "linger.ms": 5,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 500_000,
+            "message.timeout.ms": int(self.timeout_s * 1000),
+            "socket.timeout.ms": 10_000,
+            "reconnect.backoff.max.ms": 500,
+            **PRODUCER_CONF[self.semantics],
+        }
         if self.semantics == "exactly-once":
             conf["transactional.id"] = f"trak-{uuid.uuid4().hex[:10]}"
             conf["transaction.timeout.ms"] = max(60_000, int(self.timeout_s * 1000))
@@ -304,8 +334,11 @@ def receive(bootstrap: str, topic: str, isolation: str, timeout_s: float) -> np.
     """Every id in the topic (read from the start up to the end offsets, at ``isolation``)."""
     with BrokerAccess(bootstrap) as access:
         ends = access.end_offsets(topic, isolation)
-    c = Consumer(reader_config(bootstrap, f"trak-{uuid.uuid4().hex[:8]}",
-                               **{"isolation.level": isolation, "enable.partition.eof": True}))
+    c = Consumer(
+        reader_config(
+            bootstrap, f"trak-{uuid.uuid4().hex[:8]}", **{"isolation.level": isolation, "enable.partition.eof": True}
+        )
+    )
     ids: list[int] = []
     pending = {p for p, e in ends.items() if e > 0}
     try:
@@ -313,8 +346,9 @@ def receive(bootstrap: str, topic: str, isolation: str, timeout_s: float) -> np.
         deadline = time.monotonic() + timeout_s
         while pending:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"receiver did not reach the end of {topic} partitions {sorted(pending)} "
-                                   f"within {timeout_s} s")
+                raise TimeoutError(
+                    f"receiver did not reach the end of {topic} partitions {sorted(pending)} within {timeout_s} s"
+                )
             eofs = False
             for m in c.consume(num_messages=10_000, timeout=0.5):
                 err = m.error()
@@ -336,29 +370,50 @@ def receive(bootstrap: str, topic: str, isolation: str, timeout_s: float) -> np.
     return np.asarray(ids, dtype=np.int64)
 
 
-def run_trial(testbed: Testbed, semantics: str, n: int, size: int, fault, partitions: int = 1,
-              rate: float = 0.0, repetition: int = 0, txn_messages: int = 1000, send_timeout_s: float = 300,
-              receive_timeout_s: float = 60) -> TrialResult:
+def run_trial(
+    testbed: Testbed,
+    semantics: str,
+    n: int,
+    size: int,
+    fault,
+    partitions: int = 1,
+    rate: float = 0.0,
+    repetition: int = 0,
+    txn_messages: int = 1000,
+    send_timeout_s: float = 300,
+    receive_timeout_s: float = 60,
+) -> TrialResult:
     topic = f"trak-{uuid.uuid4().hex[:10]}"
     access = BrokerAccess(testbed.bootstrap)
     access.create_topic(topic, partitions)
-    result = TrialResult(semantics, size, fault.label(), repetition, n, fault_kind=fault.kind,
-                         delay_ms=float(getattr(fault, "delay_ms", 0.0)),
-                         loss_pct=float(getattr(fault, "reset_pct", getattr(fault, "loss_pct", 0.0))))
+    result = TrialResult(
+        semantics,
+        size,
+        fault.label(),
+        repetition,
+        n,
+        fault_kind=fault.kind,
+        delay_ms=float(getattr(fault, "delay_ms", 0.0)),
+        loss_pct=float(getattr(fault, "reset_pct", getattr(fault, "loss_pct", 0.0))),
+    )
     sender = _Sender(testbed.bootstrap, topic, semantics, n, size, rate, txn_messages, send_timeout_s)
     resets_before = testbed.proxy_resets()
     # the fault timeline runs in this (main) thread and the sender in a worker thread: a broker
     # restart must happen in the main thread (see EmbeddedBroker._spawn)
     events: list[tuple[float, Callable[[], None]]] = []
     if isinstance(fault, ProxyFault) and fault.cut:
-        events += [(fault.cut.at_s, lambda: testbed.set_cut(True)),
-                   (fault.cut.at_s + fault.cut.for_s, lambda: testbed.set_cut(False))]
+        events += [
+            (fault.cut.at_s, lambda: testbed.set_cut(True)),
+            (fault.cut.at_s + fault.cut.for_s, lambda: testbed.set_cut(False)),
+        ]
     if isinstance(fault, BrokerRestart):
+
         def restart() -> None:
             testbed.restart_broker()
             result.broker_restarted = True
             with BrokerAccess(testbed.bootstrap) as a:
                 a.create_topic(topic, partitions, exist_ok=True)
+
         events.append((fault.at_s, restart))
     failure: list[BaseException] = []
 
@@ -406,6 +461,8 @@ def run_trial(testbed: Testbed, semantics: str, n: int, size: int, fault, partit
     result.producer_errors = ", ".join(f"{k}:{v}" for k, v in sorted(sender.errors.items()))
     result.aborted_transactions = sender.aborted
     if result.broker_restarted:
-        result.note = ("broker restarted mid-run; the embedded broker keeps data in memory only, so what it held "
-                       "before the restart is gone")
+        result.note = (
+            "broker restarted mid-run; the embedded broker keeps data in memory only, so what it held "
+            "before the restart is gone"
+        )
     return result

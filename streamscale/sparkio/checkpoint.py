@@ -20,7 +20,7 @@ def _fs(checkpoint: str):
     from pyarrow import fs
 
     if checkpoint.startswith("file:"):  # Hadoop's file:/x and file:///x alike
-        return fs.LocalFileSystem(), os.path.abspath("/" + checkpoint[len("file:"):].lstrip("/"))
+        return fs.LocalFileSystem(), os.path.abspath("/" + checkpoint[len("file:") :].lstrip("/"))
     if "://" in checkpoint:
         return fs.FileSystem.from_uri(checkpoint)
     return fs.LocalFileSystem(), os.path.abspath(checkpoint)

@@ -22,10 +22,14 @@ import pyarrow.json as pajson
 from streamscale.errors import ConfigError
 
 _TYPES = {
-    "STRING": pa.string(), "VARCHAR": pa.string(),
-    "BIGINT": pa.int64(), "LONG": pa.int64(),
-    "INT": pa.int32(), "INTEGER": pa.int32(),
-    "DOUBLE": pa.float64(), "FLOAT": pa.float32(),
+    "STRING": pa.string(),
+    "VARCHAR": pa.string(),
+    "BIGINT": pa.int64(),
+    "LONG": pa.int64(),
+    "INT": pa.int32(),
+    "INTEGER": pa.int32(),
+    "DOUBLE": pa.float64(),
+    "FLOAT": pa.float32(),
     "BOOLEAN": pa.bool_(),
 }
 _FIELD = re.compile(r"^\s*`?([A-Za-z_][A-Za-z0-9_]*)`?\s+([A-Za-z]+)\s*$")
@@ -39,8 +43,9 @@ def parse_ddl(ddl: str) -> pa.Schema:
     for part in ddl.split(","):
         m = _FIELD.match(part)
         if not m or m.group(2).upper() not in _TYPES:
-            raise ConfigError(f"valueSchema: cannot read field '{part.strip()}'; use 'name TYPE' with "
-                              f"TYPE one of {sorted(_TYPES)}")
+            raise ConfigError(
+                f"valueSchema: cannot read field '{part.strip()}'; use 'name TYPE' with TYPE one of {sorted(_TYPES)}"
+            )
         fields.append(pa.field(m.group(1), _TYPES[m.group(2).upper()], nullable=True))
     if not fields:
         raise ConfigError("valueSchema is empty")
@@ -48,8 +53,14 @@ def parse_ddl(ddl: str) -> pa.Schema:
 
 
 def spark_ddl(schema: pa.Schema) -> str:
-    names = {pa.string(): "STRING", pa.int64(): "BIGINT", pa.int32(): "INT", pa.float64(): "DOUBLE",
-             pa.float32(): "FLOAT", pa.bool_(): "BOOLEAN"}
+    names = {
+        pa.string(): "STRING",
+        pa.int64(): "BIGINT",
+        pa.int32(): "INT",
+        pa.float64(): "DOUBLE",
+        pa.float32(): "FLOAT",
+        pa.bool_(): "BOOLEAN",
+    }
     return ", ".join(f"`{f.name}` {names[f.type]}" for f in schema)
 
 
@@ -105,8 +116,10 @@ def _decode_block_json(values, schema):
     table = pajson.read_json(
         io.BytesIO(block),
         read_options=pajson.ReadOptions(block_size=max(len(block) + 1, 1 << 20), use_threads=False),
-        parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore",
-                                          newlines_in_values=False))
+        parse_options=pajson.ParseOptions(
+            explicit_schema=schema, unexpected_field_behavior="ignore", newlines_in_values=False
+        ),
+    )
     return _complete(table, len(values), schema)
 
 
@@ -122,10 +135,15 @@ def _decode_block_csv(values, schema):
     block = b"\n".join(values)
     table = pacsv.read_csv(
         io.BytesIO(block),
-        read_options=pacsv.ReadOptions(column_names=schema.names, use_threads=False,
-                                       block_size=max(len(block) + 1, 1 << 20)),
-        convert_options=pacsv.ConvertOptions(column_types={f.name: pa.string() for f in schema},
-                                             strings_can_be_null=False, quoted_strings_can_be_null=False))
+        read_options=pacsv.ReadOptions(
+            column_names=schema.names, use_threads=False, block_size=max(len(block) + 1, 1 << 20)
+        ),
+        convert_options=pacsv.ConvertOptions(
+            column_types={f.name: pa.string() for f in schema},
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
     if table.num_rows != len(values):
         raise _Malformed
     cols = []
@@ -266,6 +284,5 @@ def _decode_each(values, schema, one):
             # RecursionError: JSON nested deeper than Python's parser goes (a poison value, not a bug)
             rows.append(None)
             errors.append(f"{type(exc).__name__}: {exc}"[:300])
-    cols = [pa.array([r[i] if r is not None else None for r in rows], type=f.type)
-            for i, f in enumerate(schema)]
+    cols = [pa.array([r[i] if r is not None else None for r in rows], type=f.type) for i, f in enumerate(schema)]
     return cols, errors

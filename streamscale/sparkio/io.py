@@ -25,14 +25,23 @@ def kafka_impl(impl: str | None = None) -> str:
     return impl
 
 
-def read_kafka(spark, bootstrap: str, topic: str, starting_offsets: str = "latest",
-               max_offsets_per_trigger: int | None = None, impl: str | None = None,
-               options: dict | None = None):
+def read_kafka(
+    spark,
+    bootstrap: str,
+    topic: str,
+    starting_offsets: str = "latest",
+    max_offsets_per_trigger: int | None = None,
+    impl: str | None = None,
+    options: dict | None = None,
+):
     """A streaming DataFrame with Spark's Kafka columns (key, value, topic, partition, offset, ...)."""
     impl = kafka_impl(impl)
-    reader = (spark.readStream.format(FORMAT_NAME if impl == "python" else "kafka")
-              .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-              .option("startingOffsets", starting_offsets))
+    reader = (
+        spark.readStream.format(FORMAT_NAME if impl == "python" else "kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", starting_offsets)
+    )
     if max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
     options = dict(options or {})
@@ -53,10 +62,19 @@ def _default_parallelism(spark) -> int | None:
         return None
 
 
-def read_records(spark, bootstrap: str, topic: str, value_ddl: str = ACTIVE_POWER_DDL,
-                 value_format: str = "json", dead_letter_topic: str | None = None,
-                 starting_offsets: str = "latest", max_offsets_per_trigger: int | None = None,
-                 impl: str | None = None, options: dict | None = None, include_raw: bool = False):
+def read_records(
+    spark,
+    bootstrap: str,
+    topic: str,
+    value_ddl: str = ACTIVE_POWER_DDL,
+    value_format: str = "json",
+    dead_letter_topic: str | None = None,
+    starting_offsets: str = "latest",
+    max_offsets_per_trigger: int | None = None,
+    impl: str | None = None,
+    options: dict | None = None,
+    include_raw: bool = False,
+):
     """A streaming DataFrame of decoded record values, ``value_error``, and the Kafka metadata as
     ``kafka_topic``, ``kafka_partition``, ``kafka_offset``, ``kafka_timestamp``, ``kafka_timestampType``.
 
@@ -65,8 +83,12 @@ def read_records(spark, bootstrap: str, topic: str, value_ddl: str = ACTIVE_POWE
     """
     impl = kafka_impl(impl)
     if impl == "python":
-        opts = {"valueFormat": value_format, "valueSchema": value_ddl, "includeRaw": str(include_raw).lower(),
-                **(options or {})}
+        opts = {
+            "valueFormat": value_format,
+            "valueSchema": value_ddl,
+            "includeRaw": str(include_raw).lower(),
+            **(options or {}),
+        }
         if dead_letter_topic:
             opts["deadLetterTopic"] = dead_letter_topic
         return read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, opts)
@@ -84,13 +106,24 @@ def read_records(spark, bootstrap: str, topic: str, value_ddl: str = ACTIVE_POWE
         cond = F.col(f"_v.{f}").isNull()
         bad = cond if bad is None else (bad | cond)
     cols = [F.col(c).alias("kafka_" + c) for c in raw.columns if include_raw or c not in ("key", "value")]
-    return parsed.select(*cols, *[F.col(f"_v.{f}").alias(f) for f in fields],
-                         F.when(bad, F.lit("malformed JSON value")).alias(ERROR_COLUMN))
+    return parsed.select(
+        *cols,
+        *[F.col(f"_v.{f}").alias(f) for f in fields],
+        F.when(bad, F.lit("malformed JSON value")).alias(ERROR_COLUMN),
+    )
 
 
-def write_kafka(df, bootstrap: str, topic: str, checkpoint: str, impl: str | None = None,
-                trigger: dict | None = None, output_mode: str = "append", query_name: str | None = None,
-                options: dict | None = None):
+def write_kafka(
+    df,
+    bootstrap: str,
+    topic: str,
+    checkpoint: str,
+    impl: str | None = None,
+    trigger: dict | None = None,
+    output_mode: str = "append",
+    query_name: str | None = None,
+    options: dict | None = None,
+):
     """Start a streaming query writing ``value`` (and ``key``) columns to ``topic``.
 
     Python data source sinks accept Append mode only (Spark requires SupportsStreamingUpdateAsAppend,
@@ -101,6 +134,7 @@ def write_kafka(df, bootstrap: str, topic: str, checkpoint: str, impl: str | Non
     opts = {"kafka.bootstrap.servers": bootstrap, "topic": topic, **(options or {})}
     w = df.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
     if impl == "python" and output_mode == "update":
+
         def write_batch(batch_df, _batch_id):
             writer = batch_df.write.format(FORMAT_NAME).mode("append")
             for k, v in opts.items():

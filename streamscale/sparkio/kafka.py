@@ -55,6 +55,7 @@ except ImportError:  # pragma: no cover
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         pass
 
+
 try:
     from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
 except ImportError:  # pragma: no cover
@@ -65,9 +66,13 @@ FORMAT_NAME = "streamscale-kafka"
 ERROR_COLUMN = "value_error"
 
 _ARROW_BASE = [
-    pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
-    pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
-    pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32()),
+    pa.field("key", pa.binary()),
+    pa.field("value", pa.binary()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+    pa.field("timestampType", pa.int32()),
 ]
 
 # With option batchWatermarkFrom=<the query's checkpoint>: every row carries the event-time
@@ -84,7 +89,7 @@ def _kafka_options(options) -> dict:
     out = {}
     for k, v in options.items():
         if k.lower().startswith("kafka.") and k.lower() != "kafka.bootstrap.servers":
-            out[k[len("kafka."):]] = v
+            out[k[len("kafka.") :]] = v
     return out
 
 
@@ -120,7 +125,7 @@ class SourceConfig:
     watermark_from: str | None = None  # a query's checkpoint: add its batch watermark as a column
 
     @classmethod
-    def from_options(cls, options) -> "SourceConfig":
+    def from_options(cls, options) -> SourceConfig:
         opts = {k.lower(): v for k, v in options.items()}
         bootstrap = opts.get("kafka.bootstrap.servers")
         if not bootstrap:
@@ -142,18 +147,26 @@ class SourceConfig:
         schema = opts.get("valueschema")
         if fmt != "raw":
             if not schema:
-                raise ConfigError(f"valueFormat={fmt} needs option valueSchema, e.g. "
-                                  "'identifier STRING, timestamp BIGINT, valueInW DOUBLE'")
+                raise ConfigError(
+                    f"valueFormat={fmt} needs option valueSchema, e.g. "
+                    "'identifier STRING, timestamp BIGINT, valueInW DOUBLE'"
+                )
             formats.parse_ddl(schema)
         return cls(
-            bootstrap=bootstrap, topics=topics, starting=opts.get("startingoffsets", "latest"),
-            max_offsets_per_trigger=max_off, kafka=tuple(sorted(_kafka_options(options).items())),
-            value_format=fmt, value_schema=schema, dead_letter_topic=opts.get("deadlettertopic") or None,
+            bootstrap=bootstrap,
+            topics=topics,
+            starting=opts.get("startingoffsets", "latest"),
+            max_offsets_per_trigger=max_off,
+            kafka=tuple(sorted(_kafka_options(options).items())),
+            value_format=fmt,
+            value_schema=schema,
+            dead_letter_topic=opts.get("deadlettertopic") or None,
             commit_group=opts.get("commitgroup") or None,
             fail_on_data_loss=opts.get("failondataloss", "true").lower() != "false",
             poll_timeout_s=float(opts.get("polltimeoutms", "120000")) / 1000.0,
             include_raw=opts.get("includeraw", "true").lower() != "false" or fmt == "raw",
-            max_partitions=max_parts, watermark_from=opts.get("batchwatermarkfrom") or None,
+            max_partitions=max_parts,
+            watermark_from=opts.get("batchwatermarkfrom") or None,
         )
 
     @property
@@ -177,18 +190,25 @@ class SourceConfig:
         return pa.schema(fields)
 
     def spark_ddl(self) -> str:
-        names = {pa.binary(): "BINARY", pa.string(): "STRING", pa.int32(): "INT", pa.int64(): "BIGINT",
-                 pa.float64(): "DOUBLE", pa.float32(): "FLOAT", pa.bool_(): "BOOLEAN"}
-        return ", ".join(f"`{f.name}` {'TIMESTAMP' if pa.types.is_timestamp(f.type) else names[f.type]}"
-                         for f in self.arrow_schema())
+        names = {
+            pa.binary(): "BINARY",
+            pa.string(): "STRING",
+            pa.int32(): "INT",
+            pa.int64(): "BIGINT",
+            pa.float64(): "DOUBLE",
+            pa.float32(): "FLOAT",
+            pa.bool_(): "BOOLEAN",
+        }
+        return ", ".join(
+            f"`{f.name}` {'TIMESTAMP' if pa.types.is_timestamp(f.type) else names[f.type]}" for f in self.arrow_schema()
+        )
 
 
 class KafkaInputPartition(InputPartition):
     """One Spark task: ranges [start, end) of one group of Kafka partitions (see readers.group_of),
     and the micro-batch's watermark when the source was asked for it (``batchWatermarkFrom``)."""
 
-    def __init__(self, group: tuple, ranges: tuple[tuple[str, int, int, int], ...],
-                 watermark_ms: int | None = None):
+    def __init__(self, group: tuple, ranges: tuple[tuple[str, int, int, int], ...], watermark_ms: int | None = None):
         super().__init__((group, ranges, watermark_ms))
         self.group, self.ranges, self.watermark_ms = group, ranges, watermark_ms
 
@@ -205,9 +225,15 @@ def _producer(bootstrap: str, extra: tuple[tuple[str, str], ...]):
     with _LOCK:
         p = _PRODUCERS.get(key)
         if p is None:
-            conf = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                    "linger.ms": 5, "batch.num.messages": 10000, "queue.buffering.max.kbytes": 512 * 1024,
-                    "allow.auto.create.topics": False}
+            conf = {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "batch.num.messages": 10000,
+                "queue.buffering.max.kbytes": 512 * 1024,
+                "allow.auto.create.topics": False,
+            }
             conf.update(dict(extra))
             p = Producer(conf)
             _PRODUCERS[key] = p
@@ -296,8 +322,9 @@ def read_range(cfg: SourceConfig, topic: str, partition: int, start: int, end: i
     return read_ranges(cfg, ((topic, partition),), [(topic, partition, start, end)])
 
 
-def _to_arrow(runs, schema: pa.Schema, cfg: SourceConfig, decode_schema, dlq,
-              watermark_ms: int | None = None) -> pa.RecordBatch:
+def _to_arrow(
+    runs, schema: pa.Schema, cfg: SourceConfig, decode_schema, dlq, watermark_ms: int | None = None
+) -> pa.RecordBatch:
     """Runs of one partition's messages -> one Arrow batch (topic and partition from the runs)."""
     msgs = [m for _, run in runs for m in run] if len(runs) > 1 else runs[0][1]
     lengths = [len(run) for _, run in runs]
@@ -307,8 +334,9 @@ def _to_arrow(runs, schema: pa.Schema, cfg: SourceConfig, decode_schema, dlq,
     if cfg.include_raw:
         cols += [pa.array([m.key() for m in msgs], pa.binary()), pa.array(values, pa.binary())]
     cols += [
-        pa.DictionaryArray.from_arrays(np.repeat(np.arange(len(runs), dtype=np.int32), lengths),
-                                       pa.array([t for (t, _), _ in runs], pa.string())).cast(pa.string()),
+        pa.DictionaryArray.from_arrays(
+            np.repeat(np.arange(len(runs), dtype=np.int32), lengths), pa.array([t for (t, _), _ in runs], pa.string())
+        ).cast(pa.string()),
         pa.array(np.repeat(np.array([p for (_, p), _ in runs], dtype=np.int32), lengths)),
         pa.array([m.offset() for m in msgs], pa.int64()),
         pa.array(ts[:, 1] * 1000, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
@@ -329,9 +357,12 @@ def _send_dead_letters(dlq, dlq_topic: str, msgs, errors) -> None:
     rows = []
     for m, e in zip(msgs, errors):
         if e is not None:
-            headers = [("error", e.encode()), ("source.topic", m.topic().encode()),
-                       ("source.partition", str(m.partition()).encode()),
-                       ("source.offset", str(m.offset()).encode())]
+            headers = [
+                ("error", e.encode()),
+                ("source.topic", m.topic().encode()),
+                ("source.partition", str(m.partition()).encode()),
+                ("source.offset", str(m.offset()).encode()),
+            ]
             rows.append((m.key(), m.value(), dlq_topic, None, headers))
     produce_all(dlq, dlq_topic, rows)
 
@@ -344,8 +375,9 @@ def _parse_starting(spec: str, topics: tuple[str, ...]) -> dict | str:
     try:
         parsed = json.loads(s)
     except ValueError:
-        raise ConfigError("startingOffsets must be 'earliest', 'latest' or JSON like "
-                          '{"topic": {"0": 23, "1": -2}}') from None
+        raise ConfigError(
+            'startingOffsets must be \'earliest\', \'latest\' or JSON like {"topic": {"0": 23, "1": -2}}'
+        ) from None
     if not isinstance(parsed, dict) or not all(isinstance(v, dict) for v in parsed.values()):
         raise ConfigError('startingOffsets JSON must look like {"topic": {"0": 23, "1": -2}}')
     unknown = set(parsed) - set(topics)
@@ -400,8 +432,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return dict(self.cfg.kafka).get("isolation.level", "read_uncommitted")
 
     def _ends(self) -> dict:
-        return {t: {str(p): o for p, o in self.access.end_offsets(t, self._isolation()).items()}
-                for t in self.cfg.topics}
+        return {
+            t: {str(p): o for p, o in self.access.end_offsets(t, self._isolation()).items()} for t in self.cfg.topics
+        }
 
     def _starts(self) -> dict:
         return {t: {str(p): o for p, o in self.access.start_offsets(t).items()} for t in self.cfg.topics}
@@ -466,8 +499,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from streamscale.sparkio.checkpoint import watermark_for_offsets
 
             watermark = watermark_for_offsets(self.cfg.watermark_from, end)
-        return [KafkaInputPartition((self.cfg.topics, groups, g), tuple(r), watermark)
-                for g, r in sorted(ranges.items())]
+        return [
+            KafkaInputPartition((self.cfg.topics, groups, g), tuple(r), watermark) for g, r in sorted(ranges.items())
+        ]
 
     def read(self, partition: KafkaInputPartition):
         return read_ranges(self.cfg, partition.group, partition.ranges, partition.watermark_ms)
@@ -535,8 +569,7 @@ def _arrow_rows(batches):
         if "value" not in names:
             raise ConfigError("the Kafka sink needs a 'value' column")
         n = rb.num_rows
-        col = {name: rb.column(name).to_pylist() for name in ("key", "value", "topic", "partition")
-               if name in names}
+        col = {name: rb.column(name).to_pylist() for name in ("key", "value", "topic", "partition") if name in names}
         keys, values = col.get("key", [None] * n), col["value"]
         topics, parts = col.get("topic", [None] * n), col.get("partition", [None] * n)
         for i in range(n):
@@ -565,9 +598,16 @@ class KafkaStreamWriter(_SinkWriterMixin, _ArrowBase):
     def write(self, iterator):
         if DataSourceStreamArrowWriter is not None:
             return self._write_rows(_arrow_rows(iterator))
-        return self._write_rows((_as_bytes(r["key"]) if "key" in r else None, _as_bytes(r["value"]),
-                                 r["topic"] if "topic" in r else None,
-                                 r["partition"] if "partition" in r else None, None) for r in iterator)
+        return self._write_rows(
+            (
+                _as_bytes(r["key"]) if "key" in r else None,
+                _as_bytes(r["value"]),
+                r["topic"] if "topic" in r else None,
+                r["partition"] if "partition" in r else None,
+                None,
+            )
+            for r in iterator
+        )
 
     def commit(self, messages, batchId) -> None:
         pass

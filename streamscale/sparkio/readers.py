@@ -32,9 +32,9 @@ from collections.abc import Iterator, Sequence
 
 from streamscale.errors import StreamscaleError
 
-SKIP_LIMIT = 20_000          # records per partition skipped from the queue rather than seeking
-CONSUME_BATCH = 20_000       # records asked of librdkafka per call
-IDLE_CLOSE_S = 600.0         # a reader unused this long is closed (its partitions went elsewhere)
+SKIP_LIMIT = 20_000  # records per partition skipped from the queue rather than seeking
+CONSUME_BATCH = 20_000  # records asked of librdkafka per call
+IDLE_CLOSE_S = 600.0  # a reader unused this long is closed (its partitions went elsewhere)
 
 Range = tuple[str, int, int, int]  # topic, partition, start, end (exclusive)
 
@@ -171,8 +171,9 @@ class GroupReader:
                 if not msgs:
                     # Transaction markers are invisible to the application; the consumer's position
                     # still moves past them, so ask it rather than waiting for offset end - 1.
-                    for tp, got in zip(sorted(pending), self.consumer.position(
-                            [TopicPartition(t, p) for t, p in sorted(pending)])):
+                    for tp, got in zip(
+                        sorted(pending), self.consumer.position([TopicPartition(t, p) for t, p in sorted(pending)])
+                    ):
                         if not self.buffers[tp] and got.offset >= end[tp]:
                             pending.discard(tp)
                             pos[tp] = self.expect[tp] = end[tp]
@@ -180,7 +181,8 @@ class GroupReader:
                         t, p = sorted(pending)[0]
                         raise StreamscaleError(
                             f"no progress reading {t}[{p}] at offset {pos[(t, p)]} (want end {end[(t, p)]}) "
-                            f"for {poll_timeout_s:.0f} s: is the broker reachable?")
+                            f"for {poll_timeout_s:.0f} s: is the broker reachable?"
+                        )
         except BaseException:
             for tp in end:  # state unknown after a failure: the next read of these partitions seeks
                 self.expect[tp] = -1
@@ -198,7 +200,8 @@ class GroupReader:
             if fail_on_data_loss or low <= pos[tp]:
                 raise StreamscaleError(
                     f"{tp[0]}[{tp[1]}]: offset {pos[tp]} is no longer on the broker (log starts at {low}): "
-                    "data loss; set failOnDataLoss=false to skip ahead")
+                    "data loss; set failOnDataLoss=false to skip ahead"
+                )
             pos[tp] = low  # records before the log start are gone: skip them, as asked
             self.expect[tp] = -1
             self._position(tp, low)
@@ -218,10 +221,18 @@ def reader_conf(bootstrap: str, kafka: dict) -> dict:
     from streamscale.broker.access import reader_config
 
     return reader_config(
-        bootstrap, f"streamscale-reader-{uuid.uuid4().hex[:12]}",
-        **{"enable.auto.offset.store": False, "enable.partition.eof": True, "auto.offset.reset": "error",
-           "fetch.wait.max.ms": 50, "max.partition.fetch.bytes": 8 * 1024 * 1024,
-           "queued.max.messages.kbytes": 32 * 1024, **kafka})
+        bootstrap,
+        f"streamscale-reader-{uuid.uuid4().hex[:12]}",
+        **{
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error",
+            "fetch.wait.max.ms": 50,
+            "max.partition.fetch.bytes": 8 * 1024 * 1024,
+            "queued.max.messages.kbytes": 32 * 1024,
+            **kafka,
+        },
+    )
 
 
 _LOCK = threading.Lock()

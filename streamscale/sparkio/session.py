@@ -27,8 +27,10 @@ def java_version() -> int:
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not java or not os.path.exists(java):
-        raise JavaMissing("Spark needs Java 17 or newer and no `java` was found: install it "
-                          "(Debian/Ubuntu: apt-get install openjdk-17-jre-headless) or set JAVA_HOME")
+        raise JavaMissing(
+            "Spark needs Java 17 or newer and no `java` was found: install it "
+            "(Debian/Ubuntu: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+        )
     out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
     m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
     if not m:
@@ -37,8 +39,10 @@ def java_version() -> int:
     if major == 1 and m.group(2):
         major = int(m.group(2))
     if major < MIN_JAVA:
-        raise JavaMissing(f"Spark needs Java {MIN_JAVA}+, but {java} is Java {major}: install "
-                          "openjdk-17-jre-headless (or newer) or point JAVA_HOME at one")
+        raise JavaMissing(
+            f"Spark needs Java {MIN_JAVA}+, but {java} is Java {major}: install "
+            "openjdk-17-jre-headless (or newer) or point JAVA_HOME at one"
+        )
     return major
 
 
@@ -81,8 +85,13 @@ def _stderr_to(path: Path):
         os.close(log)
 
 
-def build_session(master: str = "local[2]", app_name: str = "streamscale", conf: dict | None = None,
-                  shuffle_partitions: int | None = None, ui: bool = False):
+def build_session(
+    master: str = "local[2]",
+    app_name: str = "streamscale",
+    conf: dict | None = None,
+    shuffle_partitions: int | None = None,
+    ui: bool = False,
+):
     """A SparkSession with the streamscale Kafka data source registered.
 
     Spark's and Java's output goes to :func:`spark_log_path` (``spark.streamscale_log`` on the
@@ -95,14 +104,17 @@ def build_session(master: str = "local[2]", app_name: str = "streamscale", conf:
 
     from streamscale.sparkio.kafka import KafkaDataSource
 
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.ui.enabled", str(ui).lower())
-               .config("spark.driver.host", os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1"))
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-               .config("spark.python.worker.reuse", "true")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", str(ui).lower())
+        .config("spark.driver.host", os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1"))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    )
     if master.startswith("local"):
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1")
     if shuffle_partitions is None:

@@ -3,5 +3,5 @@
 :mod:`.plan` builds a logical plan with a Kafka-Streams-like DSL and infers which operators change
 the key; :mod:`.physical` places repartitions (optionally optimized) and splits the result into
 sub-topologies; :mod:`.compile` turns it into DataFrame operations; :mod:`.catalog` holds the
-plans of UC1-UC4 and of the blog's two-aggregation example.
+blog's two-aggregation example (the plans of UC1-UC4 are in :mod:`streamscale.pipelines.plans`).
 """

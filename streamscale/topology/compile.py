@@ -56,8 +56,10 @@ def combined(outputs: dict):
 
     from pyspark.sql import functions as F
 
-    parts = [df.select(F.lit(topic).alias("sink"), F.to_json(F.struct(*df.columns)).alias("value"))
-             for topic, df in sorted(outputs.items())]
+    parts = [
+        df.select(F.lit(topic).alias("sink"), F.to_json(F.struct(*df.columns)).alias("value"))
+        for topic, df in sorted(outputs.items())
+    ]
     return reduce(lambda a, b: a.unionByName(b), parts)
 
 

@@ -44,8 +44,18 @@ class PhysicalPlan:
 def _clone(plan: LogicalPlan) -> list[Node]:
     mapping: dict[int, Node] = {}
     for n in plan.nodes:  # creation order is topological
-        mapping[n.id] = Node(n.id, n.kind, [mapping[p.id] for p in n.parents], list(n.keys), fn=n.fn, topic=n.topic,
-                             label=n.label, window=n.window, store=n.store, combinable=n.combinable)
+        mapping[n.id] = Node(
+            n.id,
+            n.kind,
+            [mapping[p.id] for p in n.parents],
+            list(n.keys),
+            fn=n.fn,
+            topic=n.topic,
+            label=n.label,
+            window=n.window,
+            store=n.store,
+            combinable=n.combinable,
+        )
         for p in mapping[n.id].parents:
             p.children.append(mapping[n.id])
     return list(mapping.values())
@@ -211,8 +221,11 @@ def describe(phys: PhysicalPlan) -> str:
 
 
 def to_dot(phys: PhysicalPlan) -> str:
-    out = [f'digraph "{phys.name}{"" if phys.optimized else "-unoptimized"}" {{', "  rankdir=TB;",
-           '  node [shape=box, fontname="Helvetica", fontsize=10];']
+    out = [
+        f'digraph "{phys.name}{"" if phys.optimized else "-unoptimized"}" {{',
+        "  rankdir=TB;",
+        '  node [shape=box, fontname="Helvetica", fontsize=10];',
+    ]
     for i, sub in enumerate(phys.subtopologies):
         out.append(f'  subgraph cluster_{i} {{ label="Sub-topology {i}"; style=rounded;')
         for n in sub:
@@ -266,17 +279,27 @@ def render_png(phys: PhysicalPlan, path) -> None:
     fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(phys.nodes) ** 0.5 * 3), 1.1 * (max(depth.values()) + 2)))
     colors = plt.cm.Set2.colors
     labels = {n.name: f"{n.kind}\n{n.label or n.topic or ''}"[:40] for n in phys.nodes}
-    nx.draw_networkx_nodes(g, pos, ax=ax, node_size=2600, node_shape="s",
-                           node_color=[colors[sub_of[n.id] % len(colors)] for n in phys.nodes])
+    nx.draw_networkx_nodes(
+        g,
+        pos,
+        ax=ax,
+        node_size=2600,
+        node_shape="s",
+        node_color=[colors[sub_of[n.id] % len(colors)] for n in phys.nodes],
+    )
     plain = [(u, v) for u, v, d in g.edges(data=True) if not d["repartition"]]
     dashed = [(u, v) for u, v, d in g.edges(data=True) if d["repartition"]]
     nx.draw_networkx_edges(g, pos, edgelist=plain, ax=ax, arrows=True, node_size=2600)
-    nx.draw_networkx_edges(g, pos, edgelist=dashed, ax=ax, arrows=True, style="dashed", edge_color="red",
-                           node_size=2600)
+    nx.draw_networkx_edges(
+        g, pos, edgelist=dashed, ax=ax, arrows=True, style="dashed", edge_color="red", node_size=2600
+    )
     nx.draw_networkx_labels(g, pos, labels, ax=ax, font_size=7)
-    ax.set_title(f"{phys.name} ({'optimized' if phys.optimized else 'not optimized'}): "
-                 f"{len(phys.subtopologies)} sub-topologies, {len(phys.repartitions)} repartition topics "
-                 "(dashed)", fontsize=9)
+    ax.set_title(
+        f"{phys.name} ({'optimized' if phys.optimized else 'not optimized'}): "
+        f"{len(phys.subtopologies)} sub-topologies, {len(phys.repartitions)} repartition topics "
+        "(dashed)",
+        fontsize=9,
+    )
     ax.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -153,10 +153,19 @@ def test_evaluate_writes_tables_and_figures(tmp_path):
     from streamscale.autoscaler.report import evaluate
 
     r = evaluate(tmp_path, partitions=12, measurements=30, latency_measurements=10)
-    for name in ["algorithms_by_delta.csv", "latency_summary.csv", "latency_table.txt",
-                 "fig05_latency_hist_mwf_vs_kd.png", "fig06_avg_consumers.png", "fig07_samples_latency_gt0.png",
-                 "fig08_latency_boxplot.png", "fig09_cbs_baselines.png", "fig10_cbs_modified.png",
-                 "fig11_rscore_per_delta.png", "fig12_pareto_fronts.png"]:
+    for name in [
+        "algorithms_by_delta.csv",
+        "latency_summary.csv",
+        "latency_table.txt",
+        "fig05_latency_hist_mwf_vs_kd.png",
+        "fig06_avg_consumers.png",
+        "fig07_samples_latency_gt0.png",
+        "fig08_latency_boxplot.png",
+        "fig09_cbs_baselines.png",
+        "fig10_cbs_modified.png",
+        "fig11_rscore_per_delta.png",
+        "fig12_pareto_fronts.png",
+    ]:
         assert (tmp_path / name).stat().st_size > 100, name
     assert set(r["fronts"]) == set(DELTAS)
     kd1 = next(x for x in r["latency"] if x["algorithm"] == "kd_1")
@@ -185,8 +194,9 @@ def test_indexed_bin_choice_equals_the_scan_ties_included(name, monkeypatch):
 
     # coarse speeds (multiples of C/8) make equal loads, hence ties, frequent
     streams = [measurement_stream(60, 40, d, 100.0, seed=s) for d, s in ((5, 1), (25, 2))]
-    streams.append([{p: round(v / 12.5) * 12.5 for p, v in m.items()}
-                    for m in measurement_stream(60, 40, 15, 100.0, seed=3)])
+    streams.append(
+        [{p: round(v / 12.5) * 12.5 for p, v in m.items()} for m in measurement_stream(60, 40, 15, 100.0, seed=3)]
+    )
 
     def run(stream):
         prev, out = None, []
@@ -211,6 +221,6 @@ def test_first_fit_takes_the_left_most_bin_not_the_first_opened():
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0])
 def test_non_finite_and_negative_speeds_are_refused(bad):
-    for name, algo in ALGORITHMS.items():
+    for algo in ALGORITHMS.values():
         with pytest.raises(ValueError, match="speed"):
             algo({0: 10.0, 1: bad}, 100.0, None)

@@ -29,10 +29,23 @@ def live_cfg(broker, topic_factory, _created_topics, tmp_path):
     def make(partitions: int = 3, **kw) -> LiveConfig:
         topic = topic_factory(partitions, prefix="auto")
         uid = uuid.uuid4().hex[:8]
-        cfg = LiveConfig(bootstrap=broker.bootstrap, topics=[topic], group=f"g-{uid}", state_dir=tmp_path / "state",
-                         consumer_capacity=24_000, window_secs=2, sample_interval_secs=0.25,
-                         publish_interval_secs=0.5, wait_time_secs=0.2, batch_size=1_000_000, max_consumers=6,
-                         ack_timeout_secs=30, speed_topic=f"speed-{uid}", metadata_topic=f"meta-{uid}", **kw)
+        cfg = LiveConfig(
+            bootstrap=broker.bootstrap,
+            topics=[topic],
+            group=f"g-{uid}",
+            state_dir=tmp_path / "state",
+            consumer_capacity=24_000,
+            window_secs=2,
+            sample_interval_secs=0.25,
+            publish_interval_secs=0.5,
+            wait_time_secs=0.2,
+            batch_size=1_000_000,
+            max_consumers=6,
+            ack_timeout_secs=30,
+            speed_topic=f"speed-{uid}",
+            metadata_topic=f"meta-{uid}",
+            **kw,
+        )
         setup(cfg)
         _created_topics.extend([cfg.speed_topic, cfg.metadata_topic])
         return cfg
@@ -41,6 +54,7 @@ def live_cfg(broker, topic_factory, _created_topics, tmp_path):
 
 
 # -- pieces -------------------------------------------------------------------------------------
+
 
 def test_parse_bytes():
     assert parse_bytes("24000") == 24_000
@@ -112,10 +126,23 @@ def test_decide_keeps_a_feasible_group_and_scales_in_only_when_it_saves_a_consum
 
 # -- the whole system ---------------------------------------------------------------------------
 
+
 def _controller(cfg: LiveConfig, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "streamscale", "autoscale", "controller",
-                             "--state-dir", str(cfg.state_dir), "-v", *extra],
-                            stdout=subprocess.DEVNULL, stderr=open(cfg.state_dir / "controller.log", "ab"))
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamscale",
+            "autoscale",
+            "controller",
+            "--state-dir",
+            str(cfg.state_dir),
+            "-v",
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(cfg.state_dir / "controller.log", "ab"),
+    )
 
 
 def _owned(cfg: LiveConfig) -> dict[str, int]:
@@ -139,20 +166,29 @@ def test_live_group_follows_load_exactly_once_and_survives_a_controller_crash(br
         monitor.start()
         # this controller dies right after its first stops are acknowledged, before any start
         procs.append(_controller(cfg, "--crash-after", "stops"))
-        wait_for(lambda: len(_owned(cfg)) == 3 and len(set(_owned(cfg).values())) == 1, 60,
-                 "all partitions on one consumer")
+        wait_for(
+            lambda: len(_owned(cfg)) == 3 and len(set(_owned(cfg).values())) == 1, 60, "all partitions on one consumer"
+        )
         load.set_rate(80)  # 16,640 B/s each: no two fit one consumer -> three consumers
         assert procs[0].wait(timeout=60) == CRASH_EXIT_CODE
         assert len(_owned(cfg)) < 3  # partitions were released and nobody started them
         procs.append(_controller(cfg))
-        wait_for(lambda: len(_owned(cfg)) == 3 and len(set(_owned(cfg).values())) == 3
-                 and len(backend.running()) == 3, 60, "three consumers with one partition each")
+        wait_for(
+            lambda: len(_owned(cfg)) == 3 and len(set(_owned(cfg).values())) == 3 and len(backend.running()) == 3,
+            60,
+            "three consumers with one partition each",
+        )
         # a consumer killed outright is restarted and resumes from the sink's offsets
         victim = _owned(cfg)[f"{cfg.topics[0]}:0"]
         pid = json.loads((cfg.state_dir / "consumers.json").read_text())[str(victim)]
         os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: backend.alive(victim) and json.loads(
-            (cfg.state_dir / "consumers.json").read_text())[str(victim)] != pid, 30, "the killed consumer restarted")
+        wait_for(
+            lambda: (
+                backend.alive(victim) and json.loads((cfg.state_dir / "consumers.json").read_text())[str(victim)] != pid
+            ),
+            30,
+            "the killed consumer restarted",
+        )
         load.set_rate(20)
         wait_for(lambda: len(backend.running()) == 1 and len(_owned(cfg)) == 3, 60, "scale-in to one consumer")
         load.stop()

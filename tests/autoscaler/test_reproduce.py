@@ -27,10 +27,12 @@ def test_segment_percentiles_equal_numpy_on_the_expanded_samples(seed, q):
     pos = samples[samples > 0]
     assert seg.count_above(0.0) == len(pos)
     assert seg.count_above(4.0) == int((samples > 4.0).sum())
-    assert seg.percentile(q, positive_only=True) == pytest.approx(np.percentile(pos, q, method="inverted_cdf"),
-                                                                  abs=1e-6)
+    assert seg.percentile(q, positive_only=True) == pytest.approx(
+        np.percentile(pos, q, method="inverted_cdf"), abs=1e-6
+    )
     assert seg.percentile(q, positive_only=False) == pytest.approx(
-        np.percentile(samples, q, method="inverted_cdf"), abs=1e-6)
+        np.percentile(samples, q, method="inverted_cdf"), abs=1e-6
+    )
 
 
 def test_bytes_sampling_is_one_sample_per_byte():
@@ -52,9 +54,10 @@ def test_random_equal_count_deals_evenly_and_differently():
 
 
 def test_reduced_reproduction_writes_every_figure_with_its_spread(tmp_path):
-    spec = ReproduceSpec.model_validate({"latency": {"draws": 4, "measurements": 30},
-                                         "packing": {"partitions": 40, "measurements": 40, "streams": 2}})
-    r = reproduce(spec, tmp_path)
+    spec = ReproduceSpec.model_validate(
+        {"latency": {"draws": 4, "measurements": 30}, "packing": {"partitions": 40, "measurements": 40, "streams": 2}}
+    )
+    reproduce(spec, tmp_path)
     with open(tmp_path / "reproduction.csv") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == COLUMNS == ["figure", "paper", "measured", "low", "high"]
@@ -67,8 +70,10 @@ def test_reduced_reproduction_writes_every_figure_with_its_spread(tmp_path):
     with open(tmp_path / "reproduction-variants.csv") as f:
         variants = list(csv.DictReader(f))
     assert list(variants[0]) == COLUMNS
-    assert {v["figure"].split(" [")[1].rstrip("]") for v in variants} >= {"NFD opens consumer 0 first",
-                                                                         "p90 over all samples, zeros included"}
+    assert {v["figure"].split(" [")[1].rstrip("]") for v in variants} >= {
+        "NFD opens consumer 0 first",
+        "p90 over all samples, zeros included",
+    }
     assert float(next(v for v in variants if "p90 over all" in v["figure"])["measured"]) == 0.0
     details = json.loads((tmp_path / "reproduction.json").read_text())
     assert [d["figure"] for d in details["figures"]] == list(PAPER)
@@ -80,9 +85,15 @@ def test_reduced_reproduction_writes_every_figure_with_its_spread(tmp_path):
 def test_spec_refuses_bad_values():
     from pydantic import ValidationError
 
-    for bad in ({"latency": {"draws": 0}}, {"latency": {"bin_capacity": float("nan")}},
-                {"latency": {"bin_capacity": 200, "consumer_capacity": 133}}, {"packing": {"deltas": [float("inf")]}},
-                {"latency": {"over": "some"}}, {"unknown": 1}, {"packing": {"initial": "random"}}):
+    for bad in (
+        {"latency": {"draws": 0}},
+        {"latency": {"bin_capacity": float("nan")}},
+        {"latency": {"bin_capacity": 200, "consumer_capacity": 133}},
+        {"packing": {"deltas": [float("inf")]}},
+        {"latency": {"over": "some"}},
+        {"unknown": 1},
+        {"packing": {"initial": "random"}},
+    ):
         with pytest.raises(ValidationError):
             ReproduceSpec.model_validate(bad)
 
@@ -94,12 +105,20 @@ def test_cli_reproduce_with_the_quick_example(tmp_path):
 
     exe = str(Path(sys.executable).parent / "streamscale")
     quick = Path(__file__).parents[2] / "examples" / "autoscaler" / "reproduce-quick.yaml"
-    res = subprocess.run([exe, "autoscale", "reproduce", "--spec", str(quick),
-                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [exe, "autoscale", "reproduce", "--spec", str(quick), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     assert "VI-C p90 latency of MWF" in res.stdout and (tmp_path / "reproduction.csv").exists()
     bad = tmp_path / "bad.yaml"
     bad.write_text("latency: {draws: -1}\n")
-    res = subprocess.run([exe, "autoscale", "reproduce", "--spec", str(bad), "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [exe, "autoscale", "reproduce", "--spec", str(bad), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 2 and "draws" in res.stderr and "Traceback" not in res.stderr

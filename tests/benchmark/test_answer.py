@@ -11,23 +11,30 @@ from streamscale.demo import choose_loads, step_search
 
 def test_demand_answers_in_one_sentence_with_capacity_derived():
     a = answer({8000.0: 1, 24000.0: 2}, "demand", Axes(), "uc1", 2)
-    assert a["sentence"] == "UC1 needs 1 core up to ~8,000 records/s and 2 cores up to ~24,000 records/s on this machine"
+    assert (
+        a["sentence"] == "UC1 needs 1 core up to ~8,000 records/s and 2 cores up to ~24,000 records/s on this machine"
+    )
     assert [(r["resources"], r["rate"]) for r in a["capacity"]] == [(1, 8000.0), (2, 24000.0)]
     assert [(r["rate"], r["resources"]) for r in a["demand"]] == [(8000.0, 1), (24000.0, 2)]
 
 
 def test_a_load_no_tested_amount_held_is_said():
     a = answer({8000.0: 1, 12000.0: 1, 50000.0: None}, "demand", Axes(), "uc1", 2)
-    assert a["sentence"] == ("UC1 needs 1 core up to ~12,000 records/s; ~50,000 records/s needs more than 2 cores "
-                             "on this machine")
+    assert a["sentence"] == (
+        "UC1 needs 1 core up to ~12,000 records/s; ~50,000 records/s needs more than 2 cores on this machine"
+    )
     assert a["capacity"] == [{"resources": 1, "load": 12000.0, "rate": 12000.0}]
-    assert answer({1000.0: None}, "demand", Axes(), "uc2", 4)["sentence"] == \
-        "UC2 met its SLOs at none of the tested points; ~1,000 records/s needs more than 4 cores on this machine"
+    assert (
+        answer({1000.0: None}, "demand", Axes(), "uc2", 4)["sentence"]
+        == "UC2 met its SLOs at none of the tested points; ~1,000 records/s needs more than 4 cores on this machine"
+    )
 
 
 def test_capacity_answer_names_the_fewest_resources_per_capacity():
     a = answer({1: 8000.0, 2: 24000.0, 3: 24000.0, 4: None}, "capacity", Axes(), "uc3")
-    assert a["sentence"] == "UC3 needs 1 core up to ~8,000 records/s and 2 cores up to ~24,000 records/s on this machine"
+    assert (
+        a["sentence"] == "UC3 needs 1 core up to ~8,000 records/s and 2 cores up to ~24,000 records/s on this machine"
+    )
     assert [(r["rate"], r["resources"]) for r in a["demand"]] == [(8000.0, 1), (24000.0, 2)]
 
 
@@ -41,16 +48,17 @@ def test_load_units_follow_the_load_type_and_period():
     assert a["sentence"] == "UC4 needs 1 core up to ~16 records/s and 2 cores up to ~64 records/s on this machine"
 
 
-@pytest.mark.parametrize("x,text", [(12345.6, "12,300"), (8.734, "8.73"), (987654, "988,000"), (0.01234, "0.0123"),
-                                    (100, "100"), (0, "0")])
+@pytest.mark.parametrize(
+    "x,text", [(12345.6, "12,300"), (8.734, "8.73"), (987654, "988,000"), (0.01234, "0.0123"), (100, "100"), (0, "0")]
+)
 def test_figures_in_sentences_have_three_significant_digits(x, text):
     assert approx(x) == text
 
 
 def test_a_fit_is_drawn_only_where_it_means_something():
     axes = Axes()
-    assert fit_label([1000, 2000], [1, 2], "demand", axes) is None            # two points: any line fits
-    assert fit_label([1000, 2000, 3000], [1, 1, 1], "demand", axes) is None   # flat: nothing to say
+    assert fit_label([1000, 2000], [1, 2], "demand", axes) is None  # two points: any line fits
+    assert fit_label([1000, 2000, 3000], [1, 1, 1], "demand", axes) is None  # flat: nothing to say
     b, a, text = fit_label([10_000, 20_000, 30_000], [1, 2, 3], "demand", axes)
     assert text == "linear fit: one core per 10,000 records/s" and a == pytest.approx(0, abs=1e-9)
 
@@ -66,19 +74,37 @@ def test_demo_loads_lie_within_and_beyond_one_core():
     assert choose_loads(12_345) == [4_900, 12_000, 16_000, 21_000]  # two significant digits
 
 
-@pytest.mark.parametrize("one_core_holds, two_hold, tried, metric", [
-    (26_000, 60_000, [(8000, 1), (20000, 1), (26000, 1), (34000, 1), (34000, 2)],
-     {8000: 1, 20000: 1, 26000: 1, 34000: 2}),
-    (10_000, 60_000, [(8000, 1), (20000, 1), (20000, 2)], {8000: 1, 20000: 2}),    # the step, then stop
-    (10_000, 15_000, [(8000, 1), (20000, 1), (20000, 2), (13000, 1), (13000, 2)],
-     {8000: 1, 13000: 2, 20000: None}),
-    (21_000, 25_000, [(8000, 1), (20000, 1), (26000, 1), (26000, 2), (23000, 1), (23000, 2)],
-     {8000: 1, 20000: 1, 23000: 2, 26000: None}),                                   # two fail too: the middle
-    (23_000, 25_000, [(8000, 1), (20000, 1), (26000, 1), (26000, 2), (23000, 1)],
-     {8000: 1, 20000: 1, 23000: 1, 26000: None}),                                   # one holds the middle
-    (40_000, 60_000, [(8000, 1), (20000, 1), (26000, 1), (34000, 1)],
-     {8000: 1, 20000: 1, 26000: 1, 34000: 1}),                                      # no step below 34,000
-])
+@pytest.mark.parametrize(
+    "one_core_holds, two_hold, tried, metric",
+    [
+        (
+            26_000,
+            60_000,
+            [(8000, 1), (20000, 1), (26000, 1), (34000, 1), (34000, 2)],
+            {8000: 1, 20000: 1, 26000: 1, 34000: 2},
+        ),
+        (10_000, 60_000, [(8000, 1), (20000, 1), (20000, 2)], {8000: 1, 20000: 2}),  # the step, then stop
+        (10_000, 15_000, [(8000, 1), (20000, 1), (20000, 2), (13000, 1), (13000, 2)], {8000: 1, 13000: 2, 20000: None}),
+        (
+            21_000,
+            25_000,
+            [(8000, 1), (20000, 1), (26000, 1), (26000, 2), (23000, 1), (23000, 2)],
+            {8000: 1, 20000: 1, 23000: 2, 26000: None},
+        ),  # two fail too: the middle
+        (
+            23_000,
+            25_000,
+            [(8000, 1), (20000, 1), (26000, 1), (26000, 2), (23000, 1)],
+            {8000: 1, 20000: 1, 23000: 1, 26000: None},
+        ),  # one holds the middle
+        (
+            40_000,
+            60_000,
+            [(8000, 1), (20000, 1), (26000, 1), (34000, 1)],
+            {8000: 1, 20000: 1, 26000: 1, 34000: 1},
+        ),  # no step below 34,000
+    ],
+)
 def test_demo_search_climbs_on_one_core_until_it_fails_then_tries_two(one_core_holds, two_hold, tried, metric):
     calls = []
 

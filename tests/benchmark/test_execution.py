@@ -11,16 +11,43 @@ from streamscale.errors import ConfigError
 
 
 def spec_dict(**execution):
-    ex = {"load": {"type": "sensors", "values": [1000, 2000]}, "resources": {"type": "cores", "values": [1, 2]},
-          "duration_s": 14, "warmup_s": 5, "strategy": {"name": "full", "lower_bound": False}}
+    ex = {
+        "load": {"type": "sensors", "values": [1000, 2000]},
+        "resources": {"type": "cores", "values": [1, 2]},
+        "duration_s": 14,
+        "warmup_s": 5,
+        "strategy": {"name": "full", "lower_bound": False},
+    }
     ex.update(execution)
-    return {"name": "e2e", "benchmark": {"sut": "uc1", "params": {"sink": "none"}, "topics": {"partitions": 4},
-                                         "loadgen": {"workers": 1}}, "execution": ex}
+    return {
+        "name": "e2e",
+        "benchmark": {"sut": "uc1", "params": {"sink": "none"}, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
+        "execution": ex,
+    }
 
 
 def fake_result(load, res, rep, passed):
-    return ExperimentResult(f"load{load:g}_res{res}_rep{rep}", load, res, rep, load, load, True, True, 0.0,
-                            load * 0.01, passed, 0, 0.0, True, passed, 0, 100, 0.1, 1.0)
+    return ExperimentResult(
+        f"load{load:g}_res{res}_rep{rep}",
+        load,
+        res,
+        rep,
+        load,
+        load,
+        True,
+        True,
+        0.0,
+        load * 0.01,
+        passed,
+        0,
+        0.0,
+        True,
+        passed,
+        0,
+        100,
+        0.1,
+        1.0,
+    )
 
 
 def test_a_latency_slo_needs_windows():
@@ -34,8 +61,14 @@ def test_a_latency_slo_needs_windows():
 def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
     import dataclasses
 
-    spec = parse_spec(spec_dict(load={"type": "sensors", "values": [1000]}, resources={"type": "cores", "values": [1]},
-                                repetitions=1, extra_repetitions=2))
+    spec = parse_spec(
+        spec_dict(
+            load={"type": "sensors", "values": [1000]},
+            resources={"type": "cores", "values": [1]},
+            repetitions=1,
+            extra_repetitions=2,
+        )
+    )
     ran = []
 
     def undecided_then_pass(load, res, rep, on_lag=None):
@@ -50,8 +83,14 @@ def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
     assert [r["lag_verdict"] for r in rows] == ["undecided", "undecided", "pass"]
     # with no runs to add, an undecided run's own verdict stands
     ran.clear()
-    spec0 = parse_spec(spec_dict(load={"type": "sensors", "values": [1000]}, resources={"type": "cores", "values": [1]},
-                                 repetitions=1, extra_repetitions=0))
+    spec0 = parse_spec(
+        spec_dict(
+            load={"type": "sensors", "values": [1000]},
+            resources={"type": "cores", "values": [1]},
+            repetitions=1,
+            extra_repetitions=0,
+        )
+    )
     Execution(spec0, tmp_path / "none", undecided_then_pass).run()
     assert ran == [0]
 
@@ -70,7 +109,9 @@ def test_interrupted_execution_resumes(tmp_path):
         Execution(spec, tmp_path, flaky).run()
     assert len(ran) == 3
     done_before = list(ran)
-    ex = Execution(spec, tmp_path, lambda *a, **k: (ran.append(a[:3]), fake_result(*a[:3], passed=a[1] * 1500 >= a[0]))[1])
+    ex = Execution(
+        spec, tmp_path, lambda *a, **k: (ran.append(a[:3]), fake_result(*a[:3], passed=a[1] * 1500 >= a[0]))[1]
+    )
     summary = ex.run()
     assert ex.resumed >= 2 and all(r not in ran[3:] for r in done_before)  # nothing ran twice
     assert summary["results"] == [{"load": 1000.0, "resources": 1}, {"load": 2000.0, "resources": 2}]
@@ -89,9 +130,17 @@ def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
     from streamscale.execution.standalone import StandaloneCluster
 
     with StandaloneCluster(workers=2, cores_per_worker=1, memory_per_worker="1g", log_dir=tmp_path / "cluster") as c:
-        spec = parse_spec(spec_dict(load={"type": "sensors", "values": [1000]},
-                                    resources={"type": "executors", "values": [2]}, master=c.master_url,
-                                    executor_memory="512m", duration_s=16, warmup_s=6, extra_repetitions=0))
+        spec = parse_spec(
+            spec_dict(
+                load={"type": "sensors", "values": [1000]},
+                resources={"type": "executors", "values": [2]},
+                master=c.master_url,
+                executor_memory="512m",
+                duration_s=16,
+                warmup_s=6,
+                extra_repetitions=0,
+            )
+        )
         summary = run_execution(spec, tmp_path / "res", broker.bootstrap)
         [row] = list(csv.DictReader(open(tmp_path / "res" / "experiments.csv")))
         assert row["valid"] == "True" and int(row["processed_records"]) > 10_000

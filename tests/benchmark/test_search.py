@@ -43,8 +43,11 @@ def test_lower_bound_runs_fewer_experiments():
 
 def test_demand_none_when_no_amount_suffices():
     oracle = CountingOracle(lambda load, res: res * 1000 >= load)
-    assert resource_demand([5000, 20000, 30000], [1, 2, 5], oracle, "linear", True) == \
-        {5000: 5, 20000: None, 30000: None}
+    assert resource_demand([5000, 20000, 30000], [1, 2, 5], oracle, "linear", True) == {
+        5000: 5,
+        20000: None,
+        30000: None,
+    }
 
 
 CAP = {r: max([load for load in LOADS if truth(load, r)], default=None) for r in RESOURCES}

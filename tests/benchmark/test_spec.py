@@ -26,17 +26,20 @@ def test_examples_cover_every_uc_small_and_paper_size():
     assert {f"uc{i}-{size}" for i in range(1, 5) for size in ("small", "paper")} <= names
 
 
-@pytest.mark.parametrize("mutate,field", [
-    (lambda d: d["execution"].update(duration_s=10, warmup_s=20), "warmup_s"),
-    (lambda d: d["execution"]["resources"].update(type="executors"), "master"),
-    (lambda d: d["execution"]["load"].update(values=[]), "execution.load.values"),
-    (lambda d: d["execution"].update(strategy={"name": "random"}), "execution.strategy.name"),
-    (lambda d: d["benchmark"].update(sut="uc7"), "benchmark.sut"),
-    (lambda d: d["benchmark"]["params"].update(sink="mongodb"), "sink"),
-    (lambda d: d["execution"].update(repetitons=3), "execution.repetitons"),
-    (lambda d: d["execution"]["load"].update(type="nested_groups"), "uc4 only"),
-    (lambda d: d["execution"].update(master="yarn"), "master"),
-])
+@pytest.mark.parametrize(
+    "mutate,field",
+    [
+        (lambda d: d["execution"].update(duration_s=10, warmup_s=20), "warmup_s"),
+        (lambda d: d["execution"]["resources"].update(type="executors"), "master"),
+        (lambda d: d["execution"]["load"].update(values=[]), "execution.load.values"),
+        (lambda d: d["execution"].update(strategy={"name": "random"}), "execution.strategy.name"),
+        (lambda d: d["benchmark"].update(sut="uc7"), "benchmark.sut"),
+        (lambda d: d["benchmark"]["params"].update(sink="mongodb"), "sink"),
+        (lambda d: d["execution"].update(repetitons=3), "execution.repetitons"),
+        (lambda d: d["execution"]["load"].update(type="nested_groups"), "uc4 only"),
+        (lambda d: d["execution"].update(master="yarn"), "master"),
+    ],
+)
 def test_bad_specs_name_the_field(mutate, field):
     d = base()
     mutate(d)
@@ -58,7 +61,7 @@ def test_experiment_settings_map_load_and_resources():
     assert s["master"] == "local[2]" and s["sensors"] == 2000 and s["rate"] == 2000
     uc4 = load_spec(next(p for p in EXAMPLES if p.stem == "uc4-small"))
     s = experiment_settings(uc4, 5, 1)
-    assert s["sensors"] == 4 ** 5 and s["params"]["levels"] == 5
+    assert s["sensors"] == 4**5 and s["params"]["levels"] == 5
     paper = load_spec(next(p for p in EXAMPLES if p.stem == "uc1-paper"))
     s = experiment_settings(paper, 50000, 3)
     assert s["master"].startswith("spark://") and s["spark_conf"]["spark.cores.max"] == 3

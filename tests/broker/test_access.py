@@ -109,6 +109,9 @@ def test_start_offsets_corrected_when_listed_earliest_is_inside_the_log(broker, 
         return got
 
     monkeypatch.setattr(BrokerAccess, "_list_offsets", inflated)
-    assert access._list_offsets(topic, access.partitions(topic), OffsetSpec.earliest(), "read_uncommitted") == \
-        {0: 1345, 1: 7, 2: 0}  # the replayed wrong answers are in place
+    assert access._list_offsets(topic, access.partitions(topic), OffsetSpec.earliest(), "read_uncommitted") == {
+        0: 1345,
+        1: 7,
+        2: 0,
+    }  # the replayed wrong answers are in place
     assert access.start_offsets(topic) == {0: 0, 1: 0, 2: 0}

@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from streamscale.broker import BrokerAccess, EmbeddedBroker
-from streamscale.broker import embedded
+from streamscale.broker import BrokerAccess, EmbeddedBroker, embedded
 
 
 def _alive(pid: int) -> bool:
@@ -81,8 +80,9 @@ def test_stale_state_file_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setenv("STREAMSCALE_STATE_DIR", str(tmp_path))
     # a pid that is not a broker (this test process) must never be signalled
     (tmp_path / "broker.json").write_text(
-        '{"pid": %d, "port": 1, "bootstrap": "127.0.0.1:1", "log_path": "x", "binary": "/nope", "started_at": 0}'
-        % os.getpid())
+        f'{{"pid": {os.getpid()}, "port": 1, "bootstrap": "127.0.0.1:1", "log_path": "x", "binary": "/nope", '
+        '"started_at": 0}'
+    )
     assert embedded.daemon_status() is None
     assert embedded.daemon_stop() is None
     assert not (tmp_path / "broker.json").exists()

@@ -36,11 +36,18 @@ def test_bad_option_value(state):
     assert r.returncode == 2 and "period must be a positive" in r.stderr and "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("args, named", [
-    (["--period", "nan"], "period"), (["--period", "inf"], "period"), (["-d", "inf"], "duration"),
-    (["-d", "nan"], "duration"), (["-s", "1000000000000"], "sensors"), (["-t", "bad topic!"], "topic"),
-    (["-t", "x" * 250], "topic"),
-])
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--period", "nan"], "period"),
+        (["--period", "inf"], "period"),
+        (["-d", "inf"], "duration"),
+        (["-d", "nan"], "duration"),
+        (["-s", "1000000000000"], "sensors"),
+        (["-t", "bad topic!"], "topic"),
+        (["-t", "x" * 250], "topic"),
+    ],
+)
 def test_non_finite_out_of_range_and_bad_names_are_one_line(state, args, named):
     # before any broker is contacted (127.0.0.1:1 is closed): a clear line naming the option, exit 2
     r = run("generate", *args, "-b", "127.0.0.1:1", env=state, timeout=30)
@@ -94,8 +101,10 @@ def test_benchmark_validate_and_bad_spec(tmp_path, state):
     r = run("benchmark", "validate", str(root / "examples" / "uc4-small.yaml"), env=state)
     assert r.returncode == 0 and "1,024 sensors" in r.stdout
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: x\nbenchmark: {sut: uc1}\nexecution:\n  load: {values: [1]}\n"
-                   "  resources: {values: [1]}\n  duration_s: 10\n  warmup_s: 30\n")
+    bad.write_text(
+        "name: x\nbenchmark: {sut: uc1}\nexecution:\n  load: {values: [1]}\n"
+        "  resources: {values: [1]}\n  duration_s: 10\n  warmup_s: 30\n"
+    )
     r = run("benchmark", "run", str(bad), env=state)
     assert r.returncode == 2 and "warmup_s" in r.stderr and "Traceback" not in r.stderr
 
@@ -131,6 +140,7 @@ def test_every_command_takes_the_bootstrap_from_the_environment(monkeypatch, tmp
         def f(*args, **kwargs):
             seen[name] = kwargs.get("bootstrap", args[pos] if len(args) > pos else None)
             raise Stop
+
         return f
 
     monkeypatch.setattr(bench_runner, "run_execution", grab("bench", 2))
@@ -172,8 +182,12 @@ def test_sigkilled_generate_leaves_no_worker_producing(state, broker, topic_fact
     from streamscale.waiting import wait_for
 
     topic = topic_factory(2)
-    p = subprocess.Popen([EXE, "generate", "-t", topic, "-s", "200", "-w", "2", "-b", broker.bootstrap],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **state})
+    p = subprocess.Popen(
+        [EXE, "generate", "-t", topic, "-s", "200", "-w", "2", "-b", broker.bootstrap],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **state},
+    )
     workers: set[int] = set()
     try:
         wait_for(lambda: len(_children(p.pid)) >= 2, 60, "the generator's worker processes")
@@ -191,8 +205,9 @@ def test_sigkilled_generate_leaves_no_worker_producing(state, broker, topic_fact
         p.wait()
 
 
-@pytest.mark.parametrize("args", [["topic", "create", "t1"], ["topic", "list"], ["generate", "-n", "5"],
-                                  ["run-sut", "uc1", "-d", "5"]])
+@pytest.mark.parametrize(
+    "args", [["topic", "create", "t1"], ["topic", "list"], ["generate", "-n", "5"], ["run-sut", "uc1", "-d", "5"]]
+)
 def test_unreachable_broker_is_one_line_within_the_timeout(state, args):
     import time
 
@@ -217,8 +232,9 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
-def _sigkill_and_expect_nothing_left(cmd: list[str], env: dict, ready, what: str, start_s: float = 180,
-                                     exit_s: float = 60) -> None:
+def _sigkill_and_expect_nothing_left(
+    cmd: list[str], env: dict, ready, what: str, start_s: float = 180, exit_s: float = 60
+) -> None:
     """Start ``cmd``, wait until ``ready(cmdlines of its descendants)``, SIGKILL it alone and wait
     for every process it had started to exit; whatever happens, kill what is left."""
     import signal
@@ -250,8 +266,12 @@ def _spark_and_generator(cmds) -> bool:
 def test_sigkilled_benchmark_run_leaves_no_process_behind(state, tmp_path):
     # broker, Spark's JVM and Python workers, generator workers: all go with the command
     spec = Path(__file__).parents[2] / "examples" / "uc1-small.yaml"
-    _sigkill_and_expect_nothing_left(["benchmark", "run", str(spec), "--out", str(tmp_path / "res")], state,
-                                     _spark_and_generator, "the experiment's broker, JVM and generator workers")
+    _sigkill_and_expect_nothing_left(
+        ["benchmark", "run", str(spec), "--out", str(tmp_path / "res")],
+        state,
+        _spark_and_generator,
+        "the experiment's broker, JVM and generator workers",
+    )
 
 
 @pytest.mark.spark
@@ -260,13 +280,17 @@ def test_sigkilled_spark_commands_leave_no_process_behind(state, tmp_path, broke
     cmd, ready = {
         "run-sut": (["run-sut", "uc1", "-d", "300", "--partitions", "2"], _spark_and_generator),
         # the demo's probe: the broker and the JVM (its generator runs before the JVM starts)
-        "demo": (["demo", "--out", str(tmp_path / "demo")],
-                 lambda cmds: any(b"java" in c for c in cmds) and any(b"tansu" in c for c in cmds)),
+        "demo": (
+            ["demo", "--out", str(tmp_path / "demo")],
+            lambda cmds: any(b"java" in c for c in cmds) and any(b"tansu" in c for c in cmds),
+        ),
         # the pipeline runs in a process of its own session (stopped as a group by the command)
-        "reliability pipeline": (["reliability", "pipeline", "-n", "200000", "--out", str(tmp_path / "rp"),
-                                  "-b", broker.bootstrap],
-                                 lambda cmds: any(b"streamscale.reliability.pipeline" in c for c in cmds)
-                                 and any(b"java" in c for c in cmds)),
+        "reliability pipeline": (
+            ["reliability", "pipeline", "-n", "200000", "--out", str(tmp_path / "rp"), "-b", broker.bootstrap],
+            lambda cmds: (
+                any(b"streamscale.reliability.pipeline" in c for c in cmds) and any(b"java" in c for c in cmds)
+            ),
+        ),
     }[command]
     _sigkill_and_expect_nothing_left(cmd, state, ready, f"{command}: its Spark application running")
 
@@ -274,9 +298,11 @@ def test_sigkilled_spark_commands_leave_no_process_behind(state, tmp_path, broke
 def test_sigkilled_reliability_run_leaves_no_process_behind(state, tmp_path):
     spec = Path(__file__).parents[2] / "examples" / "reliability" / "reliability-small.yaml"
     _sigkill_and_expect_nothing_left(
-        ["reliability", "run", str(spec), "--out", str(tmp_path / "rel")], state,
+        ["reliability", "run", str(spec), "--out", str(tmp_path / "rel")],
+        state,
         lambda cmds: any(b"tansu" in c for c in cmds) and any(b"streamscale.reliability.proxy" in c for c in cmds),
-        "the broker and the fault proxy")
+        "the broker and the fault proxy",
+    )
 
 
 def test_sigkilled_autoscale_run_leaves_no_consumer_consuming(state, broker, topic_factory, tmp_path):
@@ -290,10 +316,35 @@ def test_sigkilled_autoscale_run_leaves_no_consumer_consuming(state, broker, top
     load.start()
     try:
         _sigkill_and_expect_nothing_left(
-            ["autoscale", "run", "-t", topic, "--consumer-capacity", "20KB", "--state-dir", str(tmp_path / "st"),
-             "--group", f"g-{tmp_path.name}"[:60], "--interval", "1", "--window", "2", "--sample-interval", "0.25",
-             "--wait-time", "0.2", "--controller-lease", "2", "-b", broker.bootstrap], state,
+            [
+                "autoscale",
+                "run",
+                "-t",
+                topic,
+                "--consumer-capacity",
+                "20KB",
+                "--state-dir",
+                str(tmp_path / "st"),
+                "--group",
+                f"g-{tmp_path.name}"[:60],
+                "--interval",
+                "1",
+                "--window",
+                "2",
+                "--sample-interval",
+                "0.25",
+                "--wait-time",
+                "0.2",
+                "--controller-lease",
+                "2",
+                "-b",
+                broker.bootstrap,
+            ],
+            state,
             lambda cmds: any(b"streamscale.autoscaler.live.consumer" in c for c in cmds),
-            "a consumer of the group", start_s=60, exit_s=30)
+            "a consumer of the group",
+            start_s=60,
+            exit_s=30,
+        )
     finally:
         load.stop()

@@ -1,4 +1,5 @@
 import math
+from datetime import UTC
 
 import numpy as np
 
@@ -23,7 +24,7 @@ def test_noisy_flat_lag_passes_and_growth_fails():
     t = np.arange(0, 300.0)
     flat = 5000 + rng.normal(0, 500, len(t))
     growing = flat + 150 * t
-    assert lag_slo_holds(lag_trend(t, flat, 120), 10_000)        # |slope| << 1 % of 10,000/s
+    assert lag_slo_holds(lag_trend(t, flat, 120), 10_000)  # |slope| << 1 % of 10,000/s
     assert not lag_slo_holds(lag_trend(t, growing, 120), 10_000)  # 150/s > 100/s
 
 
@@ -34,10 +35,11 @@ def test_too_few_samples_cannot_pass():
 
 # -- the trend through batch commits, with its interval -------------------------------------------
 
+
 def _sawtooth_run(rate=20_000.0, batch_s=5.3, seconds=60, growth=0.0, jitter=0.0, seed=1):
     """A micro-batch query reading ``rate`` records/s that arrive at ``rate`` (+ ``growth``):
     1 s lag samples and the batches' progress (start timestamp, duration, end offsets)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
     from types import SimpleNamespace
 
     rng = np.random.default_rng(seed)
@@ -48,9 +50,14 @@ def _sawtooth_run(rate=20_000.0, batch_s=5.3, seconds=60, growth=0.0, jitter=0.0
         dur = batch_s * (1 + jitter * rng.uniform(-1, 1))
         # a batch takes what has arrived when it starts, at most what the query can process in it
         end_offset = min(int(arrival(t)), done + int(rate * dur))
-        batches.append({"input_rows": max(end_offset - done, 1), "batch_ms": int(dur * 1000),
-                        "timestamp": datetime.fromtimestamp(t0_wall + t, timezone.utc).isoformat().replace("+00:00", "Z"),
-                        "end_offsets": {"in": {"0": end_offset // 2, "1": end_offset - end_offset // 2}}})
+        batches.append(
+            {
+                "input_rows": max(end_offset - done, 1),
+                "batch_ms": int(dur * 1000),
+                "timestamp": datetime.fromtimestamp(t0_wall + t, UTC).isoformat().replace("+00:00", "Z"),
+                "end_offsets": {"in": {"0": end_offset // 2, "1": end_offset - end_offset // 2}},
+            }
+        )
         t += dur
         done = end_offset
         commits.append((t, done))
@@ -104,16 +111,22 @@ def test_latency_percentile_merges_batches_exactly_at_bucket_resolution():
     for i in range(6):  # batches with different latency mixes; a percentile per batch would not merge
         lat = rng.lognormal(mean=7 + i * 0.3, sigma=0.8, size=1000 + 300 * i)
         everything.append(lat)
-        batches.append({"output_records": len(lat), "latency_cdf": [int((lat <= e).sum()) for e in LATENCY_EDGES_MS],
-                        "timestamp": f"2027-01-15T08:00:{10 * i:02d}Z", "batch_ms": 1000})
+        batches.append(
+            {
+                "output_records": len(lat),
+                "latency_cdf": [int((lat <= e).sum()) for e in LATENCY_EDGES_MS],
+                "timestamp": f"2027-01-15T08:00:{10 * i:02d}Z",
+                "batch_ms": 1000,
+            }
+        )
     true_p95 = float(np.quantile(np.concatenate(everything), 0.95, method="inverted_cdf"))
     got = latency_percentile_ms(batches, 0.95)
-    assert true_p95 <= got < true_p95 * 2 ** 0.25  # the bucket edge at or above the true value
+    assert true_p95 <= got < true_p95 * 2**0.25  # the bucket edge at or above the true value
     # the warm-up leaves out batches that end before it
     t0 = datetime_ts("2027-01-15T08:00:00Z")
     only_late = latency_percentile_ms(batches, 0.95, t0, warmup_s=35)  # batches 3-5 end at 31, 41, 51 s
     late_p95 = float(np.quantile(np.concatenate(everything[4:]), 0.95, method="inverted_cdf"))
-    assert late_p95 <= only_late < late_p95 * 2 ** 0.25
+    assert late_p95 <= only_late < late_p95 * 2**0.25
     assert latency_percentile_ms([{"output_records": 0, "latency_cdf": None}], 0.95) is None  # UC1: nothing
 
 
@@ -129,10 +142,9 @@ def test_the_warm_up_lasts_until_the_start_up_backlog_is_gone():
     # the lags after each commit of a real demo run (UC2, 53,000/s on one CPU: catching up, then flat)
     lags = [220_721, 176_112, 126_203, 101_307, 95_911, 103_586, 94_866]
     assert backlog_gone(lags) == 3
-    assert backlog_gone([100, 130, 160, 190, 220, 250]) == 0      # growing: its level at once
-    assert backlog_gone([100, 90, 110, 95, 105, 98, 102]) == 0    # flat noise: no backlog
-    assert backlog_gone([500, 400, 300, 200, 100]) == 1           # at least 4 points stay for a trend
+    assert backlog_gone([100, 130, 160, 190, 220, 250]) == 0  # growing: its level at once
+    assert backlog_gone([100, 90, 110, 95, 105, 98, 102]) == 0  # flat noise: no backlog
+    assert backlog_gone([500, 400, 300, 200, 100]) == 1  # at least 4 points stay for a trend
     t = [5.1, 8.4, 10.8, 12.8, 14.6, 16.6, 18.4]
-    assert fit(t, lags).slope < -9_000                           # the catching up reads as a falling lag
-    assert abs(fit(t[3:], lags[3:]).slope) < 1_500                # the flat rest does not
-
+    assert fit(t, lags).slope < -9_000  # the catching up reads as a falling lag
+    assert abs(fit(t[3:], lags[3:]).slope) < 1_500  # the flat rest does not

@@ -25,8 +25,16 @@ def _consume_all(bootstrap, topic, partitions, n):
 
 def test_finite_mode_exact_records_one_per_sensor_and_period(broker, topic_factory):
     topic = topic_factory(4)
-    cfg = GeneratorConfig(broker.bootstrap, topic=topic, sensors=50, period_s=0.1, workers=2, records=500,
-                          throttle=False, start_time_ms=1_000_000)
+    cfg = GeneratorConfig(
+        broker.bootstrap,
+        topic=topic,
+        sensors=50,
+        period_s=0.1,
+        workers=2,
+        records=500,
+        throttle=False,
+        start_time_ms=1_000_000,
+    )
     res = generate(cfg)
     assert (res.sent, res.delivered, res.failed) == (500, 500, 0)
     msgs = _consume_all(broker.bootstrap, topic, 4, 500)

@@ -34,18 +34,18 @@ def test_distributions():
 def test_registry_shape(levels, children):
     reg = SensorRegistry.build(levels, children)
     sensors = reg.sensors()
-    assert len(sensors) == children ** levels == reg.num_sensors
-    assert sensors == [f"s_{i}" for i in range(children ** levels)]
+    assert len(sensors) == children**levels == reg.num_sensors
+    assert sensors == [f"s_{i}" for i in range(children**levels)]
     groups = reg.groups()
-    assert len(groups) == sum(children ** d for d in range(levels))  # full tree of inner nodes
+    assert len(groups) == sum(children**d for d in range(levels))  # full tree of inner nodes
     anc = reg.ancestors()
     assert all(len(a) == levels and a[-1] == "root" for a in anc.values())
     # every group's sensors: children^(levels - depth) of them
     per_group = {}
-    for s, chain in anc.items():
+    for chain in anc.values():
         for g in chain:
             per_group[g] = per_group.get(g, 0) + 1
-    assert per_group["root"] == children ** levels
+    assert per_group["root"] == children**levels
 
 
 def test_registry_file_round_trip(tmp_path):
@@ -63,14 +63,25 @@ def test_an_irregular_registry_loads_with_its_real_depth_and_sensor_count():
     from streamscale.errors import ConfigError
     from streamscale.loadgen.registry import SensorRegistry
 
-    tree = {"topLevelSensor": {"identifier": "root", "children": [
-        {"identifier": "s_a"},
-        {"identifier": "g1", "children": [{"identifier": "g2", "children": [{"identifier": "s_b"}]},
-                                          {"identifier": "s_c"}]}]}}
+    tree = {
+        "topLevelSensor": {
+            "identifier": "root",
+            "children": [
+                {"identifier": "s_a"},
+                {
+                    "identifier": "g1",
+                    "children": [{"identifier": "g2", "children": [{"identifier": "s_b"}]}, {"identifier": "s_c"}],
+                },
+            ],
+        }
+    }
     r = SensorRegistry.load(json.dumps(tree))
     assert (r.levels, r.children, r.num_sensors) == (3, 2, 3)  # the first child is a sensor at depth 1
     assert r.ancestors() == {"s_a": ["root"], "s_b": ["g2", "g1", "root"], "s_c": ["g1", "root"]}
-    for bad in ('{"topLevelSensor": {"children": []}}', '{"topLevelSensor": {"identifier": "r", "children": [7]}}',
-                '{"topLevelSensor": {"identifier": "r", "children": "s_0"}}'):
+    for bad in (
+        '{"topLevelSensor": {"children": []}}',
+        '{"topLevelSensor": {"identifier": "r", "children": [7]}}',
+        '{"topLevelSensor": {"identifier": "r", "children": "s_0"}}',
+    ):
         with pytest.raises(ConfigError, match="not a sensor registry"):
             SensorRegistry.load(bad)

@@ -31,18 +31,30 @@ def chromium() -> str:
             subprocess.run(cmd, capture_output=True, env=env)
         path = _find()
     if path is None:
-        pytest.skip("headless Chromium is not installed and could not be installed here "
-                    "(needs root and apt-get with the Debian package 'chromium')")
+        pytest.skip(
+            "headless Chromium is not installed and could not be installed here "
+            "(needs root and apt-get with the Debian package 'chromium')"
+        )
     return path
 
 
 def render(chromium: str, url: str, screenshot: Path | None = None, budget_ms: int = 4000) -> str:
     """The DOM after the page's scripts ran (and optionally a full-page screenshot)."""
-    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-            f"--virtual-time-budget={budget_ms}"]
+    base = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--virtual-time-budget={budget_ms}",
+    ]
     if screenshot is not None:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([*base, "--window-size=1280,3000", f"--screenshot={screenshot}", url],
-                       capture_output=True, timeout=120, check=True)
+        subprocess.run(
+            [*base, "--window-size=1280,3000", f"--screenshot={screenshot}", url],
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
     r = subprocess.run([*base, "--dump-dom", url], capture_output=True, text=True, timeout=120, check=True)
     return r.stdout

@@ -20,10 +20,19 @@ from tests.observe.conftest import ARTIFACTS, render
 
 
 def _spec():
-    return parse_spec({"name": "report-test", "benchmark": {"sut": "uc1", "params": {"sink": "none"}},
-                       "execution": {"load": {"type": "sensors", "values": [1000, 2000]},
-                                     "resources": {"type": "cores", "values": [1]}, "duration_s": 10,
-                                     "warmup_s": 2, "strategy": {"name": "full", "lower_bound": False}}})
+    return parse_spec(
+        {
+            "name": "report-test",
+            "benchmark": {"sut": "uc1", "params": {"sink": "none"}},
+            "execution": {
+                "load": {"type": "sensors", "values": [1000, 2000]},
+                "resources": {"type": "cores", "values": [1]},
+                "duration_s": 10,
+                "warmup_s": 2,
+                "strategy": {"name": "full", "lower_bound": False},
+            },
+        }
+    )
 
 
 def _fake_runner(out_dir):
@@ -31,12 +40,32 @@ def _fake_runner(out_dir):
 
     def run(load, res, rep, on_lag=None):
         valid = load < 2000
-        r = ExperimentResult(f"load{load:g}_res{res}_rep{rep}", load, res, rep, load, load * (1 if valid else 0.5),
-                             valid, valid, 3.0, load * 0.01, True, 0, 0.0, True, valid, 10, 1000, 0.5, 10.0,
-                             "" if valid else "generator fell short of its target rate: experiment invalid")
+        r = ExperimentResult(
+            f"load{load:g}_res{res}_rep{rep}",
+            load,
+            res,
+            rep,
+            load,
+            load * (1 if valid else 0.5),
+            valid,
+            valid,
+            3.0,
+            load * 0.01,
+            True,
+            0,
+            0.0,
+            True,
+            valid,
+            10,
+            1000,
+            0.5,
+            10.0,
+            "" if valid else "generator fell short of its target rate: experiment invalid",
+        )
         (out_dir / "lag").mkdir(exist_ok=True)
         plot_lag(list(range(10)), [5 * t for t in range(10)], 2, r, out_dir / "lag" / f"{r.exp_id}.png")
         return r
+
     return run
 
 
@@ -103,9 +132,17 @@ def test_metrics_endpoint_and_live_page_follow_a_real_run(tmp_path, broker, spar
     for t in threads:
         t.start()
     try:
-        result = run_sut("uc1", sensors=1000, duration_s=14, params={"sink": "none"}, bootstrap=broker.bootstrap,
-                         spark=spark, out_dir=tmp_path, partitions=2,
-                         on_lag=lambda s: live.add_sample(s.t_s, s.lag))
+        result = run_sut(
+            "uc1",
+            sensors=1000,
+            duration_s=14,
+            params={"sink": "none"},
+            bootstrap=broker.bootstrap,
+            spark=spark,
+            out_dir=tmp_path,
+            partitions=2,
+            on_lag=lambda s: live.add_sample(s.t_s, s.lag),
+        )
     finally:
         stop.set()
         for t in threads:
@@ -113,16 +150,24 @@ def test_metrics_endpoint_and_live_page_follow_a_real_run(tmp_path, broker, spar
         server.stop()
     final = _scrape(port)
     lag_csv = [int(r["lag"]) for r in csv.DictReader(open(tmp_path / "lag.csv"))]
-    seen = {int(s["streamscale_consumer_lag_total_records"]) for s in scrapes
-            if s["streamscale_lag_samples_total"] > base["streamscale_lag_samples_total"]}
+    seen = {
+        int(s["streamscale_consumer_lag_total_records"])
+        for s in scrapes
+        if s["streamscale_lag_samples_total"] > base["streamscale_lag_samples_total"]
+    }
     assert len(seen) >= 3 and seen <= set(lag_csv)  # every scraped lag is one of the run's samples
     assert final["streamscale_consumer_lag_total_records"] == lag_csv[-1]
     assert final["streamscale_lag_samples_total"] - base["streamscale_lag_samples_total"] == len(lag_csv)
-    assert final["streamscale_processed_records_total"] - base["streamscale_processed_records_total"] \
+    assert (
+        final["streamscale_processed_records_total"] - base["streamscale_processed_records_total"]
         == result.processed_records
+    )
     batch_rates = {round(float(r["processed_rate"]), 3) for r in csv.DictReader(open(tmp_path / "batches.csv"))}
-    scraped_rates = {round(s["streamscale_processed_records_per_second"], 3) for s in scrapes
-                     if s["streamscale_processed_records_total"] > base["streamscale_processed_records_total"]}
+    scraped_rates = {
+        round(s["streamscale_processed_records_per_second"], 3)
+        for s in scrapes
+        if s["streamscale_processed_records_total"] > base["streamscale_processed_records_total"]
+    }
     assert scraped_rates and scraped_rates <= batch_rates
     assert max(s["streamscale_generated_records_per_second"] for s in scrapes) > 500
     # the live page showed the experiment and more lag samples the second time

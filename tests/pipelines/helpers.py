@@ -27,8 +27,14 @@ def read_topic(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, i
 
     with BrokerAccess(bootstrap) as a:
         ends = a.end_offsets(topic)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "read-back", "enable.auto.commit": False,
-                  "enable.partition.eof": True})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "read-back",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out, done = [], {p for p, e in ends.items() if e == 0}
     deadline = time.monotonic() + 60
@@ -54,8 +60,16 @@ def latest_per_key(msgs, key_fields: list[str]) -> pd.DataFrame:
 
 def reference_stats(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     g = df.groupby(keys + ["windowStartMs"])["valueInW"]
-    out = pd.DataFrame({"count": g.count(), "sum": g.sum(), "mean": g.mean(), "min": g.min(), "max": g.max(),
-                        "variance": g.var(ddof=0)}).reset_index()
+    out = pd.DataFrame(
+        {
+            "count": g.count(),
+            "sum": g.sum(),
+            "mean": g.mean(),
+            "min": g.min(),
+            "max": g.max(),
+            "variance": g.var(ddof=0),
+        }
+    ).reset_index()
     return out.sort_values(keys + ["windowStartMs"]).reset_index(drop=True)
 
 
@@ -68,5 +82,10 @@ def assert_stats_equal(got: pd.DataFrame, want: pd.DataFrame, keys: list[str]) -
     # values are multiples of 0.25: sums, means, min and max are exact in binary floating point
     pd.testing.assert_frame_equal(g, w, check_dtype=False, check_exact=True)
     # the variance is computed incrementally by Spark and in two passes by pandas: rounding differs
-    pd.testing.assert_series_equal(got["variance"].reset_index(drop=True), want["variance"].reset_index(drop=True),
-                                   check_names=False, rtol=1e-12, atol=1e-9)
+    pd.testing.assert_series_equal(
+        got["variance"].reset_index(drop=True),
+        want["variance"].reset_index(drop=True),
+        check_names=False,
+        rtol=1e-12,
+        atol=1e-9,
+    )

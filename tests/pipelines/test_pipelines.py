@@ -42,14 +42,17 @@ def test_uc1_every_record_reaches_sqlite_exactly_once(spark, broker, topic_facto
     second = [(f"s_{i % 17}", T0 + 10_000 + i, 1.5) for i in range(2500)]
     send(broker.bootstrap, src, second, 3)
     run(pipe, spark, broker, src, None, tmp_path / "ck")  # restart from the checkpoint
-    got = pd.read_sql("SELECT identifier, timestamp, valueInW, valueInKW, kafka_partition, kafka_offset "
-                      "FROM active_power", sqlite3.connect(db))
+    got = pd.read_sql(
+        "SELECT identifier, timestamp, valueInW, valueInKW, kafka_partition, kafka_offset FROM active_power",
+        sqlite3.connect(db),
+    )
     assert len(got) == len(first) + len(second)
     assert not got.duplicated(["kafka_partition", "kafka_offset"]).any()
     want = pd.DataFrame(first + second, columns=["identifier", "timestamp", "valueInW"])
     cols = ["identifier", "timestamp", "valueInW"]
-    pd.testing.assert_frame_equal(got[cols].sort_values(cols).reset_index(drop=True),
-                                  want.sort_values(cols).reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        got[cols].sort_values(cols).reset_index(drop=True), want.sort_values(cols).reset_index(drop=True)
+    )
     assert (got["valueInKW"] == got["valueInW"] / 1000).all()
 
 
@@ -83,11 +86,19 @@ def test_uc2_windows_exact_and_late_records_dropped_and_counted(spark, broker, a
     # after phase 1 the watermark is max event time - lateness = T0 + 59.5 s - 5 s
     watermark = max(t for _, t, _ in phase1) - lateness
     # three late readings of one sensor and window: Spark's own metric would count them once
-    late = [("s_1", T0 + 12_000, 100.0), ("s_1", T0 + 12_001, 101.0), ("s_1", T0 + 12_002, 102.0),
-            ("s_2", T0 + 44_000, 200.0), ("s_4", T0 + 49_999, 300.0)]
+    late = [
+        ("s_1", T0 + 12_000, 100.0),
+        ("s_1", T0 + 12_001, 101.0),
+        ("s_1", T0 + 12_002, 102.0),
+        ("s_2", T0 + 44_000, 200.0),
+        ("s_4", T0 + 49_999, 300.0),
+    ]
     out_of_order_ok = [("s_3", T0 + 51_000, 3.25), ("s_0", T0 + 50_000, 4.5)]
-    phase2 = late + out_of_order_ok + [(f"s_{s}", T0 + 60_000 + i * 250, (i % 11) * 0.5)
-                                       for s in range(5) for i in range(80)]
+    phase2 = (
+        late
+        + out_of_order_ok
+        + [(f"s_{s}", T0 + 60_000 + i * 250, (i % 11) * 0.5) for s in range(5) for i in range(80)]
+    )
     rng.shuffle(phase2)
     assert all(window_start(t, window) + window <= watermark for _, t, _ in late)
     assert all(window_start(t, window) + window > watermark for _, t, _ in out_of_order_ok)
@@ -117,8 +128,12 @@ def test_uc3_hour_of_day_over_sliding_days(spark, broker, topic_factory, tmp_pat
     src, out = topic_factory(2), topic_factory(2)
     rng = random.Random(3)
     # five days of readings from 3 sensors at pseudo-random times of day
-    recs = [(f"s_{s}", T0 - T0 % DAY + d * DAY + rng.randrange(DAY), rng.randrange(400) * 0.25)
-            for s in range(3) for d in range(5) for _ in range(60)]
+    recs = [
+        (f"s_{s}", T0 - T0 % DAY + d * DAY + rng.randrange(DAY), rng.randrange(400) * 0.25)
+        for s in range(3)
+        for d in range(5)
+        for _ in range(60)
+    ]
     pipe = make_pipeline("uc3", {})  # the seed's defaults: 3-day windows sliding by 1 day
     assert (pipe.params.window_s, pipe.params.slide_s, pipe.params.emit_interval_s) == (3 * 86400, 86400, 5)
     send(broker.bootstrap, src, recs, 2)
@@ -131,8 +146,10 @@ def test_uc3_hour_of_day_over_sliding_days(spark, broker, topic_factory, tmp_pat
         hour = (ts // 3_600_000) % 24
         for k in range(3):
             rows.append((ident, hour, window_start(ts, DAY) - k * DAY, v))
-    ref = reference_stats(pd.DataFrame(rows, columns=["identifier", "hourOfDay", "windowStartMs", "valueInW"])
-                          .assign(ts=0), ["identifier", "hourOfDay"])
+    ref = reference_stats(
+        pd.DataFrame(rows, columns=["identifier", "hourOfDay", "windowStartMs", "valueInW"]).assign(ts=0),
+        ["identifier", "hourOfDay"],
+    )
     assert (got["windowEndMs"] - got["windowStartMs"] == 3 * DAY).all()
     assert_stats_equal(got, ref, ["identifier", "hourOfDay"])
 
@@ -162,8 +179,9 @@ def test_uc4_hierarchical_one_record_per_group_and_window(spark, broker, topic_f
     phase1 = [(f"s_{s}", T0 + rng.randrange(30_000), rng.randrange(100) * 0.25) for s in range(64) for _ in range(5)]
     watermark = max(t for _, t, _ in phase1) - 2_000
     late = [(f"s_{s}", T0 + 5_000 + s, 1.0) for s in range(4)]  # window [0, 10 s) closed
-    phase2 = late + [(f"s_{s}", T0 + 25_000 + rng.randrange(20_000), rng.randrange(100) * 0.25)
-                     for s in range(64) for _ in range(3)]
+    phase2 = late + [
+        (f"s_{s}", T0 + 25_000 + rng.randrange(20_000), rng.randrange(100) * 0.25) for s in range(64) for _ in range(3)
+    ]
     assert all(window_start(t, 10_000) + 10_000 <= watermark for _, t, _ in late)
     sentinel = [("s_0", T0 + 10 * 60_000, 0.0)]  # moves the watermark on so that every window closes
 
@@ -203,8 +221,7 @@ def test_describe_and_parameter_errors():
         make_pipeline("uc2", {"windw_s": 3})
 
 
-def test_a_run_removes_the_temporary_checkpoint_it_made_and_keeps_a_named_one(spark, broker, topic_factory,
-                                                                             tmp_path):
+def test_a_run_removes_the_temporary_checkpoint_it_made_and_keeps_a_named_one(spark, broker, topic_factory, tmp_path):
     from pathlib import Path
 
     src = topic_factory(1)

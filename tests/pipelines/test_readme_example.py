@@ -20,7 +20,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def readme_example() -> str:
     text = README.read_text()
-    part = text[text.index("From Python, on your own topics:"):]
+    part = text[text.index("From Python, on your own topics:") :]
     return re.search(r"```python\n(.*?)```", part, re.S).group(1)
 
 
@@ -28,14 +28,20 @@ def test_the_readme_python_example_runs_on_a_users_topics(broker, topic_factory,
     src, out = topic_factory(2), topic_factory(2)
     readings = [(f"s_{i % 3}", T0 + i * 1000, 0.5 * i) for i in range(150)]  # 150 s of 3 sensors
     send(broker.bootstrap, src, readings, 2)
-    code = (readme_example().replace("127.0.0.1:9092", broker.bootstrap).replace("my-readings", src)
-            .replace("my-stats", out).replace("/tmp/uc2-checkpoint", str(tmp_path / "ck")))
+    code = (
+        readme_example()
+        .replace("127.0.0.1:9092", broker.bootstrap)
+        .replace("my-readings", src)
+        .replace("my-stats", out)
+        .replace("/tmp/uc2-checkpoint", str(tmp_path / "ck"))
+    )
     env = {**os.environ, "STREAMSCALE_SPARK_LOG": str(tmp_path / "spark.log")}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "'dropped_late': 0" in p.stdout
     docs = [json.loads(v) for *_, v in read_topic(broker.bootstrap, out, 2)]
     # emit=final and finish(): every 60 s window of every sensor once, all final, nothing lost
-    assert sorted((d["identifier"], d["windowStartMs"]) for d in docs) == \
-        sorted({(i, t - t % 60_000) for i, t, _ in readings})
+    assert sorted((d["identifier"], d["windowStartMs"]) for d in docs) == sorted(
+        {(i, t - t % 60_000) for i, t, _ in readings}
+    )
     assert all(d["final"] for d in docs) and sum(d["count"] for d in docs) == len(readings)

@@ -80,8 +80,9 @@ def run_phases(spark, broker, pipe, src, out, ckpt, phases, partitions=2, batche
         totals.append(r.totals())
         if batches_out is not None:
             batches_out.extend(r.batches)
-    return {k: sum(t[k] for t in totals) for k in ("dropped_late", "dropped_contributions", "unregistered",
-                                                    "malformed")}
+    return {
+        k: sum(t[k] for t in totals) for k in ("dropped_late", "dropped_contributions", "unregistered", "malformed")
+    }
 
 
 def docs_of(broker, out, partitions=2):
@@ -100,8 +101,11 @@ def late_phases(rng, idents, span_s, lateness_ms):
     p1 = [(i, T0 + rng.randrange(span_s * 1000), rng.randrange(400) * 0.25) for i in idents for _ in range(6)]
     newest = max(t for _, t, _ in p1)
     # around the watermark: some readings late, some just on time
-    p2 = [(i, newest - lateness_ms - rng.randrange(-30_000, 90_000), rng.randrange(400) * 0.25)
-          for i in idents for _ in range(5)]
+    p2 = [
+        (i, newest - lateness_ms - rng.randrange(-30_000, 90_000), rng.randrange(400) * 0.25)
+        for i in idents
+        for _ in range(5)
+    ]
     p2 += [(i, newest + rng.randrange(20_000), rng.randrange(400) * 0.25) for i in idents for _ in range(3)]
     newest2 = max(newest, max(t for _, t, _ in p2))
     p3 = [(i, newest2 - lateness_ms - rng.randrange(-40_000, 200_000), 1.25) for i in idents for _ in range(4)]
@@ -115,8 +119,16 @@ def test_uc2_late_records_counted_exactly_across_batches_and_restarts(spark, bro
     rows, dropped, dropped_c, _ = replay(phases, 10_000, 10_000, 5_000, lambda r: [(r[0],)])
     assert 0 < dropped < sum(map(len, phases))  # the input really has late readings
     batches = []
-    got = run_phases(spark, broker, make_pipeline("uc2", {"window_s": 10, "lateness_s": 5}), src, out,
-                     tmp_path / "ck", phases, batches_out=batches)
+    got = run_phases(
+        spark,
+        broker,
+        make_pipeline("uc2", {"window_s": 10, "lateness_s": 5}),
+        src,
+        out,
+        tmp_path / "ck",
+        phases,
+        batches_out=batches,
+    )
     from streamscale.execution.metrics import latency_percentile_ms
 
     for b in batches:  # the latency histogram counts every output row (edges up to 7.9 h; T0 is 2023)
@@ -136,7 +148,9 @@ def test_uc3_dropped_records_and_contributions_both_exact(spark, broker, topic_f
     rng = random.Random(5)
     p1 = [(f"s_{i}", T0 + rng.randrange(10 * HOUR), rng.randrange(400) * 0.25) for i in range(4) for _ in range(30)]
     wm = max(t for _, t, _ in p1) - HOUR // 2
-    p2 = [(f"s_{i}", wm - rng.randrange(-HOUR, 3 * HOUR), rng.randrange(400) * 0.25) for i in range(4) for _ in range(40)]
+    p2 = [
+        (f"s_{i}", wm - rng.randrange(-HOUR, 3 * HOUR), rng.randrange(400) * 0.25) for i in range(4) for _ in range(40)
+    ]
     phases = [p1, p2]
     keys = lambda r: [(r[0], (r[1] // HOUR) % 24)]  # noqa: E731 - (sensor, hour of day), UTC
     rows, dropped, dropped_c, _ = replay(phases, 3 * HOUR, HOUR, HOUR // 2, keys)
@@ -145,18 +159,33 @@ def test_uc3_dropped_records_and_contributions_both_exact(spark, broker, topic_f
     pipe = make_pipeline("uc3", {"window_s": 3 * 3600, "slide_s": 3600, "lateness_s": 1800})
     got = run_phases(spark, broker, pipe, src, out, tmp_path / "ck", phases)
     assert (got["dropped_late"], got["dropped_contributions"]) == (dropped, dropped_c)
-    ref = reference_stats(pd.DataFrame(rows, columns=["identifier", "hourOfDay", "windowStartMs", "valueInW"]),
-                          ["identifier", "hourOfDay"])
+    ref = reference_stats(
+        pd.DataFrame(rows, columns=["identifier", "hourOfDay", "windowStartMs", "valueInW"]),
+        ["identifier", "hourOfDay"],
+    )
     assert_stats_equal(latest(docs_of(broker, out), ["identifier", "hourOfDay"]), ref, ["identifier", "hourOfDay"])
 
 
-IRREGULAR = {"topLevelSensor": {"identifier": "root", "children": [
-    {"identifier": "g1", "children": [{"identifier": "s_0"}, {"identifier": "s_1"}]},
-    {"identifier": "s_2"},
-    {"identifier": "g2", "children": [{"identifier": "g3", "children": [{"identifier": "s_3"},
-                                                                      {"identifier": "s_4"}]}]}]}}
-ANCESTORS = {"s_0": ["g1", "root"], "s_1": ["g1", "root"], "s_2": ["root"], "s_3": ["g3", "g2", "root"],
-             "s_4": ["g3", "g2", "root"]}
+IRREGULAR = {
+    "topLevelSensor": {
+        "identifier": "root",
+        "children": [
+            {"identifier": "g1", "children": [{"identifier": "s_0"}, {"identifier": "s_1"}]},
+            {"identifier": "s_2"},
+            {
+                "identifier": "g2",
+                "children": [{"identifier": "g3", "children": [{"identifier": "s_3"}, {"identifier": "s_4"}]}],
+            },
+        ],
+    }
+}
+ANCESTORS = {
+    "s_0": ["g1", "root"],
+    "s_1": ["g1", "root"],
+    "s_2": ["root"],
+    "s_3": ["g3", "g2", "root"],
+    "s_4": ["g3", "g2", "root"],
+}
 
 
 def test_uc4_irregular_registry_unregistered_readings_and_a_final_flush(spark, broker, topic_factory, tmp_path):
@@ -172,8 +201,11 @@ def test_uc4_irregular_registry_unregistered_readings_and_a_final_flush(spark, b
     pipe = make_pipeline("uc4", {"registry_path": str(reg), "window_s": 10, "lateness_s": 2})
     assert pipe.emit_final
     got = run_phases(spark, broker, pipe, src, out, tmp_path / "ck", phases)
-    assert (got["dropped_late"], got["dropped_contributions"], got["unregistered"]) == \
-        (dropped, dropped_c, unregistered)
+    assert (got["dropped_late"], got["dropped_contributions"], got["unregistered"]) == (
+        dropped,
+        dropped_c,
+        unregistered,
+    )
     before = docs_of(broker, out)
     r = pipe.finish(spark, broker.bootstrap, src, out, str(tmp_path / "ck"))  # end of the bounded input
     assert r.totals()["dropped_late"] == 0 and r.totals()["unregistered"] == 0
@@ -202,8 +234,12 @@ def test_update_rows_say_when_they_are_final_and_final_mode_emits_once(spark, br
     assert finals and any(not d["final"] for d in docs)
     assert all(d["windowEndMs"] <= marks[-1] for d in finals)
     for f in finals:  # nothing follows a final row of its window
-        later = [d for d in docs if (d["identifier"], d["windowStartMs"]) == (f["identifier"], f["windowStartMs"])
-                 and d["emittedAtMs"] > f["emittedAtMs"]]
+        later = [
+            d
+            for d in docs
+            if (d["identifier"], d["windowStartMs"]) == (f["identifier"], f["windowStartMs"])
+            and d["emittedAtMs"] > f["emittedAtMs"]
+        ]
         assert not later
     rows, *_ = replay(phases, 10_000, 10_000, 5_000, lambda r: [(r[0],)])
     ref = reference_stats(pd.DataFrame(rows, columns=["identifier", "windowStartMs", "valueInW"]), ["identifier"])
@@ -223,12 +259,17 @@ def test_timestamps_spark_cannot_hold_are_malformed_and_the_query_lives(uc, spar
     # valid int64 all of them, but outside years 1-9999: the window arithmetic overflowed and the
     # query died on every restart
     src, out = topic_factory(2), topic_factory(2)
-    hostile = [("s_0", 9_000_000_000_000_000_000, 1.0), ("s_1", -9_000_000_000_000_000_000, 2.0),
-               ("s_2", 253_402_300_800_000, 3.0), ("s_3", -62_135_596_800_001, 4.0)]
+    hostile = [
+        ("s_0", 9_000_000_000_000_000_000, 1.0),
+        ("s_1", -9_000_000_000_000_000_000, 2.0),
+        ("s_2", 253_402_300_800_000, 3.0),
+        ("s_3", -62_135_596_800_001, 4.0),
+    ]
     fine = [(f"s_{i % 4}", T0 + i * 1000, 0.25 * i) for i in range(40)]
     send_phase(broker.bootstrap, src, hostile + fine, 2)
-    pipe = make_pipeline(uc, {"window_s": 10, "lateness_s": 1} if uc != "uc3" else
-                         {"window_s": 30, "slide_s": 10, "lateness_s": 1})
+    pipe = make_pipeline(
+        uc, {"window_s": 10, "lateness_s": 1} if uc != "uc3" else {"window_s": 30, "slide_s": 10, "lateness_s": 1}
+    )
     r = pipe.start(spark, broker.bootstrap, src, out, str(tmp_path / "ck"), available_now=True)
     r.await_available(300)
     assert r.exception() is None
@@ -244,11 +285,12 @@ def test_latency_buckets_count_every_row_at_or_below_each_edge(spark):
     from streamscale.pipelines.output import LATENCY_EDGES_MS, _cumulative, latency_bucket
 
     rng = np.random.default_rng(8)
-    lat = np.concatenate([rng.lognormal(8, 2, 3000), [0, 0.5, 1, 2 ** 0.25, 7, 2 ** 30], LATENCY_EDGES_MS[::7]])
+    lat = np.concatenate([rng.lognormal(8, 2, 3000), [0, 0.5, 1, 2**0.25, 7, 2**30], LATENCY_EDGES_MS[::7]])
     df = spark.createDataFrame([(float(x),) for x in lat], "latency DOUBLE").repartition(3)
     obs = Observation("buckets")
-    df.observe(obs, F.histogram_numeric(latency_bucket(F.col("latency")), F.lit(128)).alias("b")).write \
-        .format("noop").mode("overwrite").save()
+    df.observe(obs, F.histogram_numeric(latency_bucket(F.col("latency")), F.lit(128)).alias("b")).write.format(
+        "noop"
+    ).mode("overwrite").save()
     got = _cumulative(obs.get["b"])
     want = [int((lat <= e * (1 + 1e-12)).sum()) for e in LATENCY_EDGES_MS]
     assert got == want

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from streamscale.broker.embedded import free_port
+from streamscale.ports import free_port
 from streamscale.reliability.proxy import FaultProxy
 
 

@@ -44,15 +44,15 @@ def test_connection_resets_at_least_once_loses_nothing_exactly_once_is_exact(bed
     assert alo.proxy_resets > 0
     assert alo.lost == 0 and alo.alpha == 0.0 and alo.acked == N
     assert alo.duplicated == alo.M - N and alo.beta == alo.duplicated / N  # retries may duplicate; counted
-    eos = run_trial(bed, "exactly-once", N, 100, fault, partitions=2, rate=20_000, send_timeout_s=60,
-                    txn_messages=2000)
+    eos = run_trial(bed, "exactly-once", N, 100, fault, partitions=2, rate=20_000, send_timeout_s=60, txn_messages=2000)
     assert eos.proxy_resets > 0
     assert (eos.M, eos.lost, eos.duplicated, eos.alpha, eos.beta) == (N, 0, 0, 0.0, 0.0)
 
 
 def test_at_most_once_reports_its_losses(bed):
-    r = run_trial(bed, "at-most-once", N, 100, ProxyFault(kind="proxy", reset_pct=5), partitions=2,
-                  rate=20_000, send_timeout_s=30)
+    r = run_trial(
+        bed, "at-most-once", N, 100, ProxyFault(kind="proxy", reset_pct=5), partitions=2, rate=20_000, send_timeout_s=30
+    )
     assert r.proxy_resets > 0
     assert r.lost > 0 and r.duplicated == 0 and r.beta == 0.0
     assert r.lost == N - r.distinct and r.alpha == r.lost / N
@@ -61,24 +61,47 @@ def test_at_most_once_reports_its_losses(bed):
 
 
 def test_a_link_cut_is_survived_by_at_least_once(bed):
-    r = run_trial(bed, "at-least-once", N, 100, ProxyFault(kind="proxy", cut=Cut(at_s=0.05, for_s=1.0)),
-                  partitions=2, rate=40_000, send_timeout_s=30)
+    r = run_trial(
+        bed,
+        "at-least-once",
+        N,
+        100,
+        ProxyFault(kind="proxy", cut=Cut(at_s=0.05, for_s=1.0)),
+        partitions=2,
+        rate=40_000,
+        send_timeout_s=30,
+    )
     assert r.proxy_resets > 0 and r.send_s >= 1.05  # the cut reset the open connections and ended
     assert r.lost == 0 and r.distinct == N
 
 
 def test_broker_restart_loses_what_the_in_memory_broker_held_and_says_so(bed):
-    r = run_trial(bed, "at-least-once", N, 100, BrokerRestart(kind="broker-restart", at_s=0.3), partitions=2,
-                  rate=20_000, send_timeout_s=30)
+    r = run_trial(
+        bed,
+        "at-least-once",
+        N,
+        100,
+        BrokerRestart(kind="broker-restart", at_s=0.3),
+        partitions=2,
+        rate=20_000,
+        send_timeout_s=30,
+    )
     assert r.broker_restarted and "memory only" in r.note
     assert r.acked_but_lost > 0  # acknowledged before the restart, gone after it
     assert r.lost == N - r.distinct
 
 
 def test_run_spec_writes_tables_and_figures(tmp_path):
-    spec = parse_spec({"name": "t", "messages": 3000, "semantics": ["at-least-once", "exactly-once"],
-                       "faults": [{"kind": "none"}], "sweep": {"kind": "proxy", "reset_pct": [2]},
-                       "send_timeout_s": 30})
+    spec = parse_spec(
+        {
+            "name": "t",
+            "messages": 3000,
+            "semantics": ["at-least-once", "exactly-once"],
+            "faults": [{"kind": "none"}],
+            "sweep": {"kind": "proxy", "reset_pct": [2]},
+            "send_timeout_s": 30,
+        }
+    )
     df = run_spec(spec, tmp_path, progress=lambda _: None)
     assert len(df) == 4
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -91,8 +114,14 @@ def test_run_spec_writes_tables_and_figures(tmp_path):
 
 def test_bad_specs_are_explained():
     with pytest.raises(ConfigError) as e:
-        parse_spec({"name": "x", "messages": 0, "semantics": ["twice"],
-                    "faults": [{"kind": "proxy", "delay_ms": 1, "jitter_ms": 5}, {"kind": "wormhole"}]})
+        parse_spec(
+            {
+                "name": "x",
+                "messages": 0,
+                "semantics": ["twice"],
+                "faults": [{"kind": "proxy", "delay_ms": 1, "jitter_ms": 5}, {"kind": "wormhole"}],
+            }
+        )
     text = str(e.value)
     for part in ("messages", "semantics.0", "jitter_ms must not exceed delay_ms", "faults.1"):
         assert part in text
@@ -120,8 +149,9 @@ def test_netem_packet_loss_trial(tmp_path):
 
     bed = NetemTestbed(tmp_path)
     try:
-        r = run_trial(bed, "at-least-once", 5000, 100, NetemFault(kind="netem", delay_ms=5, loss_pct=2),
-                      send_timeout_s=60)
+        r = run_trial(
+            bed, "at-least-once", 5000, 100, NetemFault(kind="netem", delay_ms=5, loss_pct=2), send_timeout_s=60
+        )
         assert r.lost == 0
     finally:
         bed.close()

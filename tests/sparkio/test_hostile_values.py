@@ -79,18 +79,23 @@ def _doc(i, t, v):
 
 
 json_values = st.one_of(
-    st.builds(_doc, ident, i64, finite),                                           # valid
-    st.builds(_doc, ident, big, finite),                                           # int64 overflow
-    st.builds(lambda i, c: f'{{"identifier": {json.dumps(i)}, "timestamp": 1, "valueInW": {c}}}'.encode(),
-              ident, st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-1e999"])),
-    st.builds(lambda n: ('{"identifier": ' + "[" * n + "]" * n + ', "timestamp": 1, "valueInW": 1}').encode(),
-              st.integers(1, 30_000)),                                             # nesting, deep too
+    st.builds(_doc, ident, i64, finite),  # valid
+    st.builds(_doc, ident, big, finite),  # int64 overflow
+    st.builds(
+        lambda i, c: f'{{"identifier": {json.dumps(i)}, "timestamp": 1, "valueInW": {c}}}'.encode(),
+        ident,
+        st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-1e999"]),
+    ),
+    st.builds(
+        lambda n: ('{"identifier": ' + "[" * n + "]" * n + ', "timestamp": 1, "valueInW": 1}').encode(),
+        st.integers(1, 30_000),
+    ),  # nesting, deep too
     st.builds(lambda n: ("[" * n + "]" * n).encode(), st.integers(1, 30_000)),
     st.builds(_doc, st.one_of(st.integers(), st.none(), st.booleans()), i64, finite),  # wrong types
     st.builds(_doc, ident, st.one_of(finite, st.text(max_size=3), st.booleans()), finite),
     st.builds(_doc, ident, i64, st.one_of(st.text(max_size=3), st.booleans(), st.none())),
     st.builds(lambda i: b'{"identifier": "\\ud800' + i.encode() + b'", "timestamp": 1, "valueInW": 1}', ident),
-    st.binary(max_size=40),                                                        # invalid UTF-8, empty
+    st.binary(max_size=40),  # invalid UTF-8, empty
     st.builds(lambda d, junk: d[:-1] + junk, st.builds(_doc, ident, i64, finite), st.binary(max_size=4)),
 )
 
@@ -104,7 +109,7 @@ csv_values = st.one_of(
     st.builds(_line, st.from_regex(r"[a-z]{1,4}", fullmatch=True), big, st.just("1.0")),
     st.builds(_line, st.just("s"), i64, st.sampled_from(["nan", "inf", "-inf", "1e400", "NaN", "+1", " 2", "0x1"])),
     st.builds(_line, st.just("s"), st.sampled_from(["1_0", "0x10", " 1", "1.5", "+3", ""]), st.just("1")),
-    st.builds(lambda s: s.encode(), st.text(max_size=20)),                         # anything, commas, quotes
+    st.builds(lambda s: s.encode(), st.text(max_size=20)),  # anything, commas, quotes
     st.binary(max_size=30),
 )
 
@@ -122,13 +127,23 @@ def test_hostile_values_are_dead_lettered_once_and_valid_ones_exact(spark, broke
 
     topic, dlq = topic_factory(1, f"hostile-{fmt}"), topic_factory(1, f"dlq-{fmt}")
     ref = ref_json if fmt == "json" else ref_csv
-    cfg = SourceConfig.from_options({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic,
-                                     "valueFormat": fmt, "valueSchema": DDL, "includeRaw": "false"})
+    cfg = SourceConfig.from_options(
+        {
+            "kafka.bootstrap.servers": broker.bootstrap,
+            "subscribe": topic,
+            "valueFormat": fmt,
+            "valueSchema": DDL,
+            "includeRaw": "false",
+        }
+    )
     produced: list[bytes] = []
 
-    @settings(max_examples=50, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.large_base_example])
+    @settings(
+        max_examples=50,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
     @given(st.lists(json_values if fmt == "json" else csv_values, min_size=200, max_size=260))
     def through_the_reader(values):
         # the task's own read path, per example: decoded columns and error marks per record
@@ -150,10 +165,23 @@ def test_hostile_values_are_dead_lettered_once_and_valid_ones_exact(spark, broke
 
     # the whole topic through a Spark query with a dead-letter topic: alive, exact, once
     name = f"q_{uuid.uuid4().hex[:8]}"
-    df = read_records(spark, broker.bootstrap, topic, value_format=fmt, value_ddl=DDL, dead_letter_topic=dlq,
-                      starting_offsets="earliest", max_offsets_per_trigger=3000)
-    q = (df.writeStream.format("memory").queryName(name).option("checkpointLocation", str(tmp_path / name))
-         .trigger(availableNow=True).start())
+    df = read_records(
+        spark,
+        broker.bootstrap,
+        topic,
+        value_format=fmt,
+        value_ddl=DDL,
+        dead_letter_topic=dlq,
+        starting_offsets="earliest",
+        max_offsets_per_trigger=3000,
+    )
+    q = (
+        df.writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(tmp_path / name))
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination(600)
     assert q.exception() is None and not q.isActive
     rows = {r["kafka_offset"]: r for r in spark.table(name).collect()}

@@ -43,8 +43,14 @@ def test_source_config_errors():
 
 
 def test_decoded_columns_do_not_clash_with_kafka_metadata():
-    cfg = SourceConfig.from_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "valueFormat": "json",
-                                     "valueSchema": "identifier STRING, timestamp BIGINT, valueInW DOUBLE"})
+    cfg = SourceConfig.from_options(
+        {
+            "kafka.bootstrap.servers": "x:1",
+            "subscribe": "t",
+            "valueFormat": "json",
+            "valueSchema": "identifier STRING, timestamp BIGINT, valueInW DOUBLE",
+        }
+    )
     names = cfg.arrow_schema().names
     assert names[:4] == ["kafka_key", "kafka_value", "kafka_topic", "kafka_partition"]
     assert "timestamp" in names and "kafka_timestamp" in names and len(set(names)) == len(names)
@@ -62,15 +68,22 @@ def test_json_newlines_inside_documents_are_fine():
     assert errors == [None] and cols[0].to_pylist() == ["a"]
 
 
-@pytest.mark.parametrize("bad,reason", [
-    (b"garbage", "JSONDecodeError"),
-    (b"[1]", "not a JSON object"),
-    (b'{"identifier":"a","timestamp":1}', "valueInW"),
-    (b'{"identifier":"a","timestamp":"x","valueInW":1}', "timestamp"),
-    (b'{"identifier":true,"timestamp":1,"valueInW":1}', "identifier"),
-])
+@pytest.mark.parametrize(
+    "bad,reason",
+    [
+        (b"garbage", "JSONDecodeError"),
+        (b"[1]", "not a JSON object"),
+        (b'{"identifier":"a","timestamp":1}', "valueInW"),
+        (b'{"identifier":"a","timestamp":"x","valueInW":1}', "timestamp"),
+        (b'{"identifier":true,"timestamp":1,"valueInW":1}', "identifier"),
+    ],
+)
 def test_json_malformed_rows_are_found(bad, reason):
-    vals = [b'{"identifier":"ok","timestamp":1,"valueInW":1.5}', bad, b'{"identifier":"ok2","timestamp":2,"valueInW":2}']
+    vals = [
+        b'{"identifier":"ok","timestamp":1,"valueInW":1.5}',
+        bad,
+        b'{"identifier":"ok2","timestamp":2,"valueInW":2}',
+    ]
     cols, errors = formats.decode(vals, "json", SCHEMA)
     assert errors[0] is None and errors[2] is None
     assert reason in errors[1]

@@ -37,8 +37,14 @@ def test_ranges_ending_on_transaction_markers(broker, topic_factory):
         for i in range(10):
             p.produce(topic, value=b"%d" % i, partition=0)
         p.commit_transaction(30)
-    cfg = SourceConfig.from_options({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic,
-                                     "kafka.isolation.level": "read_committed", "pollTimeoutMs": "20000"})
+    cfg = SourceConfig.from_options(
+        {
+            "kafka.bootstrap.servers": broker.bootstrap,
+            "subscribe": topic,
+            "kafka.isolation.level": "read_committed",
+            "pollTimeoutMs": "20000",
+        }
+    )
     assert offsets(cfg, topic, 0, 11) == list(range(10))
     assert offsets(cfg, topic, 11, 22) == list(range(11, 21))
     assert offsets(cfg, topic, 22, 33) == list(range(22, 32))  # ends on the marker: must not hang
@@ -47,8 +53,9 @@ def test_ranges_ending_on_transaction_markers(broker, topic_factory):
 def test_missing_records_are_an_error_not_a_hang(broker, topic_factory):
     topic = topic_factory(1)
     produce(broker.bootstrap, topic, ((None, b"x", 0) for _ in range(10)))
-    cfg = SourceConfig.from_options({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic,
-                                     "pollTimeoutMs": "2000"})
+    cfg = SourceConfig.from_options(
+        {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic, "pollTimeoutMs": "2000"}
+    )
     with pytest.raises(Exception, match="no progress|out of range|no longer"):
         offsets(cfg, topic, 5, 20)  # the end is beyond the log
 
@@ -68,8 +75,12 @@ def _transactional_log(bootstrap: str, topic: str, partitions: int, txns: int, s
         delivered: list[tuple[int, int]] = []
         p.begin_transaction()
         for _ in range(rng.randint(1, 40)):
-            p.produce(topic, value=b"v", partition=rng.randrange(partitions),
-                      on_delivery=lambda err, m: delivered.append((m.partition(), m.offset())))
+            p.produce(
+                topic,
+                value=b"v",
+                partition=rng.randrange(partitions),
+                on_delivery=lambda err, m, delivered=delivered: delivered.append((m.partition(), m.offset())),
+            )
         p.flush(30)
         if rng.random() < 0.2:
             p.abort_transaction(30)
@@ -86,8 +97,14 @@ def _reference_read(bootstrap: str, topic: str, partitions: int, ends: dict[int,
     broker does. The reference follows whichever broker runs the test.)"""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reference", "isolation.level": "read_committed",
-                  "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "reference",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
     c.assign([TopicPartition(topic, q, 0) for q in range(partitions)])
     out: dict[int, list[int]] = {q: [] for q in range(partitions)}
     try:
@@ -100,8 +117,7 @@ def _reference_read(bootstrap: str, topic: str, partitions: int, ends: dict[int,
     return out
 
 
-def test_two_workers_alternating_with_skips_and_seeks_read_each_record_once(broker, access, topic_factory,
-                                                                            monkeypatch):
+def test_two_workers_alternating_with_skips_and_seeks_read_each_record_once(broker, access, topic_factory, monkeypatch):
     # Spark hands a group's task to whichever Python worker is free: each worker's reader is then
     # behind by the ranges the other read (skip from the queue, or seek past SKIP_LIMIT) or
     # ahead after a restart (seek back). Every committed record once, in order, whatever the path.

@@ -12,8 +12,14 @@ pytestmark = pytest.mark.spark
 
 def _read_all(spark, bootstrap, topic, tmp_path):
     name = f"r_{uuid.uuid4().hex[:8]}"
-    q = (read_kafka(spark, bootstrap, topic, "earliest").writeStream.format("memory").queryName(name)
-         .option("checkpointLocation", str(tmp_path / name)).trigger(availableNow=True).start())
+    q = (
+        read_kafka(spark, bootstrap, topic, "earliest")
+        .writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(tmp_path / name))
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination(300)
     return spark.table(name).collect()
 
@@ -22,14 +28,22 @@ def test_stream_sink_writes_keys_values_exactly(spark, broker, topic_factory, tm
     src, out = topic_factory(2), topic_factory(3)
     produce(broker.bootstrap, src, ((b"k%d" % (i % 7), b"v%d" % i, i % 2) for i in range(4000)))
     df = read_kafka(spark, broker.bootstrap, src, "earliest").select(
-        "key", F.concat(F.lit(b"out-"), F.col("value")).alias("value"))
-    q = (df.writeStream.format("streamscale-kafka").option("kafka.bootstrap.servers", broker.bootstrap)
-         .option("topic", out).option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+        "key", F.concat(F.lit(b"out-"), F.col("value")).alias("value")
+    )
+    q = (
+        df.writeStream.format("streamscale-kafka")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("topic", out)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination(300)
     assert q.exception() is None
     rows = _read_all(spark, broker.bootstrap, out, tmp_path)
-    assert sorted((bytes(r["key"]), bytes(r["value"])) for r in rows) == \
-        sorted((b"k%d" % (i % 7), b"out-v%d" % i) for i in range(4000))
+    assert sorted((bytes(r["key"]), bytes(r["value"])) for r in rows) == sorted(
+        (b"k%d" % (i % 7), b"out-v%d" % i) for i in range(4000)
+    )
     # same key -> same partition (the producer's partitioner), so per-key order is kept
     parts = {}
     for r in rows:
@@ -39,9 +53,9 @@ def test_stream_sink_writes_keys_values_exactly(spark, broker, topic_factory, tm
 
 def test_batch_writer_and_string_columns(spark, broker, topic_factory, tmp_path):
     out = topic_factory(1)
-    spark.createDataFrame([("a", "1"), ("b", "2")], "key STRING, value STRING").write \
-        .format("streamscale-kafka").option("kafka.bootstrap.servers", broker.bootstrap) \
-        .option("topic", out).mode("append").save()
+    spark.createDataFrame([("a", "1"), ("b", "2")], "key STRING, value STRING").write.format(
+        "streamscale-kafka"
+    ).option("kafka.bootstrap.servers", broker.bootstrap).option("topic", out).mode("append").save()
     rows = _read_all(spark, broker.bootstrap, out, tmp_path)
     assert sorted((bytes(r["key"]), bytes(r["value"])) for r in rows) == [(b"a", b"1"), (b"b", b"2")]
 
@@ -51,9 +65,15 @@ def test_write_failure_fails_the_query(spark, broker, topic_factory, tmp_path):
     produce(broker.bootstrap, src, ((None, b"x" * 5000, 0) for _ in range(10)))
     df = read_kafka(spark, broker.bootstrap, src, "earliest").select("value")
     # records larger than the producer allows cannot be delivered: the query must fail, not drop them
-    q = (df.writeStream.format("streamscale-kafka").option("kafka.bootstrap.servers", broker.bootstrap)
-         .option("topic", out).option("kafka.message.max.bytes", "2000")
-         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q = (
+        df.writeStream.format("streamscale-kafka")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("topic", out)
+        .option("kafka.message.max.bytes", "2000")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
     with pytest.raises(StreamingQueryException, match="(?i)too large|MSG_SIZE"):
         q.awaitTermination(300)
 
@@ -61,5 +81,6 @@ def test_write_failure_fails_the_query(spark, broker, topic_factory, tmp_path):
 def test_sink_without_value_column_is_rejected(spark, broker, topic_factory, tmp_path):
     out = topic_factory(1)
     with pytest.raises(Exception, match="needs a 'value' column"):
-        spark.createDataFrame([("a",)], "key STRING").write.format("streamscale-kafka") \
-            .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", out).mode("append").save()
+        spark.createDataFrame([("a",)], "key STRING").write.format("streamscale-kafka").option(
+            "kafka.bootstrap.servers", broker.bootstrap
+        ).option("topic", out).mode("append").save()

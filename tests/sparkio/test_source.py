@@ -15,9 +15,13 @@ pytestmark = pytest.mark.spark
 def _drain(spark, df, tmp_path, name=None, **trigger):
     """Run a query until everything available is read; return the memory table's rows."""
     name = name or f"q_{uuid.uuid4().hex[:8]}"
-    q = (df.writeStream.format("memory").queryName(name)
-         .option("checkpointLocation", str(tmp_path / name)).trigger(**(trigger or {"availableNow": True}))
-         .start())
+    q = (
+        df.writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(tmp_path / name))
+        .trigger(**(trigger or {"availableNow": True}))
+        .start()
+    )
     q.awaitTermination(300)
     assert not q.isActive, "query did not finish"
     return spark.table(name).collect(), q
@@ -74,8 +78,13 @@ def test_transaction_markers_do_not_hang_the_reader(spark, broker, topic_factory
         for i in range(100):
             p.produce(topic, value=b"%d-%d" % (batch, i))
         p.commit_transaction(30)
-    df = read_kafka(spark, broker.bootstrap, topic, "earliest",
-                    options={"kafka.isolation.level": "read_committed", "pollTimeoutMs": "30000"})
+    df = read_kafka(
+        spark,
+        broker.bootstrap,
+        topic,
+        "earliest",
+        options={"kafka.isolation.level": "read_committed", "pollTimeoutMs": "30000"},
+    )
     rows, _ = _drain(spark, df, tmp_path)
     assert sorted(bytes(r["value"]) for r in rows) == sorted(b"%d-%d" % (b, i) for b in range(3) for i in range(100))
 
@@ -108,7 +117,7 @@ def test_bad_options_are_clear_errors(spark, broker, topic_factory, tmp_path):
     with pytest.raises(Exception, match="startingOffsets must be"):
         _drain(spark, read_kafka(spark, broker.bootstrap, topic, "yesterday"), tmp_path)
     with pytest.raises(Exception, match="maxOffsetsPerTrigger must be a whole number"):
-        read_kafka(spark, broker.bootstrap, topic, "earliest", options={"maxOffsetsPerTrigger": "lots"}).schema
+        _ = read_kafka(spark, broker.bootstrap, topic, "earliest", options={"maxOffsetsPerTrigger": "lots"}).schema
 
 
 def test_restart_from_checkpoint_no_loss_no_duplicates(spark, broker, topic_factory, tmp_path):
@@ -119,9 +128,15 @@ def test_restart_from_checkpoint_no_loss_no_duplicates(spark, broker, topic_fact
 
     def run():
         df = read_kafka(spark, broker.bootstrap, src, "earliest", max_offsets_per_trigger=2000)
-        q = (df.select(F.col("value")).writeStream.format("streamscale-kafka")
-             .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", out)
-             .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
+        q = (
+            df.select(F.col("value"))
+            .writeStream.format("streamscale-kafka")
+            .option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("topic", out)
+            .option("checkpointLocation", ckpt)
+            .trigger(availableNow=True)
+            .start()
+        )
         q.awaitTermination(300)
         assert q.exception() is None
 
@@ -132,15 +147,21 @@ def test_restart_from_checkpoint_no_loss_no_duplicates(spark, broker, topic_fact
     values = [bytes(r["value"]) for r in rows]
     expected = {b"a%d" % i for i in range(5000)} | {b"b%d" % i for i in range(3000)}
     assert len(values) == len(expected)  # none twice
-    assert set(values) == expected        # none lost
+    assert set(values) == expected  # none lost
 
 
 def test_malformed_values_counted_and_dead_lettered(spark, broker, topic_factory, tmp_path):
     topic, dlq = topic_factory(2), topic_factory(1)
-    good = [json.dumps({"identifier": f"s_{i}", "timestamp": 1000 + i, "valueInW": i / 2}).encode()
-            for i in range(1000)]
-    bad = [b"not json", b'{"identifier": "s_x"}', b'{"identifier": 5, "timestamp": 1, "valueInW": 1.0}',
-           b"[1, 2]", b'{"identifier": "s_y", "timestamp": "noon", "valueInW": 1.0}']
+    good = [
+        json.dumps({"identifier": f"s_{i}", "timestamp": 1000 + i, "valueInW": i / 2}).encode() for i in range(1000)
+    ]
+    bad = [
+        b"not json",
+        b'{"identifier": "s_x"}',
+        b'{"identifier": 5, "timestamp": 1, "valueInW": 1.0}',
+        b"[1, 2]",
+        b'{"identifier": "s_y", "timestamp": "noon", "valueInW": 1.0}',
+    ]
     records = [(None, v, i % 2) for i, v in enumerate(good)] + [(b"bad", v, 1) for v in bad]
     produce(broker.bootstrap, topic, records)
     df = read_records(spark, broker.bootstrap, topic, dead_letter_topic=dlq, starting_offsets="earliest")
@@ -148,8 +169,9 @@ def test_malformed_values_counted_and_dead_lettered(spark, broker, topic_factory
     ok = [r for r in rows if r["value_error"] is None]
     errors = [r for r in rows if r["value_error"] is not None]
     assert len(ok) == 1000 and len(errors) == len(bad)
-    assert sorted((r["identifier"], r["timestamp"], r["valueInW"]) for r in ok) == \
-        sorted((f"s_{i}", 1000 + i, i / 2) for i in range(1000))
+    assert sorted((r["identifier"], r["timestamp"], r["valueInW"]) for r in ok) == sorted(
+        (f"s_{i}", 1000 + i, i / 2) for i in range(1000)
+    )
     dead, _ = _drain(spark, read_kafka(spark, broker.bootstrap, dlq, "earliest"), tmp_path)
     assert sorted(bytes(r["value"]) for r in dead) == sorted(bad)
 
@@ -162,14 +184,15 @@ def test_builtin_switch_uses_sparks_own_kafka_format(spark, broker, topic_factor
     topic = topic_factory(1)
     monkeypatch.setenv("STREAMSCALE_KAFKA_IMPL", "builtin")
     with pytest.raises(Exception, match="DATA_SOURCE_NOT_(FOUND|ENABLED)|Failed to find (the )?data source: kafka"):
-        read_records(spark, broker.bootstrap, topic, starting_offsets="earliest").schema
+        _ = read_records(spark, broker.bootstrap, topic, starting_offsets="earliest").schema
     monkeypatch.setenv("STREAMSCALE_KAFKA_IMPL", "carrier-pigeon")
     with pytest.raises(Exception, match="must be one of"):
         read_kafka(spark, broker.bootstrap, topic)
 
 
-def test_over_a_hundred_small_batches_across_markers_and_a_restart_each_record_once(spark, broker, access,
-                                                                                 topic_factory, tmp_path):
+def test_over_a_hundred_small_batches_across_markers_and_a_restart_each_record_once(
+    spark, broker, access, topic_factory, tmp_path
+):
     # maxOffsetsPerTrigger far below the partition sizes: over a hundred bounded ranges, every one
     # continuing where a (possibly other) Python worker's reader stopped; transaction markers and
     # aborted records on the way; the query stopped mid-way and restarted from its checkpoint.
@@ -185,17 +208,31 @@ def test_over_a_hundred_small_batches_across_markers_and_a_restart_each_record_o
     out, ckpt = tmp_path / "out", str(tmp_path / "ckpt")
 
     def start(**trigger):
-        df = read_kafka(spark, broker.bootstrap, topic, "earliest", max_offsets_per_trigger=10,
-                        options={"kafka.isolation.level": "read_committed"}).select("partition", "offset")
-        return (df.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", ckpt)
-                .trigger(**trigger).start())
+        df = read_kafka(
+            spark,
+            broker.bootstrap,
+            topic,
+            "earliest",
+            max_offsets_per_trigger=10,
+            options={"kafka.isolation.level": "read_committed"},
+        ).select("partition", "offset")
+        return (
+            df.writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", ckpt)
+            .trigger(**trigger)
+            .start()
+        )
 
     q = start(processingTime="0 seconds")
     try:
         from streamscale.waiting import wait_for
 
-        wait_for(lambda: q.lastProgress is not None and q.lastProgress["batchId"] >= 40, 300,
-                 "40 micro-batches of the first run")
+        wait_for(
+            lambda: q.lastProgress is not None and q.lastProgress["batchId"] >= 40,
+            300,
+            "40 micro-batches of the first run",
+        )
     finally:
         q.stop()
     q = start(availableNow=True)

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from streamscale.topology.catalog import blog_plan, plan_for
+from streamscale.pipelines.plans import plan_for
+from streamscale.topology.catalog import blog_plan
 from streamscale.topology.compile import combined, compile_plan, exchange_count
 from streamscale.topology.physical import describe, physical_plan, to_dot
 from streamscale.topology.plan import LogicalPlan
@@ -23,8 +24,10 @@ def test_key_changing_inference():
     assert f.select_key(["k2"]).node.key_changing and f.flat_map(lambda d: d, ["k3"]).node.keys == ["k3"]
 
 
-@pytest.mark.parametrize("name,opt_reparts,unopt_reparts,opt_subs,unopt_subs", [
-    ("uc1", 0, 0, 1, 1), ("uc2", 0, 0, 1, 1), ("uc3", 1, 1, 2, 2), ("uc4", 1, 1, 2, 2), ("blog", 1, 2, 2, 3)])
+@pytest.mark.parametrize(
+    "name,opt_reparts,unopt_reparts,opt_subs,unopt_subs",
+    [("uc1", 0, 0, 1, 1), ("uc2", 0, 0, 1, 1), ("uc3", 1, 1, 2, 2), ("uc4", 1, 1, 2, 2), ("blog", 1, 2, 2, 3)],
+)
 def test_repartitions_and_subtopologies(name, opt_reparts, unopt_reparts, opt_subs, unopt_subs):
     opt, unopt = physical_plan(plan_for(name), True), physical_plan(plan_for(name), False)
     assert (len(opt.repartitions), len(unopt.repartitions)) == (opt_reparts, unopt_reparts)
@@ -39,7 +42,9 @@ def test_blog_repartition_is_pushed_up_after_the_key_change_and_shared():
     unopt = physical_plan(blog_plan(), False)
     assert all(r.children[0].kind == "groupByKey" and not r.explicit for r in unopt.repartitions)
     text = describe(opt)
-    assert text.startswith("Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [inputTopic])")
+    assert text.startswith(
+        "Topologies:\n   Sub-topology: 0\n    Source: KSTREAM-SOURCE-0000000000 (topics: [inputTopic])"
+    )
     assert text.count("-repartition") == 2  # its sink in sub-topology 0, its source in sub-topology 1
     assert "Sub-topology: 2" not in text and "Sub-topology: 2" in describe(unopt)
     assert to_dot(opt).count("style=dashed") == 2
@@ -77,12 +82,17 @@ def test_optimization_leaves_the_logical_plan_untouched():
 
 # -- compiled to Spark ------------------------------------------------------------------------
 
+
 def _blog_input(spark, n=4000, seed=3):
     rng = np.random.default_rng(seed)
     prefixes = np.array([f"k{i:03d}" for i in range(40)])
-    pdf = pd.DataFrame({"key": [f"r{i}" for i in range(n)],
-                        "value": [p + "-payload" for p in rng.choice(prefixes, n)],
-                        "timestamp": rng.integers(0, 60_000, n)})
+    pdf = pd.DataFrame(
+        {
+            "key": [f"r{i}" for i in range(n)],
+            "value": [p + "-payload" for p in rng.choice(prefixes, n)],
+            "timestamp": rng.integers(0, 60_000, n),
+        }
+    )
     return pdf, spark.createDataFrame(pdf)
 
 
@@ -95,9 +105,14 @@ def test_blog_example_same_results_fewer_shuffles(spark):
     pdf, df = _blog_input(spark)
     outs = {opt: compile_plan(physical_plan(blog_plan(), opt), spark, {"inputTopic": df}) for opt in (True, False)}
     ref_count = pdf.assign(newKey=pdf["value"].str[:5]).groupby("newKey").size().rename("count").reset_index()
-    ref_win = (pdf.assign(newKey=pdf["value"].str[:5], windowStartMs=pdf["timestamp"] // 5000 * 5000)
-               .groupby(["newKey", "windowStartMs"]).size().rename("count").reset_index())
-    for opt, o in outs.items():
+    ref_win = (
+        pdf.assign(newKey=pdf["value"].str[:5], windowStartMs=pdf["timestamp"] // 5000 * 5000)
+        .groupby(["newKey", "windowStartMs"])
+        .size()
+        .rename("count")
+        .reset_index()
+    )
+    for o in outs.values():
         got = _rows(o["count-topic"], ["newKey"])
         pd.testing.assert_frame_equal(got, ref_count.sort_values("newKey").reset_index(drop=True), check_dtype=False)
         got_w = _rows(o["windowed-count"], ["newKey", "windowStartMs"])[["newKey", "windowStartMs", "count"]]
@@ -108,19 +123,30 @@ def test_blog_example_same_results_fewer_shuffles(spark):
 
 def _sensor_records(spark, sensors, n=3000, seed=5):
     rng = np.random.default_rng(seed)
-    pdf = pd.DataFrame({"identifier": rng.choice(sensors, n), "valueInW": rng.uniform(0, 100, n).round(3),
-                        "timestamp": rng.integers(0, 180_000, n)})
+    pdf = pd.DataFrame(
+        {
+            "identifier": rng.choice(sensors, n),
+            "valueInW": rng.uniform(0, 100, n).round(3),
+            "timestamp": rng.integers(0, 180_000, n),
+        }
+    )
     return pdf, spark.createDataFrame(pdf)
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name,params", [("uc2", {"window_s": 10}), ("uc3", {"window_s": 60, "slide_s": 20}),
-                                         ("uc4", {"levels": 2, "children": 3, "window_s": 10})])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("uc2", {"window_s": 10}),
+        ("uc3", {"window_s": 60, "slide_s": 20}),
+        ("uc4", {"levels": 2, "children": 3, "window_s": 10}),
+    ],
+)
 def test_use_cases_compile_to_the_same_results_with_and_without_optimization(spark, name, params):
     from streamscale.pipelines import make_pipeline
 
     pipeline = make_pipeline(name, params)
-    sensors = (sorted(pipeline.registry.ancestors()) if name == "uc4" else [f"s{i}" for i in range(7)])
+    sensors = sorted(pipeline.registry.ancestors()) if name == "uc4" else [f"s{i}" for i in range(7)]
     pdf, df = _sensor_records(spark, sensors)
     cols = pipeline.key_cols + ["windowStartMs"]
     res = {opt: pipeline.build(spark, df, optimize=opt) for opt in (True, False)}
@@ -128,10 +154,17 @@ def test_use_cases_compile_to_the_same_results_with_and_without_optimization(spa
     pd.testing.assert_frame_equal(a, b)
     assert exchange_count(res[True]) == exchange_count(res[False]) == 1  # no rule applies: one aggregation
     if name == "uc2":  # and against an independent reference
-        ref = (pdf.assign(windowStartMs=pdf["timestamp"] // 10_000 * 10_000)
-               .groupby(["identifier", "windowStartMs"])["valueInW"].agg(["count", "sum"]).reset_index())
-        pd.testing.assert_frame_equal(a[["identifier", "windowStartMs", "count"]], ref[["identifier", "windowStartMs", "count"]],
-                                      check_dtype=False)
+        ref = (
+            pdf.assign(windowStartMs=pdf["timestamp"] // 10_000 * 10_000)
+            .groupby(["identifier", "windowStartMs"])["valueInW"]
+            .agg(["count", "sum"])
+            .reset_index()
+        )
+        pd.testing.assert_frame_equal(
+            a[["identifier", "windowStartMs", "count"]],
+            ref[["identifier", "windowStartMs", "count"]],
+            check_dtype=False,
+        )
         np.testing.assert_allclose(a["sum"], ref["sum"], rtol=1e-9)
     if name == "uc4":
         assert a["count"].sum() == len(pdf) * pipeline.registry.levels  # every reading in each ancestor group

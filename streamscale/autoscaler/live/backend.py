@@ -44,8 +44,15 @@ class LocalProcessBackend:
         tmp.replace(self.registry)
 
     def _cmd(self, consumer: int) -> list[str]:
-        return [sys.executable, "-m", "streamscale.autoscaler.live.consumer",
-                "--state-dir", str(self.state_dir), "--consumer-id", str(consumer)]
+        return [
+            sys.executable,
+            "-m",
+            "streamscale.autoscaler.live.consumer",
+            "--state-dir",
+            str(self.state_dir),
+            "--consumer-id",
+            str(consumer),
+        ]
 
     def _is_ours(self, consumer: int, pid: int) -> bool:
         try:
@@ -57,7 +64,7 @@ class LocalProcessBackend:
         except OSError:
             return False
         want = self._cmd(consumer)[1:]  # the interpreter path may differ (symlinks); the rest may not
-        return cmdline[1:len(want) + 1] == want
+        return cmdline[1 : len(want) + 1] == want
 
     def create(self, consumer: int) -> None:
         pids = self._load()
@@ -65,8 +72,13 @@ class LocalProcessBackend:
             return
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_dir / f"consumer-{consumer}.log", "ab") as logf:
-            proc = subprocess.Popen(self._cmd(consumer), stdout=logf, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                self._cmd(consumer),
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         pids[consumer] = proc.pid
         self._save(pids)
 

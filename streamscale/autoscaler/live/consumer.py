@@ -44,8 +44,9 @@ class GroupConsumer:
         self.sink = SQLiteSink(cfg.sink)
         self.stopping = False
         self.broker_down_since: float | None = None
-        self.data = Consumer(reader_config(cfg.bootstrap, cfg.group, **{"auto.offset.reset": cfg.start_from},
-                                           error_cb=self._on_error))
+        self.data = Consumer(
+            reader_config(cfg.bootstrap, cfg.group, **{"auto.offset.reset": cfg.start_from}, error_cb=self._on_error)
+        )
         self.meta = Consumer(reader_config(cfg.bootstrap, f"{cfg.group}-meta-{consumer_id}"))
         self.producer = Producer({"bootstrap.servers": cfg.bootstrap, "enable.idempotence": True, "linger.ms": 0})
         self.state = self.sink.load_state(consumer_id) or ConsumerState()
@@ -78,8 +79,12 @@ class GroupConsumer:
         self.meta.assign([TopicPartition(self.cfg.metadata_topic, part, self.state.meta_offset)])
         self._assign(self.state.assignment)  # resume what a previous incarnation owned
         self._reply({"type": "hello", "last_msg_id": self.state.last_msg_id, "pid": os.getpid()})
-        log.info("consumer %d up: metadata offset %d, assignment %s", self.id, self.state.meta_offset,
-                 sorted(self.assignment))
+        log.info(
+            "consumer %d up: metadata offset %d, assignment %s",
+            self.id,
+            self.state.meta_offset,
+            sorted(self.assignment),
+        )
 
     def _assign(self, keys) -> None:
         keys = [k for k in keys if k not in self.assignment]
@@ -90,12 +95,14 @@ class GroupConsumer:
         committed = {}
         missing = [TopicPartition(t, p) for t, p in tps if (t, p) not in stored]
         if missing:
-            committed = {(tp.topic, tp.partition): tp.offset for tp in self.data.committed(missing, timeout=15)
-                         if tp.offset >= 0}
+            committed = {
+                (tp.topic, tp.partition): tp.offset for tp in self.data.committed(missing, timeout=15) if tp.offset >= 0
+            }
         # the sink is authoritative; Kafka's committed offset only for partitions never written here
         fallback = OFFSET_END if self.cfg.start_from == "latest" else OFFSET_BEGINNING
-        self.data.incremental_assign([TopicPartition(t, p, stored.get((t, p), committed.get((t, p), fallback)))
-                                      for t, p in tps])
+        self.data.incremental_assign(
+            [TopicPartition(t, p, stored.get((t, p), committed.get((t, p), fallback))) for t, p in tps]
+        )
         self.assignment.update(keys)
 
     def _unassign(self, keys) -> None:
@@ -181,8 +188,11 @@ class GroupConsumer:
             self.write(self.fetch())
             self.check_metadata()
             if self.lease_expired():
-                log.warning("consumer %d: the controller's lease expired (%g s): stopping", self.id,
-                            self.cfg.controller_lease_secs)
+                log.warning(
+                    "consumer %d: the controller's lease expired (%g s): stopping",
+                    self.id,
+                    self.cfg.controller_lease_secs,
+                )
                 self.stopping = True  # the cycle's records are written; the partitions released
                 break
             if self.broker_down_since and self._broker_reachable():

@@ -40,8 +40,8 @@ from streamscale.autoscaler.live.protocol import (
 )
 from streamscale.autoscaler.live.sink import SQLiteSink
 from streamscale.broker.access import BrokerAccess, reader_config
-from streamscale.observe import metrics
 from streamscale.errors import ConfigError, StreamscaleError
+from streamscale.observe import metrics
 
 log = logging.getLogger("streamscale.autoscaler.controller")
 
@@ -63,8 +63,10 @@ def ensure_topics(cfg: LiveConfig) -> None:
         need = {cfg.speed_topic: 1, cfg.metadata_topic: cfg.max_consumers + 1}
         for topic, parts in need.items():
             if topic in existing and existing[topic] < parts:
-                raise ConfigError(f"topic '{topic}' has {existing[topic]} partitions but {parts} are needed "
-                                  f"(max_consumers={cfg.max_consumers}); delete it or lower --max-consumers")
+                raise ConfigError(
+                    f"topic '{topic}' has {existing[topic]} partitions but {parts} are needed "
+                    f"(max_consumers={cfg.max_consumers}); delete it or lower --max-consumers"
+                )
         access.create_topics({t: p for t, p in need.items() if t not in existing}, exist_ok=True)
 
 
@@ -107,8 +109,9 @@ class Controller:
     # -- messaging --------------------------------------------------------------------------
     def _send(self, consumer: int, kind: str, partitions=()) -> str:
         if meta_partition(consumer) > self.cfg.max_consumers:
-            raise ControllerError(f"the group needs consumer {consumer}, beyond --max-consumers "
-                                  f"{self.cfg.max_consumers}")
+            raise ControllerError(
+                f"the group needs consumer {consumer}, beyond --max-consumers {self.cfg.max_consumers}"
+            )
         mid = new_id()
         msg = {"type": kind, "msg_id": mid, "partitions": sorted(partitions), "t": time.time()}
         self.producer.produce(self.cfg.metadata_topic, encode(msg), partition=meta_partition(consumer))
@@ -148,8 +151,10 @@ class Controller:
                         log.warning("consumer %d died while %s was pending: restarting it", c, what)
                         self.backend.create(c)
             if pending and now >= deadline:
-                raise ControllerError(f"consumers {sorted(set(pending.values()))} did not acknowledge {what} "
-                                      f"within {self.cfg.ack_timeout_secs} s")
+                raise ControllerError(
+                    f"consumers {sorted(set(pending.values()))} did not acknowledge {what} "
+                    f"within {self.cfg.ack_timeout_secs} s"
+                )
         return replies
 
     def _await_hello(self, consumers: list[int]) -> None:
@@ -158,8 +163,10 @@ class Controller:
             self._read_inbox(0.1)
             if time.monotonic() >= deadline:
                 missing = sorted(set(consumers) - self._hello)
-                raise ControllerError(f"consumers {missing} did not start within {self.cfg.ack_timeout_secs} s; "
-                                      f"see {self.cfg.state_dir / 'logs'}")
+                raise ControllerError(
+                    f"consumers {missing} did not start within {self.cfg.ack_timeout_secs} s; "
+                    f"see {self.cfg.state_dir / 'logs'}"
+                )
 
     # -- Synchronize ------------------------------------------------------------------------
     def synchronize(self) -> dict[str, int]:
@@ -218,8 +225,13 @@ class Controller:
         for k, s in speeds.items():
             if s > cap and k not in self._warned:
                 self._warned.add(k)
-                log.warning("partition %s writes %.0f B/s, more than the bin capacity %.0f B/s: it gets a "
-                            "consumer of its own and that consumer will lag", k, s, cap)
+                log.warning(
+                    "partition %s writes %.0f B/s, more than the bin capacity %.0f B/s: it gets a "
+                    "consumer of its own and that consumer will lag",
+                    k,
+                    s,
+                    cap,
+                )
         sizes = {k: min(max(s, 0.0), cap) for k, s in speeds.items()}
         loads: dict[int, float] = {}
         for k, c in self.assignment.items():
@@ -319,10 +331,25 @@ class Controller:
             reason, new = decision
             moved = [k for k, c in new.items() if k in self.assignment and self.assignment[k] != c]
             rscore = sum(min(speeds.get(k, 0.0), self.cfg.bin_capacity) for k in moved) / self.cfg.bin_capacity
-            it = Iteration(time.time(), m.get("t", 0.0), sum(speeds.values()), reason, before,
-                           len(set(new.values())), len(moved), rscore, decision_ms)
-            log.info("%s: %d -> %d consumers, %d partitions move (Rscore %.3f)", reason, before,
-                     it.consumers_after, len(moved), rscore)
+            it = Iteration(
+                time.time(),
+                m.get("t", 0.0),
+                sum(speeds.values()),
+                reason,
+                before,
+                len(set(new.values())),
+                len(moved),
+                rscore,
+                decision_ms,
+            )
+            log.info(
+                "%s: %d -> %d consumers, %d partitions move (Rscore %.3f)",
+                reason,
+                before,
+                it.consumers_after,
+                len(moved),
+                rscore,
+            )
             self.apply(new, it)
             it.create_ms += decision_ms
         self._record(it)

@@ -52,8 +52,9 @@ class PartitionLoad:
                 credit[p] = min(credit[p] + r * (now - last), max(r, 1.0))  # no catch-up burst after a pause
                 while credit[p] >= 1:
                     value = f"{p}-{seq[p]}".encode().ljust(self.value_bytes, b".")
-                    self._producer.produce(self.topic, value, key=seq[p].to_bytes(8, "big"), partition=p,
-                                           on_delivery=self._delivered)
+                    self._producer.produce(
+                        self.topic, value, key=seq[p].to_bytes(8, "big"), partition=p, on_delivery=self._delivered
+                    )
                     seq[p] += 1
                     credit[p] -= 1
                     self.sent += 1
@@ -61,7 +62,7 @@ class PartitionLoad:
             self._producer.poll(0)
             self._stop.wait(0.01)
 
-    def start(self) -> "PartitionLoad":
+    def start(self) -> PartitionLoad:
         self._thread.start()
         return self
 
@@ -71,7 +72,7 @@ class PartitionLoad:
         if self._producer.flush(30) != 0:
             self.errors.append("records still undelivered after 30 s")
 
-    def __enter__(self) -> "PartitionLoad":
+    def __enter__(self) -> PartitionLoad:
         return self.start()
 
     def __exit__(self, *exc) -> None:

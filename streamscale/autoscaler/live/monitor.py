@@ -51,9 +51,15 @@ class WriteSpeedMonitor:
         self._refresh_sizes(now, ends)
 
     def _refresh_sizes(self, now: float, ends: dict[str, int]) -> None:
-        stale = [k for k, end in ends.items() if end > 0 and (
-            k not in self._size_at or (now - self._size_at[k][0] >= self.size_refresh_secs
-                                       and end > self._size_at[k][1]))]
+        stale = [
+            k
+            for k, end in ends.items()
+            if end > 0
+            and (
+                k not in self._size_at
+                or (now - self._size_at[k][0] >= self.size_refresh_secs and end > self._size_at[k][1])
+            )
+        ]
         if not stale:
             return
         starts = {}
@@ -67,8 +73,11 @@ class WriteSpeedMonitor:
 
     def _mean_sizes(self, ranges: dict[str, tuple[int, int]]) -> dict[str, float]:
         """Mean key+value bytes of the records in [lo, hi) of each partition."""
-        c = Consumer(reader_config(self.cfg.bootstrap, f"streamscale-monitor-{uuid.uuid4().hex[:6]}",
-                                   **{"enable.partition.eof": True}))
+        c = Consumer(
+            reader_config(
+                self.cfg.bootstrap, f"streamscale-monitor-{uuid.uuid4().hex[:6]}", **{"enable.partition.eof": True}
+            )
+        )
         totals: dict[str, list[int]] = {k: [0, 0] for k in ranges}
         pending = {k for k, (lo, hi) in ranges.items() if hi > lo}
         try:
@@ -119,8 +128,9 @@ class WriteSpeedMonitor:
                 if tick >= next_publish:
                     msg = self.publish()
                     next_publish = tick + self.cfg.publish_interval_secs
-                    log.info("published %d partition speeds, total %.0f B/s", len(msg["speeds"]),
-                             sum(msg["speeds"].values()))
+                    log.info(
+                        "published %d partition speeds, total %.0f B/s", len(msg["speeds"]), sum(msg["speeds"].values())
+                    )
             except Exception as exc:  # noqa: BLE001 - a broker hiccup must not stop monitoring
                 log.warning("monitor sample failed: %s", exc)
             stop.wait(max(0.0, self.cfg.sample_interval_secs - (time.monotonic() - tick)))
@@ -129,4 +139,3 @@ class WriteSpeedMonitor:
         if self.producer is not None:
             self.producer.flush(5)
         self.access.close()
-

@@ -32,9 +32,13 @@ class LiveConfig(BaseModel):
     publish_interval_secs: float = Field(30.0, gt=0, description="one measurement (iteration) every this long")
     max_consumers: int = Field(32, ge=1, description="consumer.metadata has max_consumers + 1 partitions")
     ack_timeout_secs: float = Field(60.0, gt=0)
-    controller_lease_secs: float = Field(30.0, gt=0, description="consumers stop when no controller has renewed "
-                                         "its lease (<state_dir>/controller.lease) for this long; a controller "
-                                         "restarted within it adopts them")
+    controller_lease_secs: float = Field(
+        30.0,
+        gt=0,
+        description="consumers stop when no controller has renewed "
+        "its lease (<state_dir>/controller.lease) for this long; a controller "
+        "restarted within it adopts them",
+    )
     start_from: str = "earliest"
     # per group (a run of another group beside this one has topics of its own); given explicitly
     # they are kept as they are
@@ -60,8 +64,7 @@ class LiveConfig(BaseModel):
 
         prefix = re.sub(r"[^a-zA-Z0-9._-]", "_", self.group)[:200]
         self.speed_topic = check_topic_name(self.speed_topic or f"{prefix}.monitor.writeSpeed", "speed topic")
-        self.metadata_topic = check_topic_name(self.metadata_topic or f"{prefix}.consumer.metadata",
-                                               "metadata topic")
+        self.metadata_topic = check_topic_name(self.metadata_topic or f"{prefix}.consumer.metadata", "metadata topic")
         for t in self.topics:
             check_topic_name(t, "source topic")
         return self
@@ -88,7 +91,7 @@ class LiveConfig(BaseModel):
         return path
 
     @classmethod
-    def load(cls, state_dir: Path) -> "LiveConfig":
+    def load(cls, state_dir: Path) -> LiveConfig:
         path = Path(state_dir) / CONFIG_FILE
         if not path.exists():
             raise ConfigError(f"{path} not found: start the group with `streamscale autoscale run` first")

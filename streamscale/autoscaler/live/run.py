@@ -14,8 +14,19 @@ from streamscale.autoscaler.live.monitor import WriteSpeedMonitor
 from streamscale.autoscaler.live.protocol import LiveConfig
 from streamscale.errors import ConfigError
 
-_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1e3,
+    "kb": 1e3,
+    "m": 1e6,
+    "mb": 1e6,
+    "g": 1e9,
+    "gb": 1e9,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+}
 
 
 def parse_bytes(text: str) -> float:
@@ -44,10 +55,15 @@ def run_monitor(cfg: LiveConfig, duration: float | None = None, stop: threading.
         monitor.close()
 
 
-def run_controller(cfg: LiveConfig, duration: float | None = None, with_monitor: bool = False,
-                   keep_consumers: bool = False, crash_after: str | None = None,
-                   on_iteration: Callable[[Iteration, Controller], None] | None = None,
-                   stop: threading.Event | None = None) -> Controller:
+def run_controller(
+    cfg: LiveConfig,
+    duration: float | None = None,
+    with_monitor: bool = False,
+    keep_consumers: bool = False,
+    crash_after: str | None = None,
+    on_iteration: Callable[[Iteration, Controller], None] | None = None,
+    stop: threading.Event | None = None,
+) -> Controller:
     """Run until ``duration`` passes or SIGINT/SIGTERM; then shut the consumers down unless kept."""
     stop = stop or threading.Event()
     _stop_on_signals(stop)
@@ -89,7 +105,7 @@ class Lease:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew, daemon=True, name="controller-lease")
 
-    def start(self) -> "Lease":
+    def start(self) -> Lease:
         self.path.touch()
         self._thread.start()
         return self
@@ -116,5 +132,6 @@ def setup(cfg: LiveConfig) -> LiveConfig:
 
 
 def configure_logging(verbose: bool = False) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )

@@ -78,8 +78,10 @@ class SQLiteSink:
             name = self.db.execute("SELECT name FROM _tables WHERE topic=?", (topic,)).fetchone()[0]
         else:
             name = row[0]
-        self.db.execute(f'CREATE TABLE IF NOT EXISTS "{name}" (partition INTEGER, "offset" INTEGER, '
-                        'key BLOB, value BLOB, timestamp_ms INTEGER, consumer INTEGER)')
+        self.db.execute(
+            f'CREATE TABLE IF NOT EXISTS "{name}" (partition INTEGER, "offset" INTEGER, '
+            "key BLOB, value BLOB, timestamp_ms INTEGER, consumer INTEGER)"
+        )
         self._names[topic] = name
         return name
 
@@ -101,17 +103,25 @@ class SQLiteSink:
             for (t, p), records in batches.items():
                 if not records:
                     continue
-                row = self.db.execute("SELECT next_offset FROM _offsets WHERE topic=? AND partition=?",
-                                      (t, p)).fetchone()
+                row = self.db.execute(
+                    "SELECT next_offset FROM _offsets WHERE topic=? AND partition=?", (t, p)
+                ).fetchone()
                 first = records[0][0]
                 if row is not None and first < row[0]:
-                    raise FencingError(f"consumer {consumer} would write {t}[{p}] from offset {first}, but offsets "
-                                       f"up to {row[0]} are already written: another reader owns the partition")
-                self.db.executemany(f'INSERT INTO "{tables[t]}" VALUES (?, ?, ?, ?, ?, ?)',
-                                    [(p, o, k, v, ts, consumer) for o, k, v, ts in records])
+                    raise FencingError(
+                        f"consumer {consumer} would write {t}[{p}] from offset {first}, but offsets "
+                        f"up to {row[0]} are already written: another reader owns the partition"
+                    )
+                self.db.executemany(
+                    f'INSERT INTO "{tables[t]}" VALUES (?, ?, ?, ?, ?, ?)',
+                    [(p, o, k, v, ts, consumer) for o, k, v, ts in records],
+                )
                 nexts[(t, p)] = records[-1][0] + 1
-                self.db.execute("INSERT INTO _offsets VALUES (?, ?, ?) ON CONFLICT(topic, partition) "
-                                "DO UPDATE SET next_offset=excluded.next_offset", (t, p, nexts[(t, p)]))
+                self.db.execute(
+                    "INSERT INTO _offsets VALUES (?, ?, ?) ON CONFLICT(topic, partition) "
+                    "DO UPDATE SET next_offset=excluded.next_offset",
+                    (t, p, nexts[(t, p)]),
+                )
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -127,24 +137,30 @@ class SQLiteSink:
 
     # -- consumer state ---------------------------------------------------------------------
     def load_state(self, consumer: int) -> ConsumerState | None:
-        row = self.db.execute("SELECT meta_offset, last_msg_id, assignment FROM _consumer_state WHERE consumer=?",
-                              (consumer,)).fetchone()
+        row = self.db.execute(
+            "SELECT meta_offset, last_msg_id, assignment FROM _consumer_state WHERE consumer=?", (consumer,)
+        ).fetchone()
         return None if row is None else ConsumerState(row[0], row[1], json.loads(row[2]))
 
-    def save_state(self, consumer: int, state: ConsumerState, started: Iterable[str] = (),
-                   stopped: Iterable[str] = ()) -> None:
+    def save_state(
+        self, consumer: int, state: ConsumerState, started: Iterable[str] = (), stopped: Iterable[str] = ()
+    ) -> None:
         """Persist a consumer's state and log the partitions it started/stopped reading, atomically."""
         now = time.time()
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            self.db.execute("INSERT INTO _consumer_state VALUES (?, ?, ?, ?) ON CONFLICT(consumer) DO UPDATE SET "
-                            "meta_offset=excluded.meta_offset, last_msg_id=excluded.last_msg_id, "
-                            "assignment=excluded.assignment",
-                            (consumer, state.meta_offset, state.last_msg_id, json.dumps(sorted(state.assignment))))
+            self.db.execute(
+                "INSERT INTO _consumer_state VALUES (?, ?, ?, ?) ON CONFLICT(consumer) DO UPDATE SET "
+                "meta_offset=excluded.meta_offset, last_msg_id=excluded.last_msg_id, "
+                "assignment=excluded.assignment",
+                (consumer, state.meta_offset, state.last_msg_id, json.dumps(sorted(state.assignment))),
+            )
             for key in stopped:
                 t, p = key.rsplit(":", 1)
-                self.db.execute("UPDATE _ownership SET stopped=? WHERE consumer=? AND topic=? AND partition=? "
-                                "AND stopped IS NULL", (now, consumer, t, int(p)))
+                self.db.execute(
+                    "UPDATE _ownership SET stopped=? WHERE consumer=? AND topic=? AND partition=? AND stopped IS NULL",
+                    (now, consumer, t, int(p)),
+                )
             for key in started:
                 t, p = key.rsplit(":", 1)
                 self.db.execute("INSERT INTO _ownership VALUES (?, ?, ?, ?, NULL)", (consumer, t, int(p), now))
@@ -154,12 +170,17 @@ class SQLiteSink:
             raise
 
     def states(self) -> dict[int, ConsumerState]:
-        return {c: ConsumerState(m, i, json.loads(a)) for c, m, i, a in
-                self.db.execute("SELECT consumer, meta_offset, last_msg_id, assignment FROM _consumer_state")}
+        return {
+            c: ConsumerState(m, i, json.loads(a))
+            for c, m, i, a in self.db.execute(
+                "SELECT consumer, meta_offset, last_msg_id, assignment FROM _consumer_state"
+            )
+        }
 
     def ownership(self) -> list[tuple[int, str, int, float, float | None]]:
-        return self.db.execute("SELECT consumer, topic, partition, started, stopped FROM _ownership "
-                               "ORDER BY topic, partition, started").fetchall()
+        return self.db.execute(
+            "SELECT consumer, topic, partition, started, stopped FROM _ownership ORDER BY topic, partition, started"
+        ).fetchall()
 
 
 def overlapping_readers(ownership: list[tuple[int, str, int, float, float | None]]) -> list[str]:
@@ -170,7 +191,7 @@ def overlapping_readers(ownership: list[tuple[int, str, int, float, float | None
         by_tp.setdefault((t, p), []).append((start, stop if stop is not None else float("inf"), c))
     for (t, p), spans in by_tp.items():
         spans.sort()
-        for (s1, e1, c1), (s2, e2, c2) in zip(spans, spans[1:]):
+        for (_s1, e1, c1), (s2, _e2, c2) in zip(spans, spans[1:]):
             if s2 < e1:
                 problems.append(f"{t}[{p}]: consumer {c2} started at {s2:.3f} before consumer {c1} stopped at {e1:.3f}")
     return problems

@@ -1,0 +1,48 @@
+"""Reading YAML specs: the file, the strict base model, and one ConfigError naming every wrong field.
+
+Neutral: the benchmark's, the reliability tester's and the Kafka connection's sections share it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from streamscale.errors import ConfigError
+
+
+class StrictModel(BaseModel):
+    # allow_inf_nan=False: a YAML .inf or .nan in any number is refused with the field named
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def _explain(exc: ValidationError, source: str) -> str:
+    lines = []
+    for e in exc.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
+        lines.append(f"  {loc}: {msg}")
+    return f"{source}: invalid spec\n" + "\n".join(lines)
+
+
+def read_yaml(path: str | Path):
+    """A spec file's content, or a ConfigError naming the file (missing, or not YAML)."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"spec file {path} does not exist")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+
+
+def validate(model, data, source: str, top_level: str):
+    """``model`` from parsed YAML, or a ConfigError that names every wrong field."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the spec must be a mapping with {top_level}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, source)) from None
