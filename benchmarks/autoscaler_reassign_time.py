@@ -22,9 +22,9 @@ from pathlib import Path
 
 from streamscale.autoscaler.live.backend import LocalProcessBackend
 from streamscale.autoscaler.live.controller import Controller
+from streamscale.autoscaler.live.launch import run_monitor, setup
 from streamscale.autoscaler.live.load import PartitionLoad
 from streamscale.autoscaler.live.protocol import LiveConfig
-from streamscale.autoscaler.live.run import run_monitor, setup
 from streamscale.autoscaler.live.sink import SQLiteSink
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.waiting import wait_for

@@ -1,5 +1,5 @@
 """What a second CPU buys each UC: the demo's capacity probe, repeated, with Spark confined to 1 and
-to 2 CPUs (streamscale.execution.cpus) and, for comparison, unconfined ``local[1]``/``local[2]``.
+to 2 CPUs (streamscale.experiment.cpus) and, for comparison, unconfined ``local[1]``/``local[2]``.
 
     .venv/bin/python benchmarks/cpu_confinement.py [--ucs uc1,uc2] [--repeat 3] [--records 300000]
 

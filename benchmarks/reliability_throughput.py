@@ -13,7 +13,8 @@ import argparse
 import time
 
 from streamscale.reliability.spec import NoFault
-from streamscale.reliability.tester import ProxyTestbed, run_trial
+from streamscale.reliability.testbeds import ProxyTestbed
+from streamscale.reliability.tester import run_trial
 
 
 def main() -> None:

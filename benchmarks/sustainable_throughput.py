@@ -15,8 +15,8 @@ import argparse
 import json
 
 from streamscale.broker import EmbeddedBroker
-from streamscale.execution.metrics import lag_slo_holds, lag_trend
-from streamscale.execution.sut import run_sut
+from streamscale.experiment.slo import lag_slo_holds, lag_trend
+from streamscale.experiment.sut import run_sut
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from rich.console import Console
 
 from streamscale.benchmark.units import round_significant
+from streamscale.errors import SparkError
 
 console = Console()
 
@@ -105,8 +106,9 @@ def _round2(x: float) -> int:
 def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 5.0) -> dict:
     """Embedded broker, a quick capacity probe, then the UC2 resource demand of three loads chosen
     from it, each point decided by the benchmark's own SLO machinery; the answer in one paragraph."""
+    from streamscale.benchmark.execution import run_execution
     from streamscale.benchmark.probe import probe_capacity
-    from streamscale.benchmark.runner import run_execution
+    from streamscale.benchmark.results import read_results
     from streamscale.benchmark.spec import parse_spec
     from streamscale.benchmark.units import approx
     from streamscale.broker import EmbeddedBroker
@@ -170,18 +172,16 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
     ]
     summary["loads"] = loads
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    rows = list(csv.DictReader(open(out_dir / "experiments.csv")))
+    rows = read_results(out_dir)
     console.print(
         f"\n[bold]{summary['answer']['sentence']}[/] (probe: ~{approx(one)} records/s on 1 core, "
         f"~{approx(two)} on 2; {len(rows)} experiments in {time.monotonic() - t0:.0f} s).",
         soft_wrap=True,
     )
     for r in rows:
-        word = "PASS" if r["passed"] == "True" else "FAIL"
         console.print(
-            f"  {float(r['load']):,.0f} records/s on {r['resources']} core"
-            f"{'s' if r['resources'] != '1' else ''}: {word}, lag trend "
-            f"{float(r['lag_slope']):,.0f} records/s (limit {float(r['lag_limit']):,.0f})"
+            f"  {r.load:,.0f} records/s on {r.resources} core{'s' if r.resources != 1 else ''}: "
+            f"{'PASS' if r.passed else 'FAIL'}, lag trend {r.lag_slope:,.0f} records/s (limit {r.lag_limit:,.0f})"
         )
     console.print(f"report: {summary['report']}", highlight=False, soft_wrap=True)
     return summary
@@ -231,7 +231,7 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
             warm_at = None  # the clock starts once the cold first micro-batch is done
             while query.isActive and (warm_at is None or time.monotonic() - warm_at < seconds + 8):
                 if warm_at is None and time.monotonic() - t0 > 180:
-                    raise RuntimeError("the first micro-batch did not finish within 180 s")
+                    raise SparkError("the first micro-batch did not finish within 180 s")
                 time.sleep(0.5)
                 for p in query.recentProgress:
                     if p["batchId"] in seen:
@@ -256,7 +256,7 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
                 if warm_at is not None and time.monotonic() - warm_at >= seconds:
                     break
             if query.exception():
-                raise RuntimeError(query.exception())
+                raise SparkError(str(query.exception()))
         finally:
             if query is not None:
                 query.stop()

@@ -5,11 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from streamscale.errors import StreamscaleError
-
-
-class WaitTimeout(StreamscaleError, TimeoutError):
-    """The condition did not hold in time (a clear one-line error on the command line)."""
+from streamscale.errors import WaitTimeout
 
 
 def wait_for(cond: Callable[[], bool], timeout: float, what: str, interval: float = 0.1) -> None:

@@ -19,11 +19,9 @@ import heapq
 import math
 from collections.abc import Callable, Mapping
 
+from streamscale.errors import CapacityError  # noqa: F401 - raised here, imported from here by users
+
 Assignment = dict[int, int]  # partition -> consumer
-
-
-class CapacityError(ValueError):
-    """A partition is faster than one consumer can read: no assignment can respect capacity."""
 
 
 class _Bins:

@@ -373,7 +373,7 @@ def _html(spec: ReproduceSpec, table: list[dict], variants: list[dict], out_dir:
 
     import yaml
 
-    from streamscale.observe.report import html_table, img_tag, page_head, page_tail
+    from streamscale.observe.html import html_table, img_tag, page_head, page_tail
 
     def detailed(rows: list[dict]) -> list[dict]:
         return [{c: r[c] for c in DETAILS} for r in rows]

@@ -24,7 +24,7 @@ def _thousands(ax_axis) -> None:
 
 
 def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None, axes: Axes | None = None) -> Path:
-    """The lag, the points the trend was fitted through, that trend (streamscale.execution.metrics:
+    """The lag, the points the trend was fitted through, that trend (streamscale.experiment.slo:
     the one place the trend is computed; nothing is refitted here) and the steepest trend the SLO
     allows, drawn from the same starting point."""
     axes = axes or Axes()

@@ -48,8 +48,8 @@ def probe_capacity(
     confine: bool = True,
 ) -> list[Probe]:
     """One ``Probe`` per core count, all reading the same backlog (each from the beginning)."""
-    from streamscale.execution.cpus import confine_spark, release_spark
-    from streamscale.execution.sut import warm_up_workers
+    from streamscale.experiment.cpus import confine_spark, release_spark
+    from streamscale.experiment.sut import warm_up_workers
     from streamscale.pipelines import make_pipeline
     from streamscale.sparkio.session import build_session
 

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from streamscale.broker.connection import KafkaSection
 from streamscale.errors import ConfigError
 from streamscale.specs import StrictModel, read_yaml, validate
 
@@ -126,6 +127,13 @@ class Spec(_Model):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     benchmark: BenchmarkSpec
     execution: ExecutionSpec
+    kafka: KafkaSection = Field(default_factory=KafkaSection)
+
+    def kafka_section(self) -> dict:
+        """The spec's Kafka connection section (execution.bootstrap_servers is the older place)."""
+        section = self.kafka.model_dump()
+        section["bootstrap_servers"] = self.kafka.bootstrap_servers or self.execution.bootstrap_servers
+        return section
 
     @model_validator(mode="after")
     def _load_type_fits(self):

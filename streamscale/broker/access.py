@@ -38,34 +38,18 @@ import time
 import uuid
 from collections.abc import Iterable
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
-from streamscale.errors import ConfigError, StreamscaleError, UnsupportedByBroker
+from streamscale.broker.connection import KafkaConnection
+from streamscale.errors import (
+    BrokerUnreachable,
+    ConfigError,
+    KafkaClientError,
+    TopicNotFound,
+    UnsupportedByBroker,
+)
 from streamscale.waiting import wait_for
-
-
-class TopicNotFound(StreamscaleError):
-    pass
-
-
-def reader_config(bootstrap: str, group: str, **extra) -> dict:
-    """librdkafka settings for a consumer that reads in short cycles or bounded ranges.
-
-    The embedded broker holds a fetch for the whole fetch.wait.max.ms even when data is there, and
-    librdkafka pauses a full prefetch queue for fetch.queue.backoff.ms (1 s by default): both are
-    kept low. Offsets are never auto-committed and reading never creates a topic.
-    """
-    return {
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "enable.auto.commit": False,
-        "allow.auto.create.topics": False,
-        "fetch.wait.max.ms": 5,
-        "fetch.queue.backoff.ms": 5,
-        **extra,
-    }
-
 
 _OFFSET_INVALID = -1001
 
@@ -84,22 +68,13 @@ def connect_timeout() -> float:
     return value
 
 
-class BrokerUnreachable(StreamscaleError):
-    pass
-
-
-def ensure_reachable(bootstrap: str, timeout: float | None = None, client_config: dict | None = None) -> None:
+def ensure_reachable(target: KafkaConnection | str, timeout: float | None = None) -> None:
     """One metadata request, answered within ``timeout``, or one clear error (librdkafka's own
     connection complaints are silenced: they would be hundreds of lines for one fact)."""
+    conn = KafkaConnection.of(target)
+    bootstrap = conn.bootstrap
     timeout = connect_timeout() if timeout is None else timeout
-    admin = AdminClient(
-        {
-            "bootstrap.servers": bootstrap,
-            **(client_config or {}),
-            "log_level": 0,
-            "socket.connection.setup.timeout.ms": max(1000, int(timeout * 1000)),
-        }
-    )
+    admin = conn.admin({"log_level": 0, "socket.connection.setup.timeout.ms": max(1000, int(timeout * 1000))})
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException as exc:
@@ -126,11 +101,11 @@ def check_topic_name(name: str, what: str = "topic") -> str:
 
 
 class BrokerAccess:
-    def __init__(self, bootstrap: str, client_config: dict | None = None, timeout: float = 15.0):
-        self.bootstrap = bootstrap
-        self.client_config = dict(client_config or {})
+    def __init__(self, target: KafkaConnection | str, client_config: dict | None = None, timeout: float = 15.0):
+        self.connection = KafkaConnection.of(target, client_config)
+        self.bootstrap = self.connection.bootstrap
         self.timeout = timeout
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, **self.client_config})
+        self.admin = self.connection.admin()
 
     # -- topics ---------------------------------------------------------------------------
     def topics(self) -> dict[str, int]:
@@ -178,8 +153,8 @@ class BrokerAccess:
                 if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                     if exist_ok:
                         continue
-                    raise StreamscaleError(f"topic '{name}' already exists") from exc
-                raise StreamscaleError(f"could not create topic '{name}': {err.str()}") from exc
+                    raise ConfigError(f"topic '{name}' already exists") from exc
+                raise KafkaClientError(f"could not create topic '{name}': {err.str()}") from exc
         self._await(
             lambda: all(self.topics().get(t) == p for t, p in topics.items()), f"topics {sorted(topics)} to appear"
         )
@@ -197,7 +172,7 @@ class BrokerAccess:
                 fut.result()
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    raise StreamscaleError(f"could not delete topic '{name}': {exc.args[0].str()}") from exc
+                    raise KafkaClientError(f"could not delete topic '{name}': {exc.args[0].str()}") from exc
         self._await(lambda: not set(names) & set(self.topics()), f"topics {names} to disappear")
 
     def create_partitions(self, topic: str, total: int) -> None:
@@ -210,7 +185,7 @@ class BrokerAccess:
                     f"the broker at {self.bootstrap} does not support CreatePartitions: "
                     f"create the topic with {total} partitions instead"
                 ) from exc
-            raise StreamscaleError(f"could not add partitions to '{topic}': {exc.args[0].str()}") from exc
+            raise KafkaClientError(f"could not add partitions to '{topic}': {exc.args[0].str()}") from exc
 
     @staticmethod
     def supports_log_dirs() -> bool:
@@ -258,11 +233,9 @@ class BrokerAccess:
         listed = self._list_offsets(topic, parts, OffsetSpec.latest(), isolation)
         return self._fetch_watermarks(topic, listed, isolation)
 
-    def _probe(self, isolation: str, **extra) -> Consumer:
-        return Consumer(
+    def _probe(self, isolation: str, **extra):
+        return self.connection.consumer(
             {
-                "bootstrap.servers": self.bootstrap,
-                **self.client_config,
                 "group.id": f"streamscale-probe-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
@@ -315,7 +288,7 @@ class BrokerAccess:
                 for msg in probe.consume(num_messages=len(pending) * 4, timeout=0.2):
                     err = msg.error()
                     if err is not None and err.code() not in (KafkaError._PARTITION_EOF, *tolerated):
-                        raise StreamscaleError(f"fetching '{topic}' [{msg.partition()}]: {err.str()}")
+                        raise KafkaClientError(f"fetching '{topic}' [{msg.partition()}]: {err.str()}")
                     p = msg.partition()
                     if p in pending:
                         value = answer(probe, p, msg)
@@ -325,7 +298,7 @@ class BrokerAccess:
         finally:
             probe.close()  # see the module notes: a probe that outlives a topic deletion crashes
         if pending:
-            raise StreamscaleError(
+            raise KafkaClientError(
                 f"no fetch response for '{topic}' partitions {sorted(pending)} within {self.timeout} s; "
                 f"refusing to guess {what}"
             )

@@ -20,13 +20,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from streamscale.errors import StreamscaleError
+from streamscale.broker.connection import BOOTSTRAP_ENV, KafkaConnection
+from streamscale.errors import BrokerError
 from streamscale.ports import free_port, port_in_use, port_open
 from streamscale.processes import die_with_parent
-
-
-class BrokerError(StreamscaleError):
-    """The embedded broker could not be started, found or stopped."""
 
 
 def resolve_tansu_binary() -> str:
@@ -44,7 +41,6 @@ def wait_until_ready(
     bootstrap: str, timeout: float = 30.0, proc: subprocess.Popen | None = None, log_path: Path | None = None
 ) -> None:
     """Block until the broker answers a metadata request (or raise)."""
-    from confluent_kafka.admin import AdminClient
 
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     deadline = time.monotonic() + timeout
@@ -54,7 +50,7 @@ def wait_until_ready(
             raise BrokerError(f"broker exited with code {proc.returncode} during start-up{tail}")
         if port_open(host, int(port)):
             try:
-                admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000})
+                admin = KafkaConnection(bootstrap).admin({"socket.timeout.ms": 2000})
                 admin.list_topics(timeout=2)
                 return
             except Exception:  # noqa: BLE001 - keep polling until the deadline
@@ -302,33 +298,47 @@ def _reap(pid: int) -> bool:
         return False
 
 
-def external_bootstrap(bootstrap: str | None) -> str | None:
+def external_connection(bootstrap: str | None = None, properties: dict | None = None) -> KafkaConnection | None:
     """For commands that start their own embedded broker when given none: --bootstrap-servers,
     else $STREAMSCALE_BOOTSTRAP_SERVERS (which must answer), else None (start one)."""
-    bootstrap = bootstrap or os.environ.get("STREAMSCALE_BOOTSTRAP_SERVERS") or None
-    if bootstrap:
-        from streamscale.broker.access import ensure_reachable
+    bootstrap = bootstrap or os.environ.get(BOOTSTRAP_ENV) or None
+    if not bootstrap:
+        return None
+    from streamscale.broker.access import ensure_reachable
 
-        ensure_reachable(bootstrap)
-    return bootstrap
+    conn = KafkaConnection.of(bootstrap, properties)
+    ensure_reachable(conn)
+    return conn
 
 
-def resolve_bootstrap(bootstrap: str | None) -> str:
+def resolve_connection(bootstrap: str | None = None, properties: dict | None = None) -> KafkaConnection:
     """--bootstrap-servers, else $STREAMSCALE_BOOTSTRAP_SERVERS, else the running daemon broker;
     checked to answer within $STREAMSCALE_CONNECT_TIMEOUT seconds (one clear error if not)."""
     from streamscale.broker.access import ensure_reachable
 
-    chosen = external_bootstrap(bootstrap)  # the option or the environment, checked
-    if chosen:
+    chosen = external_connection(bootstrap, properties)  # the option or the environment, checked
+    if chosen is not None:
         return chosen
     info = daemon_status()
     if info is not None:
-        ensure_reachable(info.bootstrap)
-        return info.bootstrap
+        conn = KafkaConnection.of(info.bootstrap, properties)
+        ensure_reachable(conn)
+        return conn
     raise BrokerError(
         "no broker: start the embedded one with `streamscale broker start` "
         "or pass --bootstrap-servers HOST:PORT for an external Kafka cluster"
     )
+
+
+def external_bootstrap(bootstrap: str | None) -> str | None:
+    """:func:`external_connection`'s bootstrap (the older API)."""
+    conn = external_connection(bootstrap)
+    return conn.bootstrap if conn is not None else None
+
+
+def resolve_bootstrap(bootstrap: str | None) -> str:
+    """:func:`resolve_connection`'s bootstrap (the older API)."""
+    return resolve_connection(bootstrap).bootstrap
 
 
 if __name__ == "__main__":  # pragma: no cover

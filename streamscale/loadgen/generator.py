@@ -20,9 +20,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from streamscale.errors import ConfigError, StreamscaleError
+from streamscale.broker.connection import KafkaConnection
+from streamscale.errors import ConfigError, TopicNotFound
 from streamscale.loadgen.records import Encoder, ValueDistribution, sensor_id
-from streamscale.observe import metrics
+from streamscale.observe import prometheus
 
 MAX_SENSORS = 100_000_000  # each simulated sensor is state in a worker: beyond this memory, not load, runs out
 SHORTFALL_TOLERANCE = 0.05  # achieved below 95 % of the target counts as "not reaching it"
@@ -30,7 +31,7 @@ SHORTFALL_TOLERANCE = 0.05  # achieved below 95 % of the target counts as "not r
 
 @dataclass(frozen=True)
 class GeneratorConfig:
-    bootstrap: str
+    bootstrap: KafkaConnection | str  # a connection: the user's client properties reach the workers
     topic: str = "input"
     sensors: int = 1000
     period_s: float = 1.0
@@ -62,6 +63,10 @@ class GeneratorConfig:
             raise ConfigError(f"duration must be a positive finite number of seconds, not {self.duration_s}")
         Encoder(self.encoding)
         ValueDistribution.parse(self.distribution)
+
+    @property
+    def connection(self) -> KafkaConnection:
+        return KafkaConnection.of(self.bootstrap)
 
     @property
     def target_rate(self) -> float:
@@ -113,8 +118,6 @@ def _worker(
         # a SIGKILLed parent never sets `stop`: a worker that outlives it would produce forever
         return os.getppid() != parent_pid
 
-    from confluent_kafka import Producer
-
     sensors = _worker_sensors(cfg, w)
     n = len(sensors)
     rate_w = n / cfg.period_s
@@ -137,7 +140,6 @@ def _worker(
                 err_q.put(f"worker {w}: {err.str()}")
 
     conf = {
-        "bootstrap.servers": cfg.bootstrap,
         "enable.idempotence": True,
         "acks": "all",
         "linger.ms": 20,
@@ -146,8 +148,7 @@ def _worker(
         "queue.buffering.max.kbytes": 1024 * 1024,
         "allow.auto.create.topics": False,
     }
-    conf.update(cfg.producer_config)
-    producer = Producer(conf)
+    producer = cfg.connection.producer(cfg.producer_config, defaults=conf)
     produce = producer.produce
     topic = cfg.topic
     # CLOCK_MONOTONIC is system-wide, so all workers share the parent's schedule origin t0.
@@ -252,9 +253,9 @@ class LoadGenerator:
     def start(self) -> LoadGenerator:
         from streamscale.broker.access import BrokerAccess
 
-        with BrokerAccess(self.cfg.bootstrap) as access:
+        with BrokerAccess(self.cfg.connection) as access:
             if not access.topic_exists(self.cfg.topic):
-                raise StreamscaleError(
+                raise TopicNotFound(
                     f"topic '{self.cfg.topic}' does not exist on {self.cfg.bootstrap}: "
                     "create it first (streamscale topic create)"
                 )
@@ -299,9 +300,9 @@ class LoadGenerator:
             rate = (n - last_n) / (t - last_t) if t > last_t else 0.0
             self._per_second.append(rate)
             last_n, last_t = n, t
-            metrics.generated_total.set(n)
-            metrics.generated_rate.set(rate)
-            metrics.generated_target.set(self.cfg.target_rate)
+            prometheus.generated_total.set(n)
+            prometheus.generated_rate.set(rate)
+            prometheus.generated_target.set(self.cfg.target_rate)
             if self.on_second:
                 self.on_second(
                     {

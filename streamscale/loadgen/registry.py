@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
 from streamscale.loadgen.records import sensor_id
 
@@ -132,16 +133,13 @@ class SensorRegistry:
 
     def publish(self, bootstrap: str, topic: str = REGISTRY_TOPIC) -> None:
         """Write the registry as one record (key ``sensor-registry``) for pipelines to read."""
-        from confluent_kafka import Producer
 
         from streamscale.broker.access import BrokerAccess
 
         with BrokerAccess(bootstrap) as access:
             access.create_topic(topic, 1, exist_ok=True)
         errors: list[str] = []
-        p = Producer(
-            {"bootstrap.servers": bootstrap, "enable.idempotence": True, "message.max.bytes": 64 * 1024 * 1024}
-        )
+        p = KafkaConnection.of(bootstrap).producer({"enable.idempotence": True, "message.max.bytes": 64 * 1024 * 1024})
         p.produce(
             topic,
             key=REGISTRY_KEY,

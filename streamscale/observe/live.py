@@ -11,7 +11,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from streamscale.observe import metrics
+from streamscale.observe import prometheus
 
 
 class LiveState:
@@ -36,7 +36,7 @@ class LiveState:
 
     def snapshot(self) -> dict:
         def value(name: str) -> float | None:
-            return metrics.REGISTRY.get_sample_value(name)
+            return prometheus.REGISTRY.get_sample_value(name)
 
         with self._lock:
             return {

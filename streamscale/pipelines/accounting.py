@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 
+from streamscale.broker.connection import KafkaConnection
 from streamscale.sparkio.kafka import WATERMARK_FIELD
 
 ACCOUNTING_OBSERVATION = "late"
@@ -97,13 +98,12 @@ def flush_record(timestamp_ms: int = FLUSH_TIMESTAMP_MS) -> bytes:
     return json.dumps({"identifier": FLUSH_SENSOR, "timestamp": int(timestamp_ms), "valueInW": 0.0}).encode()
 
 
-def flush_input(bootstrap: str, topic: str, timestamp_ms: int = FLUSH_TIMESTAMP_MS) -> None:
+def flush_input(bootstrap: KafkaConnection | str, topic: str, timestamp_ms: int = FLUSH_TIMESTAMP_MS) -> None:
     """Mark the end of a bounded input: the next run of a windowed pipeline over ``topic`` closes
     (and in final mode emits) every window up to ``timestamp_ms`` minus the lateness. Records
     written after the marker with older timestamps are then late."""
-    from confluent_kafka import Producer
 
     from streamscale.sparkio.kafka import produce_all
 
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    p = KafkaConnection.of(bootstrap).producer({"enable.idempotence": True})
     produce_all(p, topic, [(FLUSH_SENSOR.encode(), flush_record(timestamp_ms), None, None, None)], timeout=30)

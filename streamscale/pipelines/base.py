@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
-from streamscale.errors import ConfigError
+from streamscale.broker.connection import KafkaConnection
+from streamscale.errors import ConfigError, SparkError, WaitTimeout
 from streamscale.sparkio.io import read_records
 
 MIN_EVENT_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: Spark's timestamp range, in epoch ms
@@ -193,7 +194,7 @@ class PipelineRun:
         # what StreamingQuery.explain() prints, as a string; known once a batch has run
         plan = self.main_query._jsq.explainInternal(False)
         if "No physical plan" in plan:
-            raise RuntimeError("no batch has run yet: the physical plan is known after the first")
+            raise SparkError("no batch has run yet: the physical plan is known after the first")
         return plan
 
     def exception(self):
@@ -208,7 +209,7 @@ class PipelineRun:
         for q in self.queries:
             q.awaitTermination(max(1.0, deadline - time.monotonic()))
             if q.isActive:
-                raise TimeoutError(f"{self.name}: query still running after {timeout} s")
+                raise WaitTimeout(f"{self.name}: query still running after {timeout} s")
         self.poll()
         if self.writer is not None:
             self.writer.close()
@@ -254,7 +255,7 @@ class Pipeline(ABC):
     def read(
         self,
         spark,
-        bootstrap: str,
+        bootstrap: KafkaConnection | str,
         input_topic: str,
         starting_offsets: str,
         commit_group: str | None,
@@ -320,7 +321,7 @@ class Pipeline(ABC):
     def finish(
         self,
         spark,
-        bootstrap: str,
+        bootstrap: KafkaConnection | str,
         input_topic: str,
         output_topic: str,
         checkpoint: str,
@@ -348,7 +349,7 @@ class Pipeline(ABC):
     def start(
         self,
         spark,
-        bootstrap: str,
+        bootstrap: KafkaConnection | str,
         input_topic: str = "input",
         output_topic: str = "output",
         checkpoint: str | None = None,

@@ -23,8 +23,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from streamscale.broker.connection import KafkaConnection
+
 # Output latency buckets (ms): rows at or below each edge are counted per batch, so a run's
-# percentile is exact at this resolution (streamscale.execution.metrics.latency_percentile_ms)
+# percentile is exact at this resolution (streamscale.experiment.slo.latency_percentile_ms)
 LATENCY_EDGES_MS = tuple(2 ** (k / 4) for k in range(100))  # 1 ms ... 7.9 h, steps of 19 %
 
 
@@ -63,7 +65,7 @@ def _cumulative(buckets) -> list[int] | None:
 class WindowedOutput:
     def __init__(
         self,
-        bootstrap: str,
+        bootstrap: KafkaConnection | str,
         topic: str,
         key_cols: list[str],
         value_cols: list[str],

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import model_validator
 
+from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
 from streamscale.pipelines.base import Pipeline, PipelineParams, PipelineRun
 
@@ -119,7 +120,7 @@ class UC1(Pipeline):
     def start(
         self,
         spark,
-        bootstrap: str,
+        bootstrap: KafkaConnection | str,
         input_topic: str = "input",
         output_topic: str = "output",
         checkpoint: str | None = None,

@@ -14,13 +14,13 @@ import shutil
 import subprocess
 import uuid
 
-from streamscale.errors import ConfigError
+from streamscale.errors import ConfigError, ReliabilityError
 
 
 def _run(*cmd: str) -> None:
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        raise RuntimeError(f"`{' '.join(cmd)}` failed: {(r.stderr or r.stdout).strip()}")
+        raise ReliabilityError(f"`{' '.join(cmd)}` failed: {(r.stderr or r.stdout).strip()}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -36,7 +36,7 @@ def netem_available() -> tuple[bool, str]:
         link.create()
         link.set(delay_ms=1, loss_pct=0)
         return True, "tc netem works"
-    except RuntimeError as exc:
+    except ReliabilityError as exc:
         reason = str(exc)
         if "qdisc kind is unknown" in reason:
             reason = "the kernel has no netem qdisc (module sch_netem missing): " + reason

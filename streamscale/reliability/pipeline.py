@@ -10,6 +10,7 @@ and beta shows how much the kill cost; the test asserts exactly that.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -20,7 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from streamscale.broker.access import BrokerAccess
-from streamscale.errors import StreamscaleError
+from streamscale.broker.connection import KafkaConnection
+from streamscale.errors import ReliabilityError
 from streamscale.reliability.tester import account, make_value, receive
 
 
@@ -44,6 +46,7 @@ class PipelineResult:
 def _spark_job(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="UC1-style pass-through query (reliability end to end)")
     ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--kafka-properties", default="{}", help="the user's Kafka client properties (JSON)")
     ap.add_argument("--input", required=True)
     ap.add_argument("--output", required=True)
     ap.add_argument("--checkpoint", required=True)
@@ -55,9 +58,10 @@ def _spark_job(argv: list[str] | None = None) -> int:
     from streamscale.sparkio.session import build_session
 
     spark = build_session(a.master, "streamscale-reliability-pipeline", shuffle_partitions=1)
-    df = read_kafka(spark, a.bootstrap, a.input, starting_offsets="earliest", max_offsets_per_trigger=a.max_offsets)
+    conn = KafkaConnection.of(a.bootstrap, json.loads(a.kafka_properties))
+    df = read_kafka(spark, conn, a.input, starting_offsets="earliest", max_offsets_per_trigger=a.max_offsets)
     trigger = {"availableNow": True} if a.available_now else {"processingTime": "200 milliseconds"}
-    q = write_kafka(df.select("key", "value"), a.bootstrap, a.output, a.checkpoint, trigger=trigger)
+    q = write_kafka(df.select("key", "value"), conn, a.output, a.checkpoint, trigger=trigger)
     q.awaitTermination()
     spark.stop()
     return 0
@@ -87,7 +91,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def run_pipeline_trial(
-    bootstrap: str,
+    bootstrap: KafkaConnection | str,
     work_dir: Path,
     n: int = 20_000,
     size: int = 100,
@@ -97,16 +101,15 @@ def run_pipeline_trial(
     timeout_s: float = 300,
     topics_out: list[str] | None = None,
 ) -> PipelineResult:
-    from confluent_kafka import Producer
-
+    conn = KafkaConnection.of(bootstrap)
     work_dir.mkdir(parents=True, exist_ok=True)
     tag = uuid.uuid4().hex[:8]
     src, dst = f"trak-in-{tag}", f"trak-out-{tag}"
     if topics_out is not None:
         topics_out.extend([src, dst])
-    with BrokerAccess(bootstrap) as access:
+    with BrokerAccess(conn) as access:
         access.create_topics({src: partitions, dst: partitions})
-        p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+        p = conn.producer({"enable.idempotence": True, "linger.ms": 5})
         for i in range(n):
             while True:
                 try:
@@ -115,10 +118,12 @@ def run_pipeline_trial(
                 except BufferError:
                     p.poll(0.01)
         if p.flush(60) != 0:
-            raise StreamscaleError("could not write the input records")
+            raise ReliabilityError("could not write the input records")
         args = [
             "--bootstrap",
-            bootstrap,
+            conn.bootstrap,
+            "--kafka-properties",
+            json.dumps(dict(conn.properties)),
             "--input",
             src,
             "--output",
@@ -137,9 +142,9 @@ def run_pipeline_trial(
         try:
             while written < kill_at_fraction * n:
                 if proc.poll() is not None:
-                    raise StreamscaleError(f"the pipeline exited early (code {proc.returncode}); see {log}")
+                    raise ReliabilityError(f"the pipeline exited early (code {proc.returncode}); see {log}")
                 if time.monotonic() - t0 > timeout_s:
-                    raise StreamscaleError(f"the pipeline wrote only {written} of {n} records in {timeout_s} s")
+                    raise ReliabilityError(f"the pipeline wrote only {written} of {n} records in {timeout_s} s")
                 time.sleep(0.2)  # polling the output's end offsets, not waiting blindly
                 written = sum(access.end_offsets(dst).values())
         finally:
@@ -152,11 +157,11 @@ def run_pipeline_trial(
             proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            raise StreamscaleError(f"the restarted pipeline did not finish within {timeout_s} s; see {log}") from None
+            raise ReliabilityError(f"the restarted pipeline did not finish within {timeout_s} s; see {log}") from None
         if proc.returncode != 0:
-            raise StreamscaleError(f"the restarted pipeline failed (code {proc.returncode}); see {log}")
+            raise ReliabilityError(f"the restarted pipeline failed (code {proc.returncode}); see {log}")
         restart = time.monotonic() - t1
-    ids = receive(bootstrap, dst, "read_uncommitted", timeout_s)
+    ids = receive(conn, dst, "read_uncommitted", timeout_s)
     m, distinct, lost, dup = account(ids, n)
     return PipelineResult(n, m, distinct, lost, dup, lost / n, dup / n, at_kill, first, restart)
 

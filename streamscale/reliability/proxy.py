@@ -34,6 +34,8 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
+from streamscale.errors import ReliabilityError
+
 
 @dataclass
 class ProxyFaults:
@@ -231,14 +233,14 @@ class FaultProxy:
         )
         kind, _ = self._read(30)
         if kind != "ready":
-            raise RuntimeError(f"fault proxy failed to start: {kind}")
+            raise ReliabilityError(f"fault proxy failed to start: {kind}")
         return self
 
     def _read(self, timeout: float):
         ready, _, _ = select.select([self._proc.stdout], [], [], timeout)
         line = self._proc.stdout.readline() if ready else ""
         if not line:
-            raise RuntimeError(f"fault proxy did not answer (exit code {self._proc.poll()})")
+            raise ReliabilityError(f"fault proxy did not answer (exit code {self._proc.poll()})")
         return json.loads(line)
 
     def _call(self, cmd: str, arg=None):
@@ -263,7 +265,7 @@ class FaultProxy:
         if self._proc.poll() is None:
             try:
                 self._call("stop")
-            except (RuntimeError, OSError, ValueError):
+            except (ReliabilityError, OSError, ValueError):
                 pass
             try:
                 self._proc.wait(5)

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from streamscale.broker.connection import KafkaSection
 from streamscale.specs import StrictModel, read_yaml, validate
 
 SEMANTICS = ("at-most-once", "at-least-once", "exactly-once")
@@ -118,6 +119,7 @@ class ReliabilitySpec(_Model):
     transaction_messages: int = Field(10_000, ge=1, description="messages per transaction (exactly-once)")
     receive_timeout_s: float = Field(60, gt=0, description="longest wait for the receiver to drain")
     send_timeout_s: float = Field(300, gt=0, description="producer message.timeout.ms, in seconds")
+    kafka: KafkaSection = Field(default_factory=KafkaSection)
 
     @model_validator(mode="after")
     def _sizes(self):

@@ -20,14 +20,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Producer, TopicPartition
 
-from streamscale.broker.access import BrokerAccess, reader_config
-from streamscale.broker.embedded import EmbeddedBroker
-from streamscale.observe import metrics
-from streamscale.ports import free_port
-from streamscale.reliability.proxy import FaultProxy
-from streamscale.reliability.spec import BrokerRestart, NetemFault, NoFault, ProxyFault
+from streamscale.broker.access import BrokerAccess
+from streamscale.broker.connection import KafkaConnection
+from streamscale.errors import KafkaClientError, WaitTimeout
+from streamscale.observe import prometheus
+from streamscale.reliability.spec import BrokerRestart, ProxyFault
+from streamscale.reliability.testbeds import Testbed
 
 log = logging.getLogger("streamscale.reliability")
 
@@ -95,125 +95,13 @@ def make_value(i: int, size: int) -> bytes:
     return f"{i:0{ID_DIGITS}d}".encode().ljust(size, b".")
 
 
-# -- testbeds ----------------------------------------------------------------------------------
-
-
-class Testbed:
-    """Where the clients connect and how faults are applied."""
-
-    bootstrap: str
-    can_restart = False
-
-    def apply(self, fault) -> None: ...
-    def set_cut(self, on: bool) -> None: ...
-    def clear(self) -> None: ...
-    def restart_broker(self) -> None:
-        raise NotImplementedError
-
-    def proxy_resets(self) -> int:
-        return 0
-
-    def close(self) -> None: ...
-
-
-class ExternalTestbed(Testbed):
-    def __init__(self, bootstrap: str):
-        self.bootstrap = bootstrap
-
-    def apply(self, fault) -> None:
-        if not isinstance(fault, NoFault):
-            raise RuntimeError("unreachable: faults on an external cluster are rejected up front")
-
-
-class ProxyTestbed(Testbed):
-    """Embedded broker that advertises a fault proxy's address: every client byte passes the proxy."""
-
-    can_restart = True
-
-    def __init__(self, log_dir=None, seed: int | None = None):
-        self.proxy_port = free_port()
-        self.broker = EmbeddedBroker(advertised_port=self.proxy_port, log_dir=log_dir).start()
-        try:
-            self.proxy = FaultProxy(self.proxy_port, self.broker.bootstrap, seed=seed).start()
-        except BaseException:
-            self.broker.stop()
-            raise
-        self.bootstrap = self.proxy.address
-        self._faults: dict = {}
-
-    def apply(self, fault) -> None:
-        if isinstance(fault, ProxyFault):
-            self._faults = {
-                "delay_ms": fault.delay_ms,
-                "jitter_ms": fault.jitter_ms,
-                "reset_pct": fault.reset_pct,
-                "drop_pct": fault.drop_pct,
-            }
-        else:
-            self._faults = {}
-        self.proxy.set(**self._faults)
-
-    def set_cut(self, on: bool) -> None:
-        self.proxy.set(**self._faults, cut=on)
-
-    def clear(self) -> None:
-        self._faults = {}
-        self.proxy.clear()
-
-    def restart_broker(self) -> None:
-        self.broker.restart()
-
-    def proxy_resets(self) -> int:
-        return int(self.proxy.stats()["resets"])
-
-    def close(self) -> None:
-        self.proxy.stop()
-        self.broker.stop()
-
-
-class NetemTestbed(Testbed):
-    """Embedded broker in its own network namespace; tc netem delays/drops packets on the veth pair."""
-
-    can_restart = True
-
-    def __init__(self, log_dir=None):
-        from streamscale.reliability.netem import NetemLink, require_netem
-
-        require_netem()
-        self.link = NetemLink().create()
-        try:
-            self.broker = EmbeddedBroker(
-                host=self.link.peer_ip, netns=self.link.netns, log_dir=log_dir, port=9092
-            ).start()
-        except BaseException:
-            self.link.destroy()
-            raise
-        self.bootstrap = self.broker.bootstrap
-
-    def apply(self, fault) -> None:
-        if isinstance(fault, NetemFault):
-            self.link.set(fault.delay_ms, fault.loss_pct, fault.jitter_ms)
-        else:
-            self.link.clear()
-
-    def clear(self) -> None:
-        self.link.clear()
-
-    def restart_broker(self) -> None:
-        self.broker.restart()
-
-    def close(self) -> None:
-        self.broker.stop()
-        self.link.destroy()
-
-
 # -- sending and receiving ---------------------------------------------------------------------
 
 
 class _Sender:
     def __init__(
         self,
-        bootstrap: str,
+        connection: KafkaConnection,
         topic: str,
         semantics: str,
         n: int,
@@ -222,7 +110,7 @@ class _Sender:
         txn_messages: int,
         timeout_s: float,
     ):
-        self.bootstrap, self.topic, self.semantics = bootstrap, topic, semantics
+        self.connection, self.topic, self.semantics = connection, topic, semantics
         self.n, self.size, self.rate, self.txn_messages = n, size, rate, txn_messages
         self.timeout_s = timeout_s
         self.acked = np.zeros(n, dtype=bool)
@@ -231,7 +119,6 @@ class _Sender:
 
     def _producer(self) -> Producer:
         conf = {
-            "bootstrap.servers": self.bootstrap,
             "linger.ms": 5,
             "batch.num.messages": 10_000,
             "queue.buffering.max.messages": 500_000,
@@ -243,7 +130,7 @@ class _Sender:
         if self.semantics == "exactly-once":
             conf["transactional.id"] = f"trak-{uuid.uuid4().hex[:10]}"
             conf["transaction.timeout.ms"] = max(60_000, int(self.timeout_s * 1000))
-        return Producer(conf)
+        return self.connection.producer(conf)
 
     def _on_delivery(self, err, msg) -> None:
         if err is None:
@@ -254,7 +141,7 @@ class _Sender:
 
     def _produce(self, p: Producer, i: int) -> None:
         if i % 10_000 == 0:
-            metrics.rel_sent.labels(self.semantics).inc(min(10_000, self.n - i))
+            prometheus.rel_sent.labels(self.semantics).inc(min(10_000, self.n - i))
         value = make_value(i, self.size)
         while True:
             try:
@@ -308,7 +195,7 @@ class _Sender:
                 err = exc.args[0]
                 self.errors[err.name()] += 1
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"exactly-once sending made no progress: {err.str()}") from exc
+                    raise KafkaClientError(f"exactly-once sending made no progress: {err.str()}") from exc
                 if err.fatal():  # e.g. fenced after a broker restart: a new producer session
                     p = self._transactional_session()
                 else:
@@ -330,13 +217,14 @@ class _Sender:
                 raise
 
 
-def receive(bootstrap: str, topic: str, isolation: str, timeout_s: float) -> np.ndarray:
+def receive(bootstrap: KafkaConnection | str, topic: str, isolation: str, timeout_s: float) -> np.ndarray:
     """Every id in the topic (read from the start up to the end offsets, at ``isolation``)."""
-    with BrokerAccess(bootstrap) as access:
+    conn = KafkaConnection.of(bootstrap)
+    with BrokerAccess(conn) as access:
         ends = access.end_offsets(topic, isolation)
-    c = Consumer(
-        reader_config(
-            bootstrap, f"trak-{uuid.uuid4().hex[:8]}", **{"isolation.level": isolation, "enable.partition.eof": True}
+    c = conn.consumer(
+        conn.reader_settings(
+            f"trak-{uuid.uuid4().hex[:8]}", **{"isolation.level": isolation, "enable.partition.eof": True}
         )
     )
     ids: list[int] = []
@@ -346,7 +234,7 @@ def receive(bootstrap: str, topic: str, isolation: str, timeout_s: float) -> np.
         deadline = time.monotonic() + timeout_s
         while pending:
             if time.monotonic() > deadline:
-                raise TimeoutError(
+                raise WaitTimeout(
                     f"receiver did not reach the end of {topic} partitions {sorted(pending)} within {timeout_s} s"
                 )
             eofs = False
@@ -356,7 +244,7 @@ def receive(bootstrap: str, topic: str, isolation: str, timeout_s: float) -> np.
                     if err.code() == KafkaError._PARTITION_EOF:
                         eofs = True
                         continue
-                    raise RuntimeError(f"receiving {topic}: {err.str()}")
+                    raise KafkaClientError(f"receiving {topic}: {err.str()}")
                 v = m.value()
                 try:
                     ids.append(int(v[:ID_DIGITS]))
@@ -384,7 +272,7 @@ def run_trial(
     receive_timeout_s: float = 60,
 ) -> TrialResult:
     topic = f"trak-{uuid.uuid4().hex[:10]}"
-    access = BrokerAccess(testbed.bootstrap)
+    access = BrokerAccess(testbed.connection)
     access.create_topic(topic, partitions)
     result = TrialResult(
         semantics,
@@ -396,7 +284,7 @@ def run_trial(
         delay_ms=float(getattr(fault, "delay_ms", 0.0)),
         loss_pct=float(getattr(fault, "reset_pct", getattr(fault, "loss_pct", 0.0))),
     )
-    sender = _Sender(testbed.bootstrap, topic, semantics, n, size, rate, txn_messages, send_timeout_s)
+    sender = _Sender(testbed.connection, topic, semantics, n, size, rate, txn_messages, send_timeout_s)
     resets_before = testbed.proxy_resets()
     # the fault timeline runs in this (main) thread and the sender in a worker thread: a broker
     # restart must happen in the main thread (see EmbeddedBroker._spawn)
@@ -411,7 +299,7 @@ def run_trial(
         def restart() -> None:
             testbed.restart_broker()
             result.broker_restarted = True
-            with BrokerAccess(testbed.bootstrap) as a:
+            with BrokerAccess(testbed.connection) as a:
                 a.create_topic(topic, partitions, exist_ok=True)
 
         events.append((fault.at_s, restart))
@@ -442,15 +330,15 @@ def run_trial(
     result.proxy_resets = testbed.proxy_resets() - resets_before
     t1 = time.monotonic()
     isolation = "read_committed" if semantics == "exactly-once" else "read_uncommitted"
-    ids = receive(testbed.bootstrap, topic, isolation, receive_timeout_s)
+    ids = receive(testbed.connection, topic, isolation, receive_timeout_s)
     result.receive_s = time.monotonic() - t1
     access.delete_topics([topic])  # all clients of the topic are closed (see broker.access)
     access.close()
     result.M, result.distinct, result.lost, result.duplicated = account(ids, n)
     result.alpha, result.beta = result.lost / n, result.duplicated / n
-    metrics.rel_received.labels(semantics).inc(result.M)
-    metrics.rel_lost.labels(semantics).inc(result.lost)
-    metrics.rel_duplicated.labels(semantics).inc(result.duplicated)
+    prometheus.rel_received.labels(semantics).inc(result.M)
+    prometheus.rel_lost.labels(semantics).inc(result.lost)
+    prometheus.rel_duplicated.labels(semantics).inc(result.duplicated)
     result.acked = int(sender.acked.sum())
     received = np.zeros(n, dtype=bool)
     valid = ids[(ids >= 0) & (ids < n)]

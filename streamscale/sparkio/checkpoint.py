@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 
-from streamscale.errors import StreamscaleError
+from streamscale.errors import SparkError
 
 
 def _fs(checkpoint: str):
@@ -41,7 +41,7 @@ def batch_metadata(checkpoint: str, batch_id: int) -> dict:
     try:
         lines = _lines(filesystem, f"{root}/offsets/{batch_id}")
     except (FileNotFoundError, OSError) as e:
-        raise StreamscaleError(f"checkpoint {checkpoint}: no offsets for batch {batch_id} ({e})") from None
+        raise SparkError(f"checkpoint {checkpoint}: no offsets for batch {batch_id} ({e})") from None
     return json.loads(lines[1])
 
 
@@ -60,7 +60,7 @@ def watermark_for_offsets(checkpoint: str, end: dict) -> int:
     try:
         infos = filesystem.get_file_info(fs.FileSelector(f"{root}/offsets", allow_not_found=True))
     except OSError as e:
-        raise StreamscaleError(f"checkpoint {checkpoint}: cannot list its offsets ({e})") from None
+        raise SparkError(f"checkpoint {checkpoint}: cannot list its offsets ({e})") from None
     ids = sorted((int(i.base_name) for i in infos if i.base_name.isdigit()), reverse=True)
     want = json.loads(json.dumps(end))
     for batch_id in ids:
@@ -71,4 +71,4 @@ def watermark_for_offsets(checkpoint: str, end: dict) -> int:
                     return _watermark(json.loads(lines[1]))
             except ValueError:
                 continue  # "-": a source without offsets in this batch
-    raise StreamscaleError(f"checkpoint {checkpoint}: no batch ends at offsets {end}: is it this query's?")
+    raise SparkError(f"checkpoint {checkpoint}: no batch ends at offsets {end}: is it this query's?")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
 from streamscale.sparkio import formats
 from streamscale.sparkio.kafka import ERROR_COLUMN, FORMAT_NAME
@@ -27,21 +28,20 @@ def kafka_impl(impl: str | None = None) -> str:
 
 def read_kafka(
     spark,
-    bootstrap: str,
+    bootstrap: KafkaConnection | str,
     topic: str,
     starting_offsets: str = "latest",
     max_offsets_per_trigger: int | None = None,
     impl: str | None = None,
     options: dict | None = None,
 ):
-    """A streaming DataFrame with Spark's Kafka columns (key, value, topic, partition, offset, ...)."""
+    """A streaming DataFrame with Spark's Kafka columns (key, value, topic, partition, offset, ...).
+    ``bootstrap``: a connection (its properties become ``kafka.*`` options) or bootstrap servers."""
     impl = kafka_impl(impl)
-    reader = (
-        spark.readStream.format(FORMAT_NAME if impl == "python" else "kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", starting_offsets)
-    )
+    reader = spark.readStream.format(FORMAT_NAME if impl == "python" else "kafka")
+    for k, v in KafkaConnection.of(bootstrap).spark_options().items():
+        reader = reader.option(k, v)
+    reader = reader.option("subscribe", topic).option("startingOffsets", starting_offsets)
     if max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
     options = dict(options or {})
@@ -64,7 +64,7 @@ def _default_parallelism(spark) -> int | None:
 
 def read_records(
     spark,
-    bootstrap: str,
+    bootstrap: KafkaConnection | str,
     topic: str,
     value_ddl: str = ACTIVE_POWER_DDL,
     value_format: str = "json",
@@ -115,7 +115,7 @@ def read_records(
 
 def write_kafka(
     df,
-    bootstrap: str,
+    bootstrap: KafkaConnection | str,
     topic: str,
     checkpoint: str,
     impl: str | None = None,
@@ -131,7 +131,7 @@ def write_kafka(
     ``foreachBatch``: the same producer, the same failure semantics.
     """
     impl = kafka_impl(impl)
-    opts = {"kafka.bootstrap.servers": bootstrap, "topic": topic, **(options or {})}
+    opts = {**KafkaConnection.of(bootstrap).spark_options(), "topic": topic, **(options or {})}
     w = df.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
     if impl == "python" and output_mode == "update":
 
@@ -153,11 +153,13 @@ def write_kafka(
     return w.start()
 
 
-def write_kafka_batch(df, bootstrap: str, topic: str, impl: str | None = None, options: dict | None = None) -> None:
+def write_kafka_batch(
+    df, bootstrap: KafkaConnection | str, topic: str, impl: str | None = None, options: dict | None = None
+) -> None:
     """Write a (batch) DataFrame's ``value`` (and ``key``) columns to ``topic`` from the executors,
     e.g. one micro-batch inside ``foreachBatch``."""
     impl = kafka_impl(impl)
     w = df.write.format(FORMAT_NAME if impl == "python" else "kafka").mode("append")
-    for k, v in {"kafka.bootstrap.servers": bootstrap, "topic": topic, **(options or {})}.items():
+    for k, v in {**KafkaConnection.of(bootstrap).spark_options(), "topic": topic, **(options or {})}.items():
         w = w.option(k, str(v))
     w.save()

@@ -30,7 +30,8 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator, Sequence
 
-from streamscale.errors import StreamscaleError
+from streamscale.broker.connection import KafkaConnection
+from streamscale.errors import KafkaClientError
 
 SKIP_LIMIT = 20_000  # records per partition skipped from the queue rather than seeking
 CONSUME_BATCH = 20_000  # records asked of librdkafka per call
@@ -52,10 +53,8 @@ def group_of(index: int, groups: int) -> int:
 class GroupReader:
     """A consumer for one group of partitions, assigned partition by partition as ranges ask."""
 
-    def __init__(self, conf: dict):
-        from confluent_kafka import Consumer
-
-        self.consumer = Consumer(conf)
+    def __init__(self, conn: KafkaConnection, defaults: dict):
+        self.consumer = conn.consumer(defaults=defaults)
         self.buffers: dict[tuple[str, int], deque] = {}
         self.expect: dict[tuple[str, int], int] = {}  # next offset the queue continues with; -1 unknown
         self.last_used = time.monotonic()
@@ -179,7 +178,7 @@ class GroupReader:
                             pos[tp] = self.expect[tp] = end[tp]
                     if pending and time.monotonic() - last_progress > poll_timeout_s:
                         t, p = sorted(pending)[0]
-                        raise StreamscaleError(
+                        raise KafkaClientError(
                             f"no progress reading {t}[{p}] at offset {pos[(t, p)]} (want end {end[(t, p)]}) "
                             f"for {poll_timeout_s:.0f} s: is the broker reachable?"
                         )
@@ -198,7 +197,7 @@ class GroupReader:
                 return
             low = self.consumer.get_watermark_offsets(TopicPartition(*tp), timeout=10)[0]
             if fail_on_data_loss or low <= pos[tp]:
-                raise StreamscaleError(
+                raise KafkaClientError(
                     f"{tp[0]}[{tp[1]}]: offset {pos[tp]} is no longer on the broker (log starts at {low}): "
                     "data loss; set failOnDataLoss=false to skip ahead"
                 )
@@ -207,21 +206,19 @@ class GroupReader:
             self._position(tp, low)
             return
         where = f"{tp[0]}[{tp[1]}]" if tp else "Kafka"
-        raise StreamscaleError(f"reading {where}: {err.str()}")
+        raise KafkaClientError(f"reading {where}: {err.str()}")
 
     def close(self) -> None:
         self.consumer.close()
 
 
-def reader_conf(bootstrap: str, kafka: dict) -> dict:
-    """The short-fetch reader settings of broker.access (the one place for broker workarounds),
+def reader_conf(conn: KafkaConnection) -> dict:
+    """The short-fetch reader settings of the connection (the one place for broker workarounds),
     with the source's own: an idle reader at the log end asks again every fetch.wait.max.ms, and
     the embedded broker answers as soon as records are there, so 50 ms rather than 5 keeps idle
-    readers cheap (measured: ~0.006 of a core per reader instead of ~0.03) at ~11 ms latency."""
-    from streamscale.broker.access import reader_config
-
-    return reader_config(
-        bootstrap,
+    readers cheap (measured: ~0.006 of a core per reader instead of ~0.03) at ~11 ms latency.
+    Defaults: the source's ``kafka.*`` options (the connection's properties) override them."""
+    return conn.reader_settings(
         f"streamscale-reader-{uuid.uuid4().hex[:12]}",
         **{
             "enable.auto.offset.store": False,
@@ -230,7 +227,6 @@ def reader_conf(bootstrap: str, kafka: dict) -> dict:
             "fetch.wait.max.ms": 50,
             "max.partition.fetch.bytes": 8 * 1024 * 1024,
             "queued.max.messages.kbytes": 32 * 1024,
-            **kafka,
         },
     )
 
@@ -248,7 +244,8 @@ def group_reader(bootstrap: str, kafka: tuple[tuple[str, str], ...], group: tupl
             _close(_READERS.pop(k))
         r = _READERS.get(key)
         if r is None:
-            r = _READERS[key] = GroupReader(reader_conf(bootstrap, dict(kafka)))
+            conn = KafkaConnection(bootstrap, kafka)  # kafka.* options of Spark, checked by the source
+            r = _READERS[key] = GroupReader(conn, reader_conf(conn))
         return r
 
 

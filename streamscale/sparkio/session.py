@@ -13,13 +13,9 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from streamscale.errors import StreamscaleError
+from streamscale.errors import JavaMissing
 
 MIN_JAVA = 17
-
-
-class JavaMissing(StreamscaleError):
-    pass
 
 
 def java_version() -> int:

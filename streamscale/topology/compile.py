@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from streamscale.errors import ConfigError
 from streamscale.topology.physical import PhysicalPlan
 
 _EXCHANGE = re.compile(r"(?<![A-Za-z])(Exchange|ShuffleExchange)\s")
@@ -29,7 +30,7 @@ def compile_plan(phys: PhysicalPlan, spark, inputs: dict, shuffle_partitions: in
         parent = frames[n.parents[0].id] if n.parents else None
         if n.kind == "source":
             if n.topic not in inputs:
-                raise KeyError(f"no input DataFrame for source topic '{n.topic}'")
+                raise ConfigError(f"no input DataFrame for source topic '{n.topic}'")
             df = inputs[n.topic]
         elif n.kind == "table":
             df = n.fn(spark)

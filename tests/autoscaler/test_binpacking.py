@@ -150,7 +150,7 @@ def test_latency_model_kafka_vs_bin_packing():
 
 
 def test_evaluate_writes_tables_and_figures(tmp_path):
-    from streamscale.autoscaler.report import evaluate
+    from streamscale.autoscaler.figures import evaluate
 
     r = evaluate(tmp_path, partitions=12, measurements=30, latency_measurements=10)
     for name in [

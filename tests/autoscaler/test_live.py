@@ -15,10 +15,10 @@ import pytest
 
 from streamscale.autoscaler.live.backend import LocalProcessBackend
 from streamscale.autoscaler.live.controller import CRASH_EXIT_CODE, Controller
+from streamscale.autoscaler.live.launch import parse_bytes, run_monitor, setup
 from streamscale.autoscaler.live.load import PartitionLoad
 from streamscale.autoscaler.live.monitor import WriteSpeedMonitor
 from streamscale.autoscaler.live.protocol import LiveConfig
-from streamscale.autoscaler.live.run import parse_bytes, run_monitor, setup
 from streamscale.autoscaler.live.sink import FencingError, SQLiteSink, overlapping_readers
 from streamscale.errors import ConfigError
 from streamscale.waiting import wait_for
@@ -153,8 +153,11 @@ def _owned(cfg: LiveConfig) -> dict[str, int]:
         sink.close()
 
 
-def test_live_group_follows_load_exactly_once_and_survives_a_controller_crash(broker, live_cfg):
-    cfg = live_cfg(partitions=3)
+def test_live_group_follows_load_exactly_once_and_survives_a_controller_crash(broker, live_cfg, monkeypatch, tmp_path):
+    # also: the user's client properties reach every client of the controller and consumer processes
+    trace = tmp_path / "clients.jsonl"
+    monkeypatch.setenv("STREAMSCALE_KAFKA_TRACE", str(trace))
+    cfg = live_cfg(partitions=3, kafka_properties={"client.id": "autoscaler-probe"})
     backend = LocalProcessBackend(cfg.state_dir)
     stop_monitor = threading.Event()
     monitor = threading.Thread(target=run_monitor, args=(cfg, None, stop_monitor), daemon=True)
@@ -209,6 +212,10 @@ def test_live_group_follows_load_exactly_once_and_survives_a_controller_crash(br
         procs[1].send_signal(signal.SIGTERM)
         assert procs[1].wait(timeout=60) == 0
         assert backend.running() == []  # the controller shut the group down on exit
+        children = [c for c in map(json.loads, trace.read_text().splitlines()) if c["pid"] != os.getpid()]
+        assert all(c["properties"] == {"client.id": "autoscaler-probe"} for c in children), children
+        assert {p.pid for p in procs} <= {c["pid"] for c in children}  # both controllers
+        assert len({c["pid"] for c in children}) >= 2 + 3 and {"consumer", "producer"} <= {c["kind"] for c in children}
     finally:
         load.stop()
         stop_monitor.set()

@@ -5,7 +5,8 @@ import csv
 
 import pytest
 
-from streamscale.benchmark.runner import Execution, ExperimentResult, run_execution
+from streamscale.benchmark.execution import Execution, run_execution
+from streamscale.benchmark.results import ExperimentResult
 from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
 
@@ -127,7 +128,7 @@ def test_results_dir_of_another_spec_is_refused(tmp_path):
 
 @pytest.mark.spark
 def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
-    from streamscale.execution.standalone import StandaloneCluster
+    from streamscale.experiment.standalone import StandaloneCluster
 
     with StandaloneCluster(workers=2, cores_per_worker=1, memory_per_worker="1g", log_dir=tmp_path / "cluster") as c:
         spec = parse_spec(
@@ -156,8 +157,8 @@ def test_resume_after_a_torn_last_row(tmp_path):
     # the file is repaired, and the rows after the resume are whole
     spec = parse_spec(spec_dict(repetitions=1))
     ex = Execution(spec, tmp_path, lambda *a, **k: fake_result(*a[:3], passed=True))
-    ex._append(fake_result(1000.0, 1, 0, True))
-    ex._append(fake_result(2000.0, 1, 0, True))
+    ex.results.append(fake_result(1000.0, 1, 0, True))
+    ex.results.append(fake_result(2000.0, 1, 0, True))
     path = tmp_path / "experiments.csv"
     text = path.read_text()
     path.write_text(text[: len(text) - 25])  # cut inside the last row

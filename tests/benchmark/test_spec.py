@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.benchmark.runner import experiment_settings
+from streamscale.benchmark.experiment_runner import experiment_settings
 from streamscale.benchmark.spec import load_spec, parse_spec
 from streamscale.errors import ConfigError
 

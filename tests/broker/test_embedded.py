@@ -96,7 +96,7 @@ def test_bootstrap_resolution_order(tmp_path, monkeypatch):
     import streamscale.broker.access as access_mod
 
     probed: list[str] = []
-    monkeypatch.setattr(access_mod, "ensure_reachable", lambda bs, *a, **k: probed.append(bs))  # no such hosts
+    monkeypatch.setattr(access_mod, "ensure_reachable", lambda bs, *a, **k: probed.append(str(bs)))  # no such hosts
     monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "kafka:9092")
     assert embedded.resolve_bootstrap(None) == "kafka:9092"
     assert embedded.resolve_bootstrap("other:1") == "other:1"

@@ -1,5 +1,6 @@
 """The console script as a user runs it: clear one-line errors, broker lifecycle, generate."""
 
+import json
 import os
 import re
 import subprocess
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.execution.cpus import children_map, process_tree
+from streamscale.experiment.cpus import children_map, process_tree
 
 EXE = str(Path(sys.executable).parent / "streamscale")
 
@@ -25,9 +26,41 @@ def state(tmp_path):
     run("broker", "stop", env=env)
 
 
+@pytest.mark.spark
+def test_a_property_given_once_reaches_every_client_of_a_run(state, broker, tmp_path):
+    # -X once on the command line: the command's own clients, the load generator's worker
+    # processes and the Spark application's Python workers (source readers, sink producers) all
+    # get it. Every client is made by broker.connection, which traces what each one got.
+    trace = tmp_path / "clients.jsonl"
+    env = {**state, "STREAMSCALE_KAFKA_TRACE": str(trace), "STREAMSCALE_METRICS_PORT": "-1"}
+    p = subprocess.Popen(
+        [EXE, "run-sut", "uc1", "-p", "sink=kafka", "-d", "3", "--partitions", "2", "-b", broker.bootstrap]
+        + ["-X", "client.id=probe-7"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
+    try:
+        _, err = p.communicate(timeout=300)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    clients = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert clients and all(c["properties"] == {"client.id": "probe-7"} for c in clients), clients
+    assert {"producer", "consumer", "admin"} <= {c["kind"] for c in clients}
+    spark_workers = {c["pid"] for c in clients if "pyspark" in c["argv0"]}
+    # multiprocessing's spawned workers take over their parent's sys.argv
+    generator_workers = {c["pid"] for c in clients if c["argv0"] == EXE} - {p.pid}
+    assert p.pid in {c["pid"] for c in clients}
+    assert spark_workers and generator_workers, {(c["pid"], c["argv0"][-40:]) for c in clients}
+    kinds_in_spark = {c["kind"] for c in clients if c["pid"] in spark_workers}
+    assert {"consumer", "producer"} <= kinds_in_spark  # the source's readers and the sink's producers
+
+
 def test_no_broker_is_one_clear_line(state):
     r = run("generate", "-n", "5", env=state)
-    assert r.returncode == 2
+    assert r.returncode == 3  # a Kafka-side error (streamscale.errors): no broker
     assert "no broker" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -117,18 +150,19 @@ def test_broker_start_on_a_taken_port_fails_with_the_reason(state):
         s.listen()
         port = s.getsockname()[1]
         r = run("broker", "start", "--port", str(port), env=state, timeout=60)
-    assert r.returncode == 2 and f"port {port}" in r.stderr and "already in use" in r.stderr
+    assert r.returncode == 3 and f"port {port}" in r.stderr and "already in use" in r.stderr
     assert "broker running" not in r.stdout
     assert "no broker running" in run("broker", "status", env=state).stdout + run("broker", "status", env=state).stderr
 
 
-def test_every_command_takes_the_bootstrap_from_the_environment(monkeypatch, tmp_path):
-    # benchmark run, run-sut and reliability run used to start an embedded broker regardless
+def test_every_command_takes_the_bootstrap_from_the_environment_and_the_properties_from_x(monkeypatch, tmp_path):
+    # benchmark run, run-sut and reliability run used to start an embedded broker regardless; -X
+    # and --kafka-config reach what they run (the connection or the properties they hand on)
     from typer.testing import CliRunner
 
-    import streamscale.benchmark.runner as bench_runner
-    import streamscale.execution.sut as sut
-    import streamscale.reliability.runner as rel_runner
+    import streamscale.benchmark.execution as bench_runner
+    import streamscale.experiment.sut as sut
+    import streamscale.reliability.campaign as rel_runner
     from streamscale.cli.main import _app
 
     seen: dict[str, object] = {}
@@ -138,7 +172,9 @@ def test_every_command_takes_the_bootstrap_from_the_environment(monkeypatch, tmp
 
     def grab(name, pos):
         def f(*args, **kwargs):
-            seen[name] = kwargs.get("bootstrap", args[pos] if len(args) > pos else None)
+            b = kwargs.get("bootstrap", args[pos] if len(args) > pos else None)
+            props = {**dict(getattr(b, "properties", ())), **(kwargs.get("properties") or {})}
+            seen[name] = (str(b) if b is not None else None, props)
             raise Stop
 
         return f
@@ -151,17 +187,26 @@ def test_every_command_takes_the_bootstrap_from_the_environment(monkeypatch, tmp
     monkeypatch.setattr(access_mod, "ensure_reachable", lambda *a, **k: None)  # no such cluster here
     monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "kafka.example:9092")
     monkeypatch.setenv("STREAMSCALE_METRICS_PORT", "0")
+    conf = tmp_path / "client.properties"
+    conf.write_text("client.id=from-file\nsocket.timeout.ms=7000\n")
+    monkeypatch.setenv("STREAMSCALE_KAFKA_CONFIG", str(conf))
     examples = Path(__file__).parents[2] / "examples"
     runner = CliRunner()
-    runner.invoke(_app, ["benchmark", "run", str(examples / "uc1-small.yaml"), "--out", str(tmp_path / "b")])
-    runner.invoke(_app, ["run-sut", "uc1", "-d", "5"])
+    x = ["-X", "client.id=from-x"]
+    runner.invoke(_app, ["benchmark", "run", str(examples / "uc1-small.yaml"), "--out", str(tmp_path / "b"), *x])
+    runner.invoke(_app, ["run-sut", "uc1", "-d", "5", *x])
     rel = sorted((examples / "reliability").glob("*.yaml"))[0]
-    runner.invoke(_app, ["reliability", "run", str(rel), "--out", str(tmp_path / "r")])
-    assert seen == {"bench": "kafka.example:9092", "sut": "kafka.example:9092", "rel": "kafka.example:9092"}
+    runner.invoke(_app, ["reliability", "run", str(rel), "--out", str(tmp_path / "r"), *x])
+    want = ("kafka.example:9092", {"client.id": "from-x", "socket.timeout.ms": "7000"})
+    assert seen == {"bench": want, "sut": want, "rel": want}
     monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "")
+    monkeypatch.delenv("STREAMSCALE_KAFKA_CONFIG")
     seen.clear()
     runner.invoke(_app, ["run-sut", "uc1", "-d", "5", "-b", "given:1"])
-    assert seen == {"sut": "given:1"}  # the option wins
+    assert seen == {"sut": ("given:1", {})}  # the option wins
+    seen.clear()
+    r = runner.invoke(_app, ["run-sut", "uc1", "-d", "5", "-X", "no.such.property=1"])
+    assert r.exit_code != 0 and "no.such.property" in str(r.exception) and seen == {}
 
 
 def _children(pid: int) -> set[int]:
@@ -215,7 +260,7 @@ def test_unreachable_broker_is_one_line_within_the_timeout(state, args):
     t = time.monotonic()
     r = run(*args, "-b", "127.0.0.1:1", env=env, timeout=60)
     took = time.monotonic() - t
-    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.returncode == 3, (r.stdout, r.stderr)  # BrokerUnreachable
     assert "cannot reach the Kafka broker at 127.0.0.1:1" in r.stderr
     assert "Traceback" not in r.stderr and "|FAIL|" not in r.stderr and "rdkafka" not in r.stderr
     assert took < 3 + 10  # the timeout, plus the interpreter's start-up

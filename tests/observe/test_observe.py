@@ -11,11 +11,13 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamscale.benchmark.runner import Execution, ExperimentResult
+from streamscale.benchmark.execution import Execution
+from streamscale.benchmark.report import write_report
+from streamscale.benchmark.results import ExperimentResult
 from streamscale.benchmark.spec import parse_spec
-from streamscale.observe import metrics
+from streamscale.observe import prometheus
+from streamscale.observe.html import environment
 from streamscale.observe.live import LiveServer, LiveState
-from streamscale.observe.report import environment, write_report
 from tests.observe.conftest import ARTIFACTS, render
 
 
@@ -102,9 +104,9 @@ def _scrape(port: int) -> dict[str, float]:
 
 @pytest.mark.spark
 def test_metrics_endpoint_and_live_page_follow_a_real_run(tmp_path, broker, spark, chromium):
-    from streamscale.execution.sut import run_sut
+    from streamscale.experiment.sut import run_sut
 
-    port = metrics.serve(0)
+    port = prometheus.serve(0)
     live = LiveState()
     server = LiveServer(live).start()
     base = _scrape(port)

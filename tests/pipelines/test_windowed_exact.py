@@ -129,7 +129,7 @@ def test_uc2_late_records_counted_exactly_across_batches_and_restarts(spark, bro
         phases,
         batches_out=batches,
     )
-    from streamscale.execution.metrics import latency_percentile_ms
+    from streamscale.experiment.slo import latency_percentile_ms
 
     for b in batches:  # the latency histogram counts every output row (edges up to 7.9 h; T0 is 2023)
         if b.output_records:

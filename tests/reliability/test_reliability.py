@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from streamscale.errors import ConfigError
+from streamscale.reliability.campaign import run_spec
 from streamscale.reliability.netem import netem_available
-from streamscale.reliability.runner import run_spec
 from streamscale.reliability.spec import BrokerRestart, Cut, NoFault, ProxyFault, parse_spec
-from streamscale.reliability.tester import ProxyTestbed, account, make_value, run_trial
+from streamscale.reliability.testbeds import ProxyTestbed
+from streamscale.reliability.tester import account, make_value, run_trial
 
 N = 20_000
 
@@ -145,7 +146,7 @@ def test_netem_detection_says_why():
 @pytest.mark.skipif(not netem_available()[0], reason=f"netem unavailable: {netem_available()[1]}")
 def test_netem_packet_loss_trial(tmp_path):
     from streamscale.reliability.spec import NetemFault
-    from streamscale.reliability.tester import NetemTestbed
+    from streamscale.reliability.testbeds import NetemTestbed
 
     bed = NetemTestbed(tmp_path)
     try:

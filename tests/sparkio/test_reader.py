@@ -2,6 +2,7 @@
 
 import pytest
 
+from streamscale.broker.connection import KafkaConnection
 from streamscale.sparkio import kafka
 from streamscale.sparkio.kafka import SourceConfig, read_range
 from tests.conftest import produce
@@ -131,8 +132,8 @@ def test_two_workers_alternating_with_skips_and_seeks_read_each_record_once(brok
     ends = access.end_offsets(topic, "read_committed")
     reference = _reference_read(broker.bootstrap, topic, 3, ends)
     assert all(set(committed[q]) <= set(reference[q]) for q in range(3))
-    conf = readers.reader_conf(broker.bootstrap, {"isolation.level": "read_committed"})
-    workers = [readers.GroupReader(conf) for _ in range(2)]
+    conn = KafkaConnection(broker.bootstrap, (("isolation.level", "read_committed"),))
+    workers = [readers.GroupReader(conn, readers.reader_conf(conn)) for _ in range(2)]
     rng = random.Random(3)
     try:
         for restart in range(2):  # the second pass starts over from 0: a restart rewinds every reader

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicPartition
 
 from streamscale.autoscaler.live.protocol import (
     CONTROLLER_PARTITION,
@@ -30,7 +30,8 @@ from streamscale.autoscaler.live.protocol import (
     parse_tp,
 )
 from streamscale.autoscaler.live.sink import ConsumerState, SQLiteSink
-from streamscale.broker.access import BrokerAccess, reader_config
+from streamscale.broker.access import BrokerAccess
+from streamscale.errors import AutoscalerError, KafkaClientError
 
 log = logging.getLogger("streamscale.autoscaler.consumer")
 
@@ -44,11 +45,12 @@ class GroupConsumer:
         self.sink = SQLiteSink(cfg.sink)
         self.stopping = False
         self.broker_down_since: float | None = None
-        self.data = Consumer(
-            reader_config(cfg.bootstrap, cfg.group, **{"auto.offset.reset": cfg.start_from}, error_cb=self._on_error)
+        conn = cfg.connection
+        self.data = conn.consumer(
+            conn.reader_settings(cfg.group, **{"auto.offset.reset": cfg.start_from}, error_cb=self._on_error)
         )
-        self.meta = Consumer(reader_config(cfg.bootstrap, f"{cfg.group}-meta-{consumer_id}"))
-        self.producer = Producer({"bootstrap.servers": cfg.bootstrap, "enable.idempotence": True, "linger.ms": 0})
+        self.meta = conn.consumer(conn.reader_settings(f"{cfg.group}-meta-{consumer_id}"))
+        self.producer = conn.producer({"enable.idempotence": True, "linger.ms": 0})
         self.state = self.sink.load_state(consumer_id) or ConsumerState()
         self.assignment: set[str] = set()
 
@@ -67,7 +69,7 @@ class GroupConsumer:
     # -- start-up ---------------------------------------------------------------------------
     def start(self) -> None:
         part = meta_partition(self.id)
-        with BrokerAccess(self.cfg.bootstrap) as access:
+        with BrokerAccess(self.cfg.connection) as access:
             end = access.end_offsets(self.cfg.metadata_topic).get(part)
         if end is None:
             raise SystemExit(f"{self.cfg.metadata_topic} has no partition {part} for consumer {self.id}")
@@ -127,7 +129,7 @@ class GroupConsumer:
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
                         continue
-                    raise RuntimeError(f"fetch error on {m.topic()}[{m.partition()}]: {err.str()}")
+                    raise KafkaClientError(f"fetch error on {m.topic()}[{m.partition()}]: {err.str()}")
                 key, value = m.key(), m.value()
                 batches.setdefault((m.topic(), m.partition()), []).append((m.offset(), key, value, m.timestamp()[1]))
                 size += len(key or b"") + len(value or b"")
@@ -145,7 +147,7 @@ class GroupConsumer:
             if m.error() is not None:
                 if m.error().code() == KafkaError._PARTITION_EOF:
                     continue
-                raise RuntimeError(f"metadata fetch error: {m.error().str()}")
+                raise KafkaClientError(f"metadata fetch error: {m.error().str()}")
             self.handle(decode(m.value()), m.offset() + 1)
 
     def handle(self, msg: dict, next_meta_offset: int) -> None:
@@ -170,7 +172,7 @@ class GroupConsumer:
         msg = {**msg, "consumer": self.id, "assignment": sorted(self.assignment), "t": time.time()}
         self.producer.produce(self.cfg.metadata_topic, encode(msg), partition=CONTROLLER_PARTITION)
         if self.producer.flush(15) != 0:
-            raise RuntimeError("could not deliver a reply to the controller")
+            raise AutoscalerError("could not deliver a reply to the controller")
 
     def lease_expired(self) -> bool:
         """The controller that leased this group stopped renewing (killed outright, its machine

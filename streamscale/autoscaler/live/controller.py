@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, fields
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from streamscale.autoscaler.binpacking import ALGORITHMS, CapacityError
 from streamscale.autoscaler.live.backend import ConsumerBackend, LocalProcessBackend
@@ -39,35 +39,16 @@ from streamscale.autoscaler.live.protocol import (
     new_id,
 )
 from streamscale.autoscaler.live.sink import SQLiteSink
-from streamscale.broker.access import BrokerAccess, reader_config
-from streamscale.errors import ConfigError, StreamscaleError
-from streamscale.observe import metrics
+from streamscale.broker.access import BrokerAccess
+from streamscale.errors import AutoscalerError
+from streamscale.observe import prometheus
 
 log = logging.getLogger("streamscale.autoscaler.controller")
 
 CRASH_EXIT_CODE = 17
 
 
-class ControllerError(StreamscaleError):
-    pass
-
-
-def ensure_topics(cfg: LiveConfig) -> None:
-    """Create the coordination topics; the metadata topic needs max_consumers + 1 partitions up front
-    (the embedded broker cannot add partitions later)."""
-    with BrokerAccess(cfg.bootstrap) as access:
-        existing = access.topics()
-        missing_src = [t for t in cfg.topics if t not in existing]
-        if missing_src:
-            raise ConfigError(f"source topics {missing_src} do not exist on {cfg.bootstrap}")
-        need = {cfg.speed_topic: 1, cfg.metadata_topic: cfg.max_consumers + 1}
-        for topic, parts in need.items():
-            if topic in existing and existing[topic] < parts:
-                raise ConfigError(
-                    f"topic '{topic}' has {existing[topic]} partitions but {parts} are needed "
-                    f"(max_consumers={cfg.max_consumers}); delete it or lower --max-consumers"
-                )
-        access.create_topics({t: p for t, p in need.items() if t not in existing}, exist_ok=True)
+ControllerError = AutoscalerError  # the name it had
 
 
 @dataclass
@@ -95,15 +76,16 @@ class Controller:
         self.history: list[Iteration] = []
         self._hello: set[int] = set()
         self._warned: set[str] = set()
-        with BrokerAccess(cfg.bootstrap) as access:
+        with BrokerAccess(cfg.connection) as access:
             inbox_end = access.end_offsets(cfg.metadata_topic)[CONTROLLER_PARTITION]
             speed_end = access.end_offsets(cfg.speed_topic)[0]
-        self.inbox = Consumer(reader_config(cfg.bootstrap, f"{cfg.group}-controller"))
+        conn = cfg.connection
+        self.inbox = conn.consumer(conn.reader_settings(f"{cfg.group}-controller"))
         self.inbox.assign([TopicPartition(cfg.metadata_topic, CONTROLLER_PARTITION, inbox_end)])
-        self.measurements = Consumer(reader_config(cfg.bootstrap, f"{cfg.group}-controller-speeds"))
+        self.measurements = conn.consumer(conn.reader_settings(f"{cfg.group}-controller-speeds"))
         # the newest measurement already published is the controller's starting point after a restart
         self.measurements.assign([TopicPartition(cfg.speed_topic, 0, max(speed_end - 1, 0))])
-        self.producer = Producer({"bootstrap.servers": cfg.bootstrap, "enable.idempotence": True, "linger.ms": 0})
+        self.producer = conn.producer({"enable.idempotence": True, "linger.ms": 0})
         self.csv_path = cfg.state_dir / "iterations.csv"
 
     # -- messaging --------------------------------------------------------------------------
@@ -357,13 +339,13 @@ class Controller:
 
     def _record(self, it: Iteration) -> None:
         self.history.append(it)
-        metrics.consumers.set(it.consumers_after)
-        metrics.write_speed.set(it.total_bytes_per_s)
-        metrics.iterations_total.labels(str(bool(it.reason)).lower()).inc()
+        prometheus.consumers.set(it.consumers_after)
+        prometheus.write_speed.set(it.total_bytes_per_s)
+        prometheus.iterations_total.labels(str(bool(it.reason)).lower()).inc()
         if it.reason:
-            metrics.rscore.set(it.rscore)
-            metrics.moved_total.inc(it.moved)
-            metrics.reassign_seconds.set(it.reassign_ms / 1000)
+            prometheus.rscore.set(it.rscore)
+            prometheus.moved_total.inc(it.moved)
+            prometheus.reassign_seconds.set(it.reassign_ms / 1000)
         new_file = not self.csv_path.exists()
         with open(self.csv_path, "a", newline="") as f:
             w = csv.DictWriter(f, fieldnames=[fl.name for fl in fields(Iteration)])

@@ -9,11 +9,11 @@ from __future__ import annotations
 import threading
 import time
 
-from confluent_kafka import Producer
+from streamscale.broker.connection import KafkaConnection
 
 
 class PartitionLoad:
-    def __init__(self, bootstrap: str, topic: str, partitions: int, value_bytes: int = 200):
+    def __init__(self, bootstrap: KafkaConnection | str, topic: str, partitions: int, value_bytes: int = 200):
         self.topic = topic
         self.partitions = partitions
         self.value_bytes = value_bytes
@@ -21,7 +21,7 @@ class PartitionLoad:
         self.delivered: set[tuple[int, int]] = set()
         self.errors: list[str] = []
         self.sent = 0
-        self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+        self._producer = KafkaConnection.of(bootstrap).producer({"enable.idempotence": True, "linger.ms": 5})
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="partition-load", daemon=True)
         self._lock = threading.Lock()

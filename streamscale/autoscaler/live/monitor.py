@@ -15,10 +15,10 @@ import time
 import uuid
 from collections import deque
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer, TopicPartition
 
 from streamscale.autoscaler.live.protocol import LiveConfig, encode, parse_tp, tp_key
-from streamscale.broker.access import BrokerAccess, reader_config
+from streamscale.broker.access import BrokerAccess
 
 log = logging.getLogger("streamscale.autoscaler.monitor")
 
@@ -26,7 +26,7 @@ log = logging.getLogger("streamscale.autoscaler.monitor")
 class WriteSpeedMonitor:
     def __init__(self, cfg: LiveConfig, sample_records: int = 50, size_refresh_secs: float = 10.0):
         self.cfg = cfg
-        self.access = BrokerAccess(cfg.bootstrap)
+        self.access = BrokerAccess(cfg.connection)
         self.samples: deque[tuple[float, dict[str, int]]] = deque()
         self.record_size: dict[str, float] = {}
         self._size_at: dict[str, tuple[float, int]] = {}  # when, at which end offset, sizes were measured
@@ -73,10 +73,9 @@ class WriteSpeedMonitor:
 
     def _mean_sizes(self, ranges: dict[str, tuple[int, int]]) -> dict[str, float]:
         """Mean key+value bytes of the records in [lo, hi) of each partition."""
-        c = Consumer(
-            reader_config(
-                self.cfg.bootstrap, f"streamscale-monitor-{uuid.uuid4().hex[:6]}", **{"enable.partition.eof": True}
-            )
+        conn = self.cfg.connection
+        c = conn.consumer(
+            conn.reader_settings(f"streamscale-monitor-{uuid.uuid4().hex[:6]}", **{"enable.partition.eof": True})
         )
         totals: dict[str, list[int]] = {k: [0, 0] for k in ranges}
         pending = {k for k, (lo, hi) in ranges.items() if hi > lo}
@@ -113,7 +112,7 @@ class WriteSpeedMonitor:
         span = self.samples[-1][0] - self.samples[0][0] if len(self.samples) > 1 else 0.0
         msg = {"t": time.time(), "window_secs": span, "speeds": speeds, "seq": self.published}
         if self.producer is None:
-            self.producer = Producer({"bootstrap.servers": self.cfg.bootstrap, "linger.ms": 0})
+            self.producer = self.cfg.connection.producer({"linger.ms": 0})
         self.producer.produce(self.cfg.speed_topic, encode(msg), partition=0)
         self.producer.flush(10)
         self.published += 1

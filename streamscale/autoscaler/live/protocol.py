@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from streamscale.autoscaler.binpacking import known_algorithm
 from streamscale.autoscaler.latency import CAPACITY_RATIO
+from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
 
 CONFIG_FILE = "config.json"
@@ -20,6 +21,10 @@ class LiveConfig(BaseModel):
     """Everything the processes of one autoscaled group agree on (written to ``<state_dir>/config.json``)."""
 
     bootstrap: str
+    kafka_properties: dict[str, str] = Field(
+        default_factory=dict,
+        description="the user's Kafka client properties (-X, --kafka-config): every process's clients",
+    )
     topics: list[str] = Field(min_length=1)
     group: str = "streamscale-autoscaler"
     state_dir: Path
@@ -68,6 +73,10 @@ class LiveConfig(BaseModel):
         for t in self.topics:
             check_topic_name(t, "source topic")
         return self
+
+    @property
+    def connection(self) -> KafkaConnection:
+        return KafkaConnection.of(self.bootstrap, self.kafka_properties)
 
     @property
     def bin_capacity(self) -> float:

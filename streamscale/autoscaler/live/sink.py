@@ -19,13 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streamscale.errors import StreamscaleError
+from streamscale.errors import FencingError
 
 Record = tuple[int, bytes | None, bytes | None, int]  # offset, key, value, timestamp ms
-
-
-class FencingError(StreamscaleError):
-    """A batch would rewrite offsets another reader already wrote: two readers on one partition."""
 
 
 @dataclass

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from streamscale.broker.connection import KafkaConnection, build_connection
 from streamscale.errors import ConfigError
 from streamscale.reliability.spec import NetemFault, NoFault, ReliabilitySpec
-from streamscale.reliability.tester import ExternalTestbed, NetemTestbed, ProxyTestbed, TrialResult, run_trial
+from streamscale.reliability.testbeds import ExternalTestbed, NetemTestbed, ProxyTestbed
+from streamscale.reliability.tester import TrialResult, run_trial
 
 
 def _testbed_kind(fault) -> str:
@@ -21,8 +23,20 @@ def _testbed_kind(fault) -> str:
 
 
 def run_spec(
-    spec: ReliabilitySpec, out_dir: Path, bootstrap: str | None = None, progress: Callable[[str], None] = print
+    spec: ReliabilitySpec,
+    out_dir: Path,
+    bootstrap: KafkaConnection | str | None = None,
+    progress: Callable[[str], None] = print,
+    properties: dict | None = None,
 ) -> pd.DataFrame:
+    """``bootstrap``: an external cluster (faults then cannot run), else the embedded testbeds;
+    ``properties``: the user's Kafka client properties, given to every client of every trial."""
+    if bootstrap is None:  # the spec's section (not the environment: the command line reads that)
+        bootstrap, section_props = build_connection(section=spec.kafka.model_dump(), use_env=False)
+        properties = {**section_props, **(properties or {})}
+    if isinstance(bootstrap, KafkaConnection):
+        properties = {**dict(bootstrap.properties), **(properties or {})}
+        bootstrap = bootstrap.bootstrap
     faults = spec.all_faults()
     if bootstrap and any(not isinstance(f, NoFault) for f in faults):
         raise ConfigError(
@@ -46,11 +60,11 @@ def run_spec(
             kind = "external" if bootstrap else _testbed_kind(fault)
             if kind not in beds:
                 beds[kind] = (
-                    ExternalTestbed(bootstrap)
+                    ExternalTestbed(bootstrap, properties)
                     if kind == "external"
-                    else NetemTestbed(out_dir / "broker-logs")
+                    else NetemTestbed(out_dir / "broker-logs", properties)
                     if kind == "netem"
-                    else ProxyTestbed(out_dir / "broker-logs", seed=0)
+                    else ProxyTestbed(out_dir / "broker-logs", seed=0, properties=properties)
                 )
             bed = beds[kind]
             for size in spec.sizes:

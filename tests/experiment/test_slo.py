@@ -3,7 +3,7 @@ from datetime import UTC
 
 import numpy as np
 
-from streamscale.execution.metrics import lag_slo_holds, lag_trend
+from streamscale.experiment.slo import lag_slo_holds, lag_trend
 
 
 def test_trend_is_the_least_squares_slope_after_warmup():
@@ -70,7 +70,7 @@ def _sawtooth_run(rate=20_000.0, batch_s=5.3, seconds=60, growth=0.0, jitter=0.0
 
 
 def test_commit_points_see_through_the_sawtooth_that_fools_one_second_samples():
-    from streamscale.execution.metrics import lag_trend_estimate
+    from streamscale.experiment.slo import lag_trend_estimate
 
     # three runs of one flat pipeline, batches of 5-6 s: the 1 s fit swings with the teeth
     per_second, at_commits = [], []
@@ -87,7 +87,7 @@ def test_commit_points_see_through_the_sawtooth_that_fools_one_second_samples():
 
 
 def test_real_growth_fails_and_the_interval_decides_or_abstains():
-    from streamscale.execution.metrics import Trend, fit, lag_trend_estimate
+    from streamscale.experiment.slo import Trend, fit, lag_trend_estimate
 
     samples, batches, t0 = _sawtooth_run(growth=1_000.0, seconds=90)  # lag grows 1,000/s, limit 200
     t = lag_trend_estimate(samples, batches, t0, warmup_s=10, topic="in")
@@ -103,7 +103,7 @@ def test_real_growth_fails_and_the_interval_decides_or_abstains():
 
 
 def test_latency_percentile_merges_batches_exactly_at_bucket_resolution():
-    from streamscale.execution.metrics import latency_percentile_ms
+    from streamscale.experiment.slo import latency_percentile_ms
     from streamscale.pipelines.output import LATENCY_EDGES_MS
 
     rng = np.random.default_rng(5)
@@ -137,7 +137,7 @@ def datetime_ts(iso: str) -> float:
 
 
 def test_the_warm_up_lasts_until_the_start_up_backlog_is_gone():
-    from streamscale.execution.metrics import backlog_gone, fit
+    from streamscale.experiment.slo import backlog_gone, fit
 
     # the lags after each commit of a real demo run (UC2, 53,000/s on one CPU: catching up, then flat)
     lags = [220_721, 176_112, 126_203, 101_307, 95_911, 103_586, 94_866]

@@ -19,9 +19,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
-from streamscale.execution.metrics import lag_trend
+from streamscale.broker.connection import KafkaConnection
+from streamscale.errors import SparkError
+from streamscale.experiment.slo import lag_trend
 from streamscale.loadgen import GeneratorConfig, LoadGenerator
-from streamscale.observe import metrics
+from streamscale.observe import prometheus
 from streamscale.pipelines import make_pipeline
 
 
@@ -68,7 +70,7 @@ class LagSampler:
 
     def __init__(
         self,
-        bootstrap: str,
+        bootstrap: KafkaConnection | str,
         group: str,
         topic: str,
         interval_s: float = 1.0,
@@ -93,8 +95,8 @@ class LagSampler:
         committed = access.committed_offsets(self.group, self.topic)
         end_total = sum(ends.values())
         done = sum(committed.get(p, 0) for p in ends)
-        metrics.set_lag(self.topic, {p: e - committed.get(p, 0) for p, e in ends.items()})
-        metrics.lag_samples.inc()
+        prometheus.set_lag(self.topic, {p: e - committed.get(p, 0) for p, e in ends.items()})
+        prometheus.lag_samples.inc()
         return LagSample(round(time.monotonic() - self.t0, 3), end_total - done, end_total, done)
 
     def _run(self) -> None:
@@ -106,7 +108,7 @@ class LagSampler:
                 self.cpu_s += time.thread_time() - c0
                 self.samples.append(s)
                 if len(self.samples) >= 3:
-                    metrics.lag_trend.set(lag_trend([x.t_s for x in self.samples], [x.lag for x in self.samples], 0))
+                    prometheus.lag_trend.set(lag_trend([x.t_s for x in self.samples], [x.lag for x in self.samples], 0))
                 if self.on_sample:
                     self.on_sample(s)
                 nxt += self.interval_s
@@ -120,10 +122,10 @@ class LagSampler:
 
 def _export(b) -> None:
     """A finished micro-batch into the Prometheus metrics."""
-    metrics.processed_total.inc(b.input_rows)
-    metrics.processed_rate.set(b.processed_rate)
-    metrics.batch_duration.set(b.batch_ms / 1000)
-    metrics.dropped_total.inc(b.dropped_late)
+    prometheus.processed_total.inc(b.input_rows)
+    prometheus.processed_rate.set(b.processed_rate)
+    prometheus.batch_duration.set(b.batch_ms / 1000)
+    prometheus.dropped_total.inc(b.dropped_late)
 
 
 def run_sut(
@@ -134,7 +136,7 @@ def run_sut(
     params: dict | None = None,
     partitions: int = 8,
     gen_workers: int = 1,
-    bootstrap: str | None = None,
+    bootstrap: KafkaConnection | str | None = None,
     out_dir: Path | None = None,
     spark=None,
     on_batch: Callable[[dict], None] | None = None,
@@ -144,11 +146,14 @@ def run_sut(
     encoding: str = "json",
     distribution: str = "uniform:0,100",
     cpus: int | None = None,
+    properties: dict | None = None,
 ) -> SutResult:
     """Generate ``sensors`` records/s for ``duration_s`` into a fresh topic and run the pipeline.
 
     ``cpus``: confine the Spark application (the session built here) to that many CPUs
-    (streamscale.execution.cpus), so that 1 and 2 cores differ on a small machine too."""
+    (streamscale.experiment.cpus), so that 1 and 2 cores differ on a small machine too.
+    ``bootstrap``: a connection or bootstrap servers (None: an embedded broker); ``properties``:
+    Kafka client properties added to it, for every client of the run."""
     from streamscale.sparkio.session import build_session
 
     pipe = make_pipeline(uc, params)
@@ -165,6 +170,7 @@ def run_sut(
         if bootstrap is None:
             broker = stack.enter_context(EmbeddedBroker(log_dir=(out_dir / "logs") if out_dir else None))
             bootstrap = broker.bootstrap
+        bootstrap = KafkaConnection.of(bootstrap, properties)
         access = stack.enter_context(BrokerAccess(bootstrap))
         access.create_topics({input_topic: partitions, output_topic: partitions})
         own_spark = spark is None
@@ -174,7 +180,7 @@ def run_sut(
         try:
             if own_spark:
                 if cpus is not None:
-                    from streamscale.execution.cpus import confine_spark
+                    from streamscale.experiment.cpus import confine_spark
 
                     confine_spark(spark, cpus)
                 warm_up_workers(spark, access, bootstrap, run_id)
@@ -204,7 +210,7 @@ def run_sut(
                     if on_batch:
                         on_batch(asdict(b))
                 if run.exception() is not None:
-                    raise RuntimeError(f"{uc} failed: {run.exception()}")
+                    raise SparkError(f"{uc} failed: {run.exception()}")
             controller_cpu = time.thread_time() - ctl0
             lag = sampler.stop()
             shuffles = None
@@ -222,7 +228,7 @@ def run_sut(
             if own_spark:
                 spark.stop()
                 if cpus is not None:
-                    from streamscale.execution.cpus import release_spark
+                    from streamscale.experiment.cpus import release_spark
 
                     release_spark()
         if own_spark:  # the Spark workers that knew these topics are gone now
@@ -259,7 +265,7 @@ def run_sut(
     return result
 
 
-def warm_up_workers(spark, access: BrokerAccess, bootstrap: str, run_id: str) -> None:
+def warm_up_workers(spark, access: BrokerAccess, bootstrap: KafkaConnection | str, run_id: str) -> None:
     """Start and warm Spark's Python workers (imports, Kafka clients) before the clock runs.
 
     A cold first micro-batch costs seconds of worker start-up, which would otherwise show up as
@@ -270,9 +276,7 @@ def warm_up_workers(spark, access: BrokerAccess, bootstrap: str, run_id: str) ->
     slots = spark.sparkContext.defaultParallelism
     topic = f"warmup-{run_id}"
     access.create_topic(topic, slots)
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": bootstrap})
+    p = KafkaConnection.of(bootstrap).producer()
     for part in range(slots):
         p.produce(topic, b'{"identifier":"s_0","timestamp":0,"valueInW":0.0}', b"s_0", partition=part)
     p.flush(30)

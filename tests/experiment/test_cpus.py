@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from streamscale.execution.cpus import available_cpus, pin_tree, process_tree
+from streamscale.experiment.cpus import available_cpus, pin_tree, process_tree
 
 pytestmark = pytest.mark.skipif(len(available_cpus()) < 2, reason="needs at least 2 CPUs to confine to fewer")
 

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from streamscale.errors import StreamscaleError
+from streamscale.errors import SparkError
 from streamscale.ports import free_port, port_open
 from streamscale.processes import die_with_parent
 
@@ -111,13 +111,11 @@ class StandaloneCluster:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if any(p.poll() is not None for p in self.procs):
-                raise StreamscaleError(
-                    f"a Spark standalone process exited while waiting for {what}; logs in {self.log_dir}"
-                )
+                raise SparkError(f"a Spark standalone process exited while waiting for {what}; logs in {self.log_dir}")
             if cond():
                 return
             time.sleep(0.2)
-        raise StreamscaleError(f"timed out waiting for {what}; logs in {self.log_dir}")
+        raise SparkError(f"timed out waiting for {what}; logs in {self.log_dir}")
 
     def stop(self) -> None:
         for p in reversed(self.procs):  # workers first, then the master

@@ -9,9 +9,10 @@ import threading
 from collections.abc import Callable
 
 from streamscale.autoscaler.live.backend import LocalProcessBackend
-from streamscale.autoscaler.live.controller import Controller, Iteration, ensure_topics
+from streamscale.autoscaler.live.controller import Controller, Iteration
 from streamscale.autoscaler.live.monitor import WriteSpeedMonitor
 from streamscale.autoscaler.live.protocol import LiveConfig
+from streamscale.broker.access import BrokerAccess
 from streamscale.errors import ConfigError
 
 _UNITS = {
@@ -27,6 +28,24 @@ _UNITS = {
     "mib": 2**20,
     "gib": 2**30,
 }
+
+
+def ensure_topics(cfg: LiveConfig) -> None:
+    """Create the coordination topics; the metadata topic needs max_consumers + 1 partitions up front
+    (the embedded broker cannot add partitions later)."""
+    with BrokerAccess(cfg.connection) as access:
+        existing = access.topics()
+        missing_src = [t for t in cfg.topics if t not in existing]
+        if missing_src:
+            raise ConfigError(f"source topics {missing_src} do not exist on {cfg.bootstrap}")
+        need = {cfg.speed_topic: 1, cfg.metadata_topic: cfg.max_consumers + 1}
+        for topic, parts in need.items():
+            if topic in existing and existing[topic] < parts:
+                raise ConfigError(
+                    f"topic '{topic}' has {existing[topic]} partitions but {parts} are needed "
+                    f"(max_consumers={cfg.max_consumers}); delete it or lower --max-consumers"
+                )
+        access.create_topics({t: p for t, p in need.items() if t not in existing}, exist_ok=True)
 
 
 def parse_bytes(text: str) -> float:

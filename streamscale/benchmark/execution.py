@@ -1,0 +1,208 @@
+"""`streamscale benchmark run`: isolated experiments driven by a search strategy, with results on disk.
+
+Results directory (one per execution):
+    spec.yaml            the validated spec that ran
+    experiments.csv      one row per experiment (:mod:`.results`: load, resources, repetition, slope,
+                         SLO verdicts, ...)
+    lag/<id>.csv|.png    lag samples of each experiment and its plot with the trend line
+    summary.csv|.json    the metric: resource demand per load (or load capacity per resource amount)
+    demand.png           (capacity.png) the metric with a linear fit
+An interrupted execution resumes: experiments already in experiments.csv are not run again.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+
+from streamscale.benchmark.answer import answer
+from streamscale.benchmark.experiment_runner import ExperimentRunner
+from streamscale.benchmark.results import ExperimentResult, ResultsFile, exp_id
+from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
+from streamscale.benchmark.spec import Spec
+from streamscale.benchmark.units import Axes
+from streamscale.broker.connection import KafkaConnection, build_connection
+from streamscale.errors import ConfigError
+
+console = Console()
+
+
+class Execution:
+    """One benchmark execution: search, repetitions, resume, files."""
+
+    def __init__(self, spec: Spec, out_dir: Path, run_experiment: Callable[..., ExperimentResult], live=None):
+        self.live = live  # streamscale.observe.live.LiveState, for `benchmark run --serve`
+        self.spec = spec
+        self.out_dir = out_dir
+        self.run_experiment = run_experiment
+        self.results = ResultsFile(out_dir)
+        self.done: dict[tuple, ExperimentResult] = {}
+        self.resumed = 0
+        self.ran = 0
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self._load_previous()
+
+    def _load_previous(self) -> None:
+        spec_file = self.out_dir / "spec.yaml"
+        mine = self.spec.model_dump(mode="json")
+        if spec_file.exists():
+            prev = yaml.safe_load(spec_file.read_text())
+            if prev != mine:
+                raise ConfigError(
+                    f"{self.out_dir} holds results of a different spec; choose another --out or delete it"
+                )
+        spec_file.write_text(yaml.safe_dump(mine, sort_keys=False))
+        rows, repaired = self.results.load()
+        if repaired:
+            console.print(f"{self.results.path}: dropped a partial last row left by an interrupted run")
+        self.done.update((r.key, r) for r in rows)
+
+    def passes(self, load, res) -> bool:
+        reps = self.spec.execution.repetitions
+        verdicts: list[bool] = []
+        extra = 0  # repetitions added because a lag interval straddled the limit
+        rep = -1
+        while rep + 1 < reps + extra:
+            rep += 1
+            key = (float(load), int(res), rep)
+            r = self.done.get(key)
+            if r is not None:
+                self.resumed += 1
+            else:
+                console.print(
+                    f"[bold]experiment[/] load {load:g} x resources {res} (repetition {rep + 1}/{reps + extra})"
+                )
+                t0 = time.monotonic()
+                if self.live is not None:
+                    self.live.start_experiment(exp_id=exp_id(load, res, rep), load=load, resources=res, repetition=rep)
+                with console.status("warming up") as status:
+
+                    def on_lag(sample, status=status, t0=t0):
+                        status.update(
+                            f"load {load:g} x {res}: {time.monotonic() - t0:5.0f} s, consumer lag {sample.lag:,}"
+                        )
+                        if self.live is not None:
+                            self.live.add_sample(sample.t_s, sample.lag)
+
+                    r = self.run_experiment(load, res, rep, on_lag=on_lag)
+                if self.live is not None:
+                    self.live.end_experiment(asdict(r))
+                self.ran += 1
+                self.done[key] = r
+                self.results.append(r)
+                colour = "green" if r.passed else "red"
+                console.print(
+                    f"  [{colour}]{'PASS' if r.passed else 'FAIL'}[/] lag slope {r.lag_slope:,.1f}/s "
+                    f"[{r.lag_low:,.1f}, {r.lag_high:,.1f}] (limit {r.lag_limit:,.0f}), dropped "
+                    f"{r.dropped:,}, generator {r.generator_rate:,.0f}/s"
+                    f"{'' if r.valid else ' [red]INVALID[/]'}"
+                )
+            if (
+                r.lag_verdict == "undecided"
+                and r.valid
+                and r.dropped_slo
+                and extra < self.spec.execution.extra_repetitions
+            ):
+                extra += 1  # the interval straddles the limit: no verdict from this run, one more
+                console.print(f"  lag interval straddles the limit: repetition {reps + extra} added")
+                continue
+            verdicts.append(r.passed)
+            decided = majority(verdicts, reps)
+            if decided is not None:
+                return decided
+        return bool(majority(verdicts, reps))
+
+    def run(self, search: Callable[[Callable], dict] | None = None) -> dict:
+        """The spec's search, or ``search(passes) -> metric`` (the demo's: it stops at the first
+        load one core cannot hold); either way the same experiments, files and summary."""
+        ex = self.spec.execution
+        oracle = CountingOracle(self.passes)
+        loads = [float(v) for v in ex.load.values]
+        res = list(ex.resources.values)
+        if search is not None:
+            metric = search(oracle)
+        elif ex.metric == "demand":
+            metric = resource_demand(loads, res, oracle, ex.strategy.name, ex.strategy.lower_bound)
+        else:
+            metric = load_capacity(res, loads, oracle, ex.strategy.name, ex.strategy.lower_bound)
+        summary = self._write_summary(metric)
+        from streamscale.benchmark.plots import plot_metric
+
+        plot_metric(
+            metric,
+            ex.metric,
+            Axes.of(self.spec),
+            self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png"),
+            most_tested=max(ex.resources.values),
+        )
+        return summary
+
+    def _write_summary(self, metric: dict) -> dict:
+        ex = self.spec.execution
+        kx, ky = ("load", "resources") if ex.metric == "demand" else ("resources", "load")
+        rows = [{kx: k, ky: v} for k, v in metric.items()]
+        with open(self.out_dir / "summary.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=[kx, ky])
+            w.writeheader()
+            w.writerows(rows)
+        cpu = [r.sampler_cpu_pct for r in self.done.values()]
+        axes = Axes.of(self.spec)
+        summary = {
+            "name": self.spec.name,
+            "sut": self.spec.benchmark.sut,
+            "metric": ex.metric,
+            "answer": answer(metric, ex.metric, axes, self.spec.benchmark.sut, max(ex.resources.values)),
+            "load_label": axes.load_label,
+            "resource_label": axes.resource_label,
+            "load_type": ex.load.type,
+            "resource_type": ex.resources.type,
+            "strategy": ex.strategy.name,
+            "lower_bound": ex.strategy.lower_bound,
+            "results": rows,
+            "experiments_run": self.ran,
+            "experiments_resumed": self.resumed,
+            "invalid_experiments": sum(1 for r in self.done.values() if not r.valid),
+            "max_sampler_cpu_pct": max(cpu) if cpu else None,
+        }
+        (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        return summary
+
+
+def run_execution(
+    spec: Spec,
+    out_dir: Path,
+    bootstrap: KafkaConnection | str | None = None,
+    live=None,
+    search: Callable[[Callable], dict] | None = None,
+    properties: dict | None = None,
+) -> dict:
+    """Run the execution, then write report.html (streamscale.benchmark.report) next to its results.
+
+    ``bootstrap``: a connection or bootstrap servers; None: the spec's ``kafka:`` section, else an
+    embedded broker. ``properties``: Kafka client properties added for every client of the run."""
+    from contextlib import ExitStack
+
+    from streamscale.benchmark.report import write_report
+    from streamscale.broker import EmbeddedBroker
+    from streamscale.observe.html import environment
+
+    with ExitStack() as stack:
+        if bootstrap is None:  # the spec's section (not the environment: the command line reads that)
+            bootstrap, section_props = build_connection(section=spec.kafka_section(), use_env=False)
+            properties = {**section_props, **(properties or {})}
+        embedded = bootstrap is None
+        if embedded:
+            bootstrap = stack.enter_context(EmbeddedBroker(log_dir=out_dir / "logs")).bootstrap
+        conn = KafkaConnection.of(bootstrap, properties)
+        execution = Execution(spec, out_dir, ExperimentRunner(spec, out_dir, conn), live=live)
+        (out_dir / "environment.json").write_text(json.dumps(environment(spec, conn.bootstrap, embedded), indent=2))
+        summary = execution.run(search)
+    summary["report"] = str(write_report(out_dir))
+    return summary

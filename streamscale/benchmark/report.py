@@ -1,0 +1,143 @@
+"""`streamscale report RESULTS_DIR`: one self-contained HTML page per benchmark execution.
+
+The page opens with the answer (one sentence, demand per load, capacity per resource amount, the
+metric plot), then the details: the metric table, every experiment's lag plot with its trend and SLO
+verdicts (invalid experiments flagged with the reason), the environment the execution ran in and
+the spec. Experiments are read typed (:mod:`.results`).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import math
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from streamscale.benchmark.results import FILE_NAME, read_results
+from streamscale.errors import ConfigError
+from streamscale.observe.html import html_table, img_tag, page_head, page_tail
+
+
+def _answer(summary: dict) -> list[str]:
+    """The opening: the sentence, demand per load and capacity per resource amount."""
+    a = summary.get("answer")
+    if not a:
+        return ["<p><em>no answer recorded (results of an older streamscale or an unfinished execution)</em></p>"]
+    load_col = summary.get("load_label", "load")
+    res_col = summary.get("resource_label", "resources")
+
+    def rate(v):
+        return "—" if v is None else f"{v:,.0f}" if v >= 100 else f"{v:g}"
+
+    demand = [
+        {load_col: rate(r["rate"]), res_col: r["resources"] if r["resources"] is not None else "more than tested"}
+        for r in a.get("demand", [])
+    ]
+    capacity = [{res_col: r["resources"], f"highest {load_col} held": rate(r["rate"])} for r in a.get("capacity", [])]
+    return [
+        f'<p class="answer" style="font-size:1.25em"><strong>{html.escape(a["sentence"])}.</strong></p>',
+        '<div style="display:flex;gap:3em"><div><h2>Demand per load</h2>',
+        html_table(demand, "demand"),
+        "</div><div><h2>Capacity per resource amount</h2>",
+        html_table(capacity, "capacity"),
+        "</div></div>",
+    ]
+
+
+def write_report(results_dir: Path) -> Path:
+    d = Path(results_dir)
+    if not (d / FILE_NAME).exists() and not (d / "summary.json").exists():
+        raise ConfigError(f"{d} is not a benchmark results directory (no experiments.csv or summary.json)")
+    spec_text = (d / "spec.yaml").read_text() if (d / "spec.yaml").exists() else "(spec.yaml missing)"
+    summary = json.loads((d / "summary.json").read_text()) if (d / "summary.json").exists() else {}
+    env = json.loads((d / "environment.json").read_text()) if (d / "environment.json").exists() else {}
+    experiments = read_results(d)
+    metric_rows = list(csv.DictReader(open(d / "summary.csv"))) if (d / "summary.csv").exists() else []
+    metric_rows = [{k: (v if v != "" else "none of the tested amounts") for k, v in r.items()} for r in metric_rows]
+    kind = summary.get("metric", "demand")
+    title = summary.get("name", d.name)
+    parts = [
+        page_head(f"{title}: streamscale report"),
+        f"<h1>{html.escape(title)}</h1>",
+        *_answer(summary),
+        f"<h2>Details</h2><p>{'Resource demand' if kind == 'demand' else 'Load capacity'} searched · "
+        f"{len(experiments)} experiments · {sum(1 for e in experiments if not e.valid)} invalid · "
+        f"report written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>",
+        "<h3>Metric as searched</h3>",
+        html_table(metric_rows, "metric"),
+    ]
+    plot = d / ("demand.png" if kind == "demand" else "capacity.png")
+    if plot.exists():  # the picture of the answer, right below it
+        parts.insert(3, img_tag(plot, f"{kind} plot"))
+    parts += [
+        "<h2>Experiments</h2>",
+        html_table(
+            [
+                {
+                    k: asdict(e)[k]
+                    for k in (
+                        "exp_id",
+                        "load",
+                        "resources",
+                        "repetition",
+                        "valid",
+                        "lag_slope",
+                        "lag_low",
+                        "lag_high",
+                        "lag_limit",
+                        "lag_verdict",
+                        "lag_slo",
+                        "dropped",
+                        "dropped_slo",
+                        "passed",
+                        "generator_rate",
+                        "note",
+                    )
+                }
+                for e in experiments
+            ],
+            "experiments",
+        ),
+    ]
+    for e in experiments:
+        verdict = "pass" if e.passed else "fail"
+        parts.append(
+            f'<div class="exp" id="{html.escape(e.exp_id)}"><h3>{html.escape(e.exp_id)} '
+            f'<span class="{verdict}">{verdict.upper()}</span></h3>'
+        )
+        if not e.valid:
+            parts.append(f'<p class="invalid">INVALID: {html.escape(e.note or "no reason recorded")}</p>')
+        interval = (
+            f" [{e.lag_low}, {e.lag_high}] through "
+            f"{'the batch commits' if e.lag_basis == 'batches' else '1 s samples'}"
+            + (f" from {e.trend_from_s} s" if math.isfinite(e.trend_from_s) else "")
+            if math.isfinite(e.lag_low)
+            else ""
+        )
+        parts.append(
+            f"<p>lag trend {e.lag_slope} records/s{interval} (limit {e.lag_limit}): "
+            f"lag SLO {'met' if e.lag_slo else 'violated'}; "
+            f"dropped {e.dropped} (SLO {'met' if e.dropped_slo else 'violated'})</p>"
+        )
+        lag_png = d / "lag" / f"{e.exp_id}.png"
+        parts.append(
+            img_tag(lag_png, f"lag of {e.exp_id}")
+            if lag_png.exists()
+            else "<p><em>no lag plot (experiment resumed from an older run?)</em></p>"
+        )
+        parts.append("</div>")
+    parts += [
+        "<h2>Environment</h2>",
+        html_table([{"key": k, "value": v} for k, v in env.items()], "environment")
+        if env
+        else "<p><em>environment.json missing (execution from an older streamscale)</em></p>",
+        "<h2>Spec</h2>",
+        f"<pre>{html.escape(spec_text)}</pre>",
+        page_tail(),
+    ]
+    out = d / "report.html"
+    out.write_text("\n".join(parts))
+    return out

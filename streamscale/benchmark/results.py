@@ -1,0 +1,138 @@
+"""The results model: one typed row per experiment, and ``experiments.csv`` read and written here only.
+
+The runner appends rows, resume reads them back, the report, the plots and the demo read them typed:
+nobody else parses the file or compares the text ``"True"``. Rows are appended as whole lines with one
+write and an fsync before the next experiment starts; a run killed while writing can still leave a
+partial last line, which reading ignores and :meth:`ResultsFile.load` also cuts off the file (that
+experiment runs again).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from streamscale.errors import ResultsError
+
+FILE_NAME = "experiments.csv"
+
+
+@dataclass
+class ExperimentResult:
+    exp_id: str
+    load: float
+    resources: int
+    repetition: int
+    target_rate: float
+    generator_rate: float
+    generator_reached_target: bool
+    valid: bool
+    lag_slope: float
+    lag_limit: float
+    lag_slo: bool
+    dropped: int
+    dropped_fraction: float
+    dropped_slo: bool
+    passed: bool
+    final_lag: int
+    processed_records: int
+    sampler_cpu_pct: float
+    wall_s: float
+    note: str = ""
+    lag_low: float = float("nan")  # 95 % interval of the lag slope
+    lag_high: float = float("nan")
+    lag_basis: str = ""  # fitted through batch commits ("batches") or 1 s samples ("seconds")
+    lag_verdict: str = ""  # pass | fail | undecided (interval straddles the limit)
+    latency_p95_ms: float = float("nan")  # output latency after the warm-up (windowed UCs; 19 % buckets)
+    latency_slo: bool = True  # holds, or no latency limit in the spec
+    trend_from_s: float = float("nan")  # the warm-up's end: warmup_s, or later while the start-up backlog drained
+
+    @property
+    def key(self) -> tuple[float, int, int]:
+        return (float(self.load), int(self.resources), int(self.repetition))
+
+
+COLUMNS = [f.name for f in fields(ExperimentResult)]
+_TYPES = {f.name: f.type for f in fields(ExperimentResult)}
+_BOOL = {"True": True, "False": False}
+
+
+def exp_id(load, res, rep) -> str:
+    return f"load{load:g}_res{res}_rep{rep}"
+
+
+def _parse(row: dict, where: str) -> ExperimentResult:
+    if None in row or None in row.values():
+        raise ResultsError(f"{where}: a row has the wrong number of fields; move the file away to start over")
+    vals = {}
+    for k, v in row.items():
+        t = _TYPES.get(k)
+        try:
+            if t is None:
+                raise ValueError(f"unknown column {k!r}")
+            if t in ("bool", bool):
+                vals[k] = _BOOL[v]
+            elif t in ("float", float):
+                vals[k] = float(v)
+            elif t in ("int", int):
+                vals[k] = int(v)
+            else:
+                vals[k] = v
+        except (KeyError, ValueError) as exc:
+            raise ResultsError(
+                f"{where}: a row cannot be read ({k}={v!r}: {exc}); move the file away to start over"
+            ) from None
+    try:
+        return ExperimentResult(**vals)
+    except TypeError as exc:  # a required column missing
+        raise ResultsError(f"{where}: {exc}; move the file away to start over") from None
+
+
+def _whole_lines(text: str) -> str:
+    return text if not text or text.endswith("\n") else text[: text.rfind("\n") + 1]
+
+
+def parse(text: str, where: str = FILE_NAME) -> list[ExperimentResult]:
+    """The rows of an experiments.csv text (a partial last line is not a row)."""
+    return [_parse(row, where) for row in csv.DictReader(io.StringIO(_whole_lines(text)))]
+
+
+def read_results(results_dir: Path) -> list[ExperimentResult]:
+    """Every experiment of a results directory (none when it has no experiments.csv)."""
+    path = Path(results_dir) / FILE_NAME
+    return parse(path.read_text(), str(path)) if path.exists() else []
+
+
+class ResultsFile:
+    """``experiments.csv`` of one execution: load (repairing a torn last line) and append."""
+
+    def __init__(self, results_dir: Path):
+        self.path = Path(results_dir) / FILE_NAME
+
+    def load(self) -> tuple[list[ExperimentResult], bool]:
+        """The rows, and whether a partial last row left by an interrupted run was cut off."""
+        if not self.path.exists():
+            return [], False
+        text = self.path.read_text()
+        whole = _whole_lines(text)
+        if whole != text:
+            # repair the file, so that appended rows start on a line of their own
+            tmp = self.path.with_suffix(".csv.tmp")
+            tmp.write_text(whole)
+            os.replace(tmp, self.path)
+        return parse(whole, str(self.path)), whole != text
+
+    def append(self, r: ExperimentResult) -> None:
+        new = not self.path.exists()
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=COLUMNS)
+        if new:
+            w.writeheader()
+        w.writerow(asdict(r))
+        with open(self.path, "a", newline="") as f:
+            f.write(buf.getvalue())  # one write of whole rows, on disk before the next experiment
+            f.flush()
+            os.fsync(f.fileno())

@@ -1,0 +1,137 @@
+"""The ``streamscale`` command line: the root command, its groups, the options every command shares,
+and the entry point that turns streamscale's errors into one line and an exit code.
+
+The commands live in one module per concern (:mod:`.broker`, :mod:`.loadgen`, :mod:`.benchmark`,
+:mod:`.autoscale`, :mod:`.reliability`, :mod:`.topology`, :mod:`.doctor`); :mod:`.main` imports them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+from rich.console import Console
+
+from streamscale.errors import ConfigError, StreamscaleError
+
+console = Console(stderr=True)
+out = Console()
+
+root = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Benchmark how PySpark Structured Streaming pipelines scale over a Kafka-protocol broker.",
+)
+broker_app = typer.Typer(no_args_is_help=True, help="The embedded Kafka-protocol broker (Tansu).")
+topic_app = typer.Typer(no_args_is_help=True, help="Topics on the broker.")
+root.add_typer(broker_app, name="broker")
+root.add_typer(topic_app, name="topic")
+auto_app = typer.Typer(no_args_is_help=True, help="Consumer-group autoscaling by rebalance-aware bin packing.")
+root.add_typer(auto_app, name="autoscale")
+rel_app = typer.Typer(
+    no_args_is_help=True, help="Delivery reliability (TRAK): semantics x faults -> loss and duplicates."
+)
+root.add_typer(rel_app, name="reliability")
+topo_app = typer.Typer(no_args_is_help=True, help="Pipeline topologies: logical plan, optimization, sub-topologies.")
+root.add_typer(topo_app, name="topology")
+bench_app = typer.Typer(no_args_is_help=True, help="Scalability benchmarks (Theodolite method) from YAML specs.")
+root.add_typer(bench_app, name="benchmark")
+
+BOOTSTRAP_HELP = (
+    "Kafka bootstrap servers of an external cluster (default: $STREAMSCALE_BOOTSTRAP_SERVERS, "
+    "else the broker started by `streamscale broker start`)"
+)
+Bootstrap = typer.Option(None, "--bootstrap-servers", "-b", help=BOOTSTRAP_HELP)
+KafkaProperty = typer.Option(
+    None,
+    "-X",
+    "--kafka-property",
+    metavar="KEY=VALUE",
+    help="Kafka client property for every client of the command, as kcat's -X (repeatable): "
+    "-X security.protocol=SASL_SSL",
+)
+KafkaConfig = typer.Option(
+    None,
+    "--kafka-config",
+    metavar="FILE",
+    envvar="STREAMSCALE_KAFKA_CONFIG",
+    help="Kafka client properties file, as Kafka's --command-config (-X wins over it)",
+)
+
+
+def kafka_connection(bootstrap, properties, config_file, section=None):
+    """The command's Kafka connection: -b / -X / --kafka-config / a spec's kafka: section /
+    $STREAMSCALE_BOOTSTRAP_SERVERS, else the broker of `streamscale broker start`; checked to answer."""
+    from streamscale.broker.connection import build_connection
+    from streamscale.broker.embedded import resolve_connection
+
+    bs, props = build_connection(bootstrap, properties or (), config_file, section)
+    return resolve_connection(bs, props)
+
+
+def external_kafka(bootstrap, properties, config_file, section=None):
+    """For commands that start an embedded broker when given none: (the connection, or None for
+    the embedded broker; the user's properties, which apply to the embedded broker's clients too)."""
+    from streamscale.broker.connection import build_connection
+    from streamscale.broker.embedded import external_connection
+
+    bs, props = build_connection(bootstrap, properties or (), config_file, section)
+    return external_connection(bs, props), props
+
+
+_metrics_port: int | None = None
+
+
+@root.callback()
+def _main(
+    metrics_port: int = typer.Option(
+        None,
+        "--metrics-port",
+        envvar="STREAMSCALE_METRICS_PORT",
+        help="Prometheus /metrics on 127.0.0.1 while work runs (default 9464, a free port if taken; -1: off)",
+    ),
+):
+    """Benchmark how PySpark Structured Streaming pipelines scale over a Kafka-protocol broker."""
+    global _metrics_port
+    _metrics_port = metrics_port
+
+
+def metrics_endpoint() -> None:
+    from streamscale.observe.prometheus import serve
+
+    port = serve(_metrics_port)
+    if port is not None:
+        console.print(f"metrics: http://127.0.0.1:{port}/metrics", highlight=False)
+
+
+def parse_params(items: list[str]) -> dict:
+    params = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ConfigError(f"--param '{item}': use NAME=VALUE, e.g. window_s=60")
+        k, v = item.split("=", 1)
+        try:
+            params[k.strip()] = json.loads(v)
+        except ValueError:
+            params[k.strip()] = v
+    return params
+
+
+def register(typer_app: typer.Typer, name: str) -> None:
+    """Later concerns add their command groups here."""
+    root.add_typer(typer_app, name=name)
+
+
+def app() -> None:
+    """Entry point: streamscale's errors become one clear line and their kind's exit code
+    (:mod:`streamscale.errors`), never a traceback."""
+    try:
+        root()
+    except StreamscaleError as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        sys.exit(130)

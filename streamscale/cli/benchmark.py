@@ -1,0 +1,180 @@
+"""`streamscale run-sut`, `benchmark validate|run`, `report` and `demo`: the scalability benchmark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from streamscale.cli.app import (
+    KafkaConfig,
+    KafkaProperty,
+    bench_app,
+    console,
+    external_kafka,
+    metrics_endpoint,
+    out,
+    parse_params,
+    root,
+)
+
+
+@root.command("run-sut")
+def run_sut_cmd(
+    uc: str = typer.Argument(..., help="uc1, uc2, uc3 or uc4"),
+    sensors: int = typer.Option(
+        1000, "--sensors", "-s", min=1, help="Load: sensors x 1 record/s (UC4: from --param levels)"
+    ),
+    duration: float = typer.Option(60.0, "--duration", "-d", min=1),
+    master: str = typer.Option("local[2]", help="Spark master: local[k], spark://..., k8s://..."),
+    partitions: int = typer.Option(8, min=1),
+    gen_workers: int = typer.Option(1, "--gen-workers", min=1),
+    param: list[str] = typer.Option(None, "--param", "-p", help="Pipeline parameter NAME=VALUE (repeatable)"),
+    out_dir: Path = typer.Option(None, "--out", help="Write summary.json, lag.csv, batches.csv here"),
+    bootstrap: str = typer.Option(
+        None,
+        "--bootstrap-servers",
+        "-b",
+        help="External Kafka cluster (default: $STREAMSCALE_BOOTSTRAP_SERVERS, else start an embedded broker)",
+    ),
+    kafka_property: list[str] = KafkaProperty,
+    kafka_config: Path = KafkaConfig,
+):
+    """Run one pipeline against the load generator, printing live rates and lag."""
+    metrics_endpoint()
+    from streamscale.experiment.sut import run_sut
+    from streamscale.pipelines import make_pipeline
+
+    params = parse_params(param)
+    pipe = make_pipeline(uc, params)
+    out.print(pipe.describe())
+
+    def on_batch(b: dict) -> None:
+        lat = f"  latency {b['avg_latency_ms'] / 1000:.1f} s" if b.get("avg_latency_ms") is not None else ""
+        out.print(
+            f"  batch {b['batch_id']:>4}: {b['input_rows']:>8,} rows  in {b['input_rate']:>9,.0f}/s  "
+            f"processed {b['processed_rate']:>9,.0f}/s  {b['batch_ms'] / 1000:5.2f} s  "
+            f"dropped {b['dropped_late']}{lat}"
+        )
+
+    def on_lag(s) -> None:
+        if int(s.t_s) % 5 == 0:
+            out.print(f"  [{s.t_s:6.1f} s] consumer lag {s.lag:,} records")
+
+    conn, props = external_kafka(bootstrap, kafka_property, kafka_config)
+    r = run_sut(
+        uc,
+        sensors=sensors,
+        duration_s=duration,
+        master=master,
+        params=params,
+        partitions=partitions,
+        gen_workers=gen_workers,
+        bootstrap=conn,
+        properties=props,
+        out_dir=out_dir,
+        on_batch=on_batch,
+        on_lag=on_lag,
+    )
+    out.print(
+        f"\n{uc}: generated {r.generated:,} at {r.generator_rate:,.0f}/s (target {r.target_rate:,.0f}/s"
+        f"{'' if r.generator_reached_target else ', NOT reached'}); processed {r.processed_records:,} "
+        f"at {r.processed_rate:,.0f}/s; final lag {r.final_lag:,}; dropped late {r.dropped_late:,}; "
+        f"malformed {r.malformed:,}{f'; unregistered {r.unregistered:,}' if r.unregistered else ''}; "
+        f"shuffle stages {r.shuffle_stages}"
+    )
+    if out_dir:
+        out.print(f"wrote {out_dir}/summary.json, lag.csv, batches.csv")
+
+
+@bench_app.command("validate")
+def bench_validate(spec_file: Path):
+    """Check a spec and show what it would run."""
+    from streamscale.benchmark.experiment_runner import experiment_settings
+    from streamscale.benchmark.spec import load_spec
+
+    spec = load_spec(spec_file)
+    ex = spec.execution
+    out.print(
+        f"[green]valid[/]: {spec.name}: {spec.benchmark.sut}, {ex.metric} over load {ex.load.type} "
+        f"{[f'{v:g}' for v in ex.load.values]} x {ex.resources.type} {ex.resources.values}, "
+        f"{ex.strategy.name} search{' with lower bound' if ex.strategy.lower_bound else ''}, "
+        f"{ex.repetitions} repetition(s) of {ex.duration_s:g} s (warm-up {ex.warmup_s:g} s)"
+    )
+    for load in ex.load.values:
+        s = experiment_settings(spec, load, ex.resources.values[0])
+        out.print(f"  load {load:g}: {s['sensors']:,} sensors = {s['rate']:,.0f} records/s")
+
+
+@bench_app.command("run")
+def bench_run(
+    spec_file: Path,
+    out_dir: Path = typer.Option(None, "--out", help="Results directory (default results/<name>)"),
+    bootstrap: str = typer.Option(
+        None,
+        "--bootstrap-servers",
+        "-b",
+        help="External Kafka cluster (default: $STREAMSCALE_BOOTSTRAP_SERVERS, else an embedded broker)",
+    ),
+    serve: bool = typer.Option(False, "--serve", help="Live page of the running experiment on loopback"),
+    serve_port: int = typer.Option(0, help="Port of the live page (default: a free one)"),
+    kafka_property: list[str] = KafkaProperty,
+    kafka_config: Path = KafkaConfig,
+):
+    """Run an execution: isolated experiments chosen by the search strategy; resumes if interrupted."""
+    metrics_endpoint()
+    from streamscale.benchmark.execution import run_execution
+    from streamscale.benchmark.spec import load_spec
+
+    spec = load_spec(spec_file)
+    out_dir = out_dir or Path("results") / spec.name
+    conn, props = external_kafka(bootstrap, kafka_property, kafka_config, spec.kafka_section())
+    live = server = None
+    if serve:
+        from streamscale.observe.live import LiveServer, LiveState
+
+        live = LiveState()
+        server = LiveServer(live, serve_port).start()
+        console.print(f"live page: {server.url}", highlight=False)
+    try:
+        summary = run_execution(spec, out_dir, conn, live=live, properties=props)
+    finally:
+        if server is not None:
+            server.stop()
+    kind = "resource demand" if summary["metric"] == "demand" else "load capacity"
+    out.print(
+        f"\n[bold]{kind}[/] ({summary['experiments_run']} experiments run, "
+        f"{summary['experiments_resumed']} resumed, {summary['invalid_experiments']} invalid):"
+    )
+    for row in summary["results"]:
+        k, v = list(row.values())
+        out.print(f"  {k:g} -> {v if v is not None else 'none of the tested amounts'}")
+    out.print(f"lag sampler CPU: at most {summary['max_sampler_cpu_pct']}% of one core")
+    out.print(f"report: {summary['report']}")
+    out.print(
+        f"results in {out_dir}/ (experiments.csv, summary.csv, summary.json, "
+        f"{'demand' if summary['metric'] == 'demand' else 'capacity'}.png, lag/)"
+    )
+
+
+@root.command("report")
+def report_cmd(results_dir: Path):
+    """Write RESULTS_DIR/report.html: one self-contained page for a benchmark execution."""
+    from streamscale.benchmark.report import write_report
+
+    out.print(f"wrote {write_report(results_dir)}")
+
+
+@root.command("demo")
+def demo_cmd(
+    seconds: float = typer.Option(10.0, help="Source demo: how long the streaming query runs"),
+    sensors: int = typer.Option(10000, help="Source demo: simulated sensors (records/s)"),
+    out_dir: Path = typer.Option(Path("demo-results"), "--out"),
+    master: str = typer.Option("local[2]", help="Source demo: Spark master"),
+    source: bool = typer.Option(False, help="First show the PySpark Kafka source under load"),
+    execution: bool = typer.Option(True, help="Run the scaling demo (probe + UC2 benchmark)"),
+):
+    """A Spark job's (UC2's) resource demand found rising with its load on this machine (~3 min), with report."""
+    from streamscale.demo import run_demo
+
+    run_demo(seconds=seconds, sensors=sensors, out_dir=out_dir, master=master, execution=execution, source=source)

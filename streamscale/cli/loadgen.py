@@ -1,0 +1,126 @@
+"""`streamscale generate` and `streamscale registry`: the load generator and UC4's sensor registry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from streamscale.cli.app import (
+    Bootstrap,
+    KafkaConfig,
+    KafkaProperty,
+    console,
+    kafka_connection,
+    metrics_endpoint,
+    out,
+    root,
+)
+
+
+# -- load generator ------------------------------------------------------------------------
+@root.command("generate")
+def generate_cmd(
+    topic: str = typer.Option("input", "--topic", "-t"),
+    sensors: int = typer.Option(1000, "--sensors", "-s", min=1, help="Simulated sensors (keys)"),
+    period: float = typer.Option(1.0, "--period", help="Seconds between two records of one sensor"),
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Producer processes"),
+    records: int = typer.Option(None, "--records", "-n", min=0, help="Stop after N records (finite mode)"),
+    duration: float = typer.Option(None, "--duration", "-d", help="Stop after this many seconds"),
+    encoding: str = typer.Option("json", help="json or csv"),
+    distribution: str = typer.Option("uniform:0,100", help="constant:V | uniform:LO,HI | normal:MEAN,STD"),
+    seed: int = typer.Option(42),
+    unthrottled: bool = typer.Option(False, "--unthrottled", help="Send as fast as possible"),
+    partitions: int = typer.Option(None, "--create-topic", help="Create the topic with this many partitions"),
+    json_out: Path = typer.Option(None, "--json-out", help="Write the run's figures here"),
+    bootstrap: str = Bootstrap,
+    kafka_property: list[str] = KafkaProperty,
+    kafka_config: Path = KafkaConfig,
+):
+    """Simulated power sensors: one ActivePowerRecord per sensor and period, key = sensor id.
+
+    Without --records or --duration it runs until Ctrl-C.
+    """
+    metrics_endpoint()
+    import dataclasses
+
+    from streamscale.broker import BrokerAccess
+    from streamscale.loadgen import GeneratorConfig, LoadGenerator
+
+    # options first (a bad value is named at once), then the broker
+    cfg = GeneratorConfig(
+        "unresolved",
+        topic=topic,
+        sensors=sensors,
+        period_s=period,
+        workers=workers,
+        encoding=encoding,
+        distribution=distribution,
+        seed=seed,
+        records=records,
+        duration_s=duration,
+        throttle=not unthrottled,
+    )
+    bs = kafka_connection(bootstrap, kafka_property, kafka_config)
+    cfg = dataclasses.replace(cfg, bootstrap=bs)
+    if partitions:
+        with BrokerAccess(bs) as access:
+            access.create_topic(topic, partitions, exist_ok=True)
+    mode = "unthrottled" if unthrottled else f"target {cfg.target_rate:,.0f} records/s"
+    console.print(
+        f"generating into {topic} at {bs}: {sensors:,} sensors, {mode}, {cfg.workers} worker(s)"
+        + ("" if records is not None or duration else " — Ctrl-C to stop")
+    )
+
+    def show(s: dict) -> None:
+        short = (
+            ""
+            if unthrottled or s["rate"] >= 0.95 * s["target_rate"]
+            else f"  [red]below target ({s['behind']:,} behind schedule)[/]"
+        )
+        console.print(
+            f"  {s['elapsed_s']:6.1f} s  {s['rate']:>10,.0f} records/s  "
+            f"sent {s['sent']:,}  failed {s['failed']:,}{short}"
+        )
+
+    gen = LoadGenerator(cfg, on_second=show)
+    result = gen.run()
+    summary = result.as_dict()
+    summary.pop("per_second")
+    console.print(
+        f"done: {result.delivered:,} delivered, {result.failed:,} failed in {result.duration_s:.1f} s "
+        f"= {result.achieved_rate:,.0f} records/s" + ("" if result.reached_target else "  [red]target NOT reached[/]")
+    )
+    if result.first_error:
+        console.print(f"[red]first delivery error: {result.first_error}[/]")
+    if json_out:
+        json_out.write_text(json.dumps(result.as_dict(), indent=2))
+    if result.failed:
+        raise typer.Exit(1)
+
+
+@root.command("registry")
+def registry_cmd(
+    levels: int = typer.Option(2, "--levels", "-l", min=1, help="Nested group levels n"),
+    children: int = typer.Option(4, "--children", "-k", min=1, help="Children per group"),
+    out_file: Path = typer.Option(Path("sensor-registry.json"), "--out"),
+    publish: bool = typer.Option(False, "--publish", help="Also publish it to the broker"),
+    topic: str = typer.Option("configuration", "--topic"),
+    bootstrap: str = Bootstrap,
+    kafka_property: list[str] = KafkaProperty,
+    kafka_config: Path = KafkaConfig,
+):
+    """UC4's sensor registry: n levels of groups with k children each (k^n sensors s_0 ...)."""
+    from streamscale.loadgen import SensorRegistry
+
+    reg = SensorRegistry.build(levels, children)
+    reg.write(out_file)
+    out.print(
+        f"registry: {levels} levels x {children} children = {reg.num_sensors:,} sensors, "
+        f"{len(reg.groups()):,} groups -> {out_file}"
+    )
+    if publish:
+        bs = kafka_connection(bootstrap, kafka_property, kafka_config)
+        reg.publish(bs, topic)
+        out.print(f"published to topic '{topic}' at {bs}")

@@ -1,0 +1,129 @@
+"""Testbeds of the reliability tester: where its clients connect and how faults are applied —
+an external cluster (no faults), the embedded broker behind the fault proxy, or the embedded broker
+in a network namespace whose veth pair tc netem degrades."""
+
+from __future__ import annotations
+
+from streamscale.broker.connection import KafkaConnection
+from streamscale.broker.embedded import EmbeddedBroker
+from streamscale.errors import ReliabilityError
+from streamscale.ports import free_port
+from streamscale.reliability.proxy import FaultProxy
+from streamscale.reliability.spec import NetemFault, NoFault, ProxyFault
+
+
+class Testbed:
+    """Where the clients connect and how faults are applied."""
+
+    bootstrap: str
+    properties: dict | None = None  # the user's Kafka client properties, for every client of a trial
+    can_restart = False
+
+    @property
+    def connection(self) -> KafkaConnection:
+        return KafkaConnection.of(self.bootstrap, self.properties)
+
+    def apply(self, fault) -> None: ...
+    def set_cut(self, on: bool) -> None: ...
+    def clear(self) -> None: ...
+    def restart_broker(self) -> None:
+        raise NotImplementedError
+
+    def proxy_resets(self) -> int:
+        return 0
+
+    def close(self) -> None: ...
+
+
+class ExternalTestbed(Testbed):
+    def __init__(self, bootstrap: KafkaConnection | str, properties: dict | None = None):
+        conn = KafkaConnection.of(bootstrap, properties)
+        self.bootstrap, self.properties = conn.bootstrap, dict(conn.properties)
+
+    def apply(self, fault) -> None:
+        if not isinstance(fault, NoFault):
+            raise ReliabilityError("unreachable: faults on an external cluster are rejected up front")
+
+
+class ProxyTestbed(Testbed):
+    """Embedded broker that advertises a fault proxy's address: every client byte passes the proxy."""
+
+    can_restart = True
+
+    def __init__(self, log_dir=None, seed: int | None = None, properties: dict | None = None):
+        self.properties = properties
+        self.proxy_port = free_port()
+        self.broker = EmbeddedBroker(advertised_port=self.proxy_port, log_dir=log_dir).start()
+        try:
+            self.proxy = FaultProxy(self.proxy_port, self.broker.bootstrap, seed=seed).start()
+        except BaseException:
+            self.broker.stop()
+            raise
+        self.bootstrap = self.proxy.address
+        self._faults: dict = {}
+
+    def apply(self, fault) -> None:
+        if isinstance(fault, ProxyFault):
+            self._faults = {
+                "delay_ms": fault.delay_ms,
+                "jitter_ms": fault.jitter_ms,
+                "reset_pct": fault.reset_pct,
+                "drop_pct": fault.drop_pct,
+            }
+        else:
+            self._faults = {}
+        self.proxy.set(**self._faults)
+
+    def set_cut(self, on: bool) -> None:
+        self.proxy.set(**self._faults, cut=on)
+
+    def clear(self) -> None:
+        self._faults = {}
+        self.proxy.clear()
+
+    def restart_broker(self) -> None:
+        self.broker.restart()
+
+    def proxy_resets(self) -> int:
+        return int(self.proxy.stats()["resets"])
+
+    def close(self) -> None:
+        self.proxy.stop()
+        self.broker.stop()
+
+
+class NetemTestbed(Testbed):
+    """Embedded broker in its own network namespace; tc netem delays/drops packets on the veth pair."""
+
+    can_restart = True
+
+    def __init__(self, log_dir=None, properties: dict | None = None):
+        self.properties = properties
+        from streamscale.reliability.netem import NetemLink, require_netem
+
+        require_netem()
+        self.link = NetemLink().create()
+        try:
+            self.broker = EmbeddedBroker(
+                host=self.link.peer_ip, netns=self.link.netns, log_dir=log_dir, port=9092
+            ).start()
+        except BaseException:
+            self.link.destroy()
+            raise
+        self.bootstrap = self.broker.bootstrap
+
+    def apply(self, fault) -> None:
+        if isinstance(fault, NetemFault):
+            self.link.set(fault.delay_ms, fault.loss_pct, fault.jitter_ms)
+        else:
+            self.link.clear()
+
+    def clear(self) -> None:
+        self.link.clear()
+
+    def restart_broker(self) -> None:
+        self.broker.restart()
+
+    def close(self) -> None:
+        self.broker.stop()
+        self.link.destroy()

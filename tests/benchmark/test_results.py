@@ -1,0 +1,84 @@
+"""The results model: experiments.csv written and read typed in one place (streamscale.benchmark.results)."""
+
+import math
+
+import pytest
+
+from streamscale.benchmark.results import COLUMNS, ExperimentResult, ResultsFile, exp_id, read_results
+from streamscale.errors import ResultsError
+
+
+def result(load: float, res: int, rep: int, passed: bool, **kw) -> ExperimentResult:
+    base = dict(
+        exp_id=exp_id(load, res, rep),
+        load=load,
+        resources=res,
+        repetition=rep,
+        target_rate=load,
+        generator_rate=load - 0.5,
+        generator_reached_target=True,
+        valid=True,
+        lag_slope=-12.25,
+        lag_limit=load * 0.01,
+        lag_slo=passed,
+        dropped=3,
+        dropped_fraction=0.0001,
+        dropped_slo=True,
+        passed=passed,
+        final_lag=7,
+        processed_records=123_456,
+        sampler_cpu_pct=0.25,
+        wall_s=31.5,
+    )
+    return ExperimentResult(**{**base, **kw})
+
+
+def test_rows_come_back_typed_and_equal(tmp_path):
+    f = ResultsFile(tmp_path)
+    written = [result(1000.0, 1, 0, True, note='a "quoted", comma'), result(2000.0, 2, 1, False, latency_slo=False)]
+    for r in written:
+        f.append(r)
+    rows = read_results(tmp_path)
+    assert [r.passed for r in rows] == [True, False] and rows[1].latency_slo is False
+    assert isinstance(rows[0].resources, int) and isinstance(rows[0].load, float)
+    assert rows[0].note == 'a "quoted", comma' and rows[1].key == (2000.0, 2, 1)
+    assert math.isnan(rows[0].lag_low)  # defaults survive the round trip
+    for a, b in zip(written, rows):
+        assert {
+            k: v for k, v in vars(a).items() if k not in ("lag_low", "lag_high", "latency_p95_ms", "trend_from_s")
+        } == {k: v for k, v in vars(b).items() if k not in ("lag_low", "lag_high", "latency_p95_ms", "trend_from_s")}
+    assert (tmp_path / "experiments.csv").read_text().splitlines()[0] == ",".join(COLUMNS)
+
+
+def test_a_torn_last_line_is_not_a_row_and_load_repairs_the_file(tmp_path):
+    f = ResultsFile(tmp_path)
+    f.append(result(1000.0, 1, 0, True))
+    f.append(result(2000.0, 1, 0, True))
+    text = f.path.read_text()
+    f.path.write_text(text[:-30])
+    assert [r.load for r in read_results(tmp_path)] == [1000.0]  # reading alone does not touch the file
+    assert not f.path.read_text().endswith("\n")
+    rows, repaired = f.load()
+    assert repaired and [r.load for r in rows] == [1000.0] and f.path.read_text().endswith("\n")
+    f.append(result(3000.0, 1, 0, False))
+    assert [r.load for r in read_results(tmp_path)] == [1000.0, 3000.0]
+
+
+@pytest.mark.parametrize(
+    "damage, named",
+    [
+        (lambda t: t.replace(",True,True,", ",yes,True,", 1), "generator_reached_target"),
+        (lambda t: t.replace("load,", "lode,", 1), "lode"),
+        (lambda t: t.rstrip("\n") + ",extra\n", "wrong number of fields"),
+    ],
+)
+def test_a_damaged_row_is_one_error_naming_the_problem(tmp_path, damage, named):
+    f = ResultsFile(tmp_path)
+    f.append(result(1000.0, 1, 0, True))
+    f.path.write_text(damage(f.path.read_text()))
+    with pytest.raises(ResultsError, match=named):
+        read_results(tmp_path)
+
+
+def test_no_file_no_rows(tmp_path):
+    assert read_results(tmp_path) == [] and ResultsFile(tmp_path).load() == ([], False)

@@ -1,0 +1,120 @@
+"""One Kafka connection makes every client: properties from -X, a file, a spec section, checked once."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from streamscale.broker.connection import (
+    KafkaConnection,
+    KafkaSection,
+    build_connection,
+    parse_assignments,
+    parse_properties_text,
+)
+from streamscale.errors import ConfigError
+
+PACKAGE = Path(__file__).parents[2] / "streamscale"
+
+
+def test_no_module_but_the_connection_constructs_a_kafka_client():
+    # the one place every client is made: a hand-built Producer/Consumer/AdminClient elsewhere
+    # would miss the user's properties (SASL, SSL, ...)
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "connection.py" and path.parent.name == "broker":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if name in ("Producer", "Consumer", "AdminClient"):
+                    offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert offenders == []
+
+
+def test_properties_file_parsing():
+    text = (
+        "# a comment\n! another\n\nsecurity.protocol=SASL_SSL\nsasl.mechanism : PLAIN\nclient.id = a=b\n"
+        "ssl.ca.location=/etc/\\\n  ca.pem\n"
+    )
+    assert parse_properties_text(text, "f") == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "client.id": "a=b",
+        "ssl.ca.location": "/etc/ca.pem",
+    }
+    with pytest.raises(ConfigError, match=r"f:2: not a property"):
+        parse_properties_text("a=1\njust words\n", "f")
+
+
+def test_assignments_need_key_equals_value():
+    assert parse_assignments(["client.id=x", "linger.ms = 7"]) == {"client.id": "x", "linger.ms": "7"}
+    with pytest.raises(ConfigError, match="-X 'linger.ms': use key=value"):
+        parse_assignments(["linger.ms"])
+
+
+@pytest.mark.parametrize(
+    "props, named",
+    [
+        ({"no.such.property": "1"}, "no.such.property"),
+        ({"linger.ms": "soon"}, "linger.ms"),
+        ({"group.id": "mine"}, "group.id"),
+        ({"acks": "0"}, "acks"),
+        ({"isolation.level": "read_committed"}, "isolation.level"),
+    ],
+)
+def test_bad_or_managed_properties_are_one_error_naming_them(props, named):
+    with pytest.raises(ConfigError, match=named) as info:
+        KafkaConnection.of("127.0.0.1:1", props)
+    assert "\n" not in str(info.value)
+
+
+def test_precedence_section_then_file_then_x(tmp_path, monkeypatch):
+    monkeypatch.delenv("STREAMSCALE_BOOTSTRAP_SERVERS", raising=False)
+    monkeypatch.delenv("STREAMSCALE_KAFKA_CONFIG", raising=False)
+    f = tmp_path / "client.properties"
+    f.write_text("client.id=from-file\nsocket.timeout.ms=2000\nbootstrap.servers=file:9092\n")
+    section = {"bootstrap_servers": "spec:9092", "properties": {"client.id": "from-spec", "linger.ms": "3"}}
+    bs, props = build_connection(None, ["client.id=from-x"], f, section)
+    assert bs == "file:9092"  # the file's bootstrap.servers beats the spec's
+    assert props == {"client.id": "from-x", "socket.timeout.ms": "2000", "linger.ms": "3"}
+    assert build_connection("opt:9092", ["bootstrap.servers=x:1"], None, section)[0] == "opt:9092"
+    monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "env:9092")
+    assert build_connection(None, (), None, {})[0] == "env:9092"
+    assert build_connection(None, (), None, {}, use_env=False)[0] is None
+    monkeypatch.setenv("STREAMSCALE_KAFKA_CONFIG", str(f))
+    assert build_connection(None, (), None, {})[1]["client.id"] == "from-file"
+    with pytest.raises(ConfigError, match="nope.properties"):
+        build_connection(None, (), tmp_path / "nope.properties", {})
+
+
+def test_clients_get_the_properties_and_their_own_settings_win():
+    conn = KafkaConnection.of("h:1", {"client.id": "me", "linger.ms": "50"})
+    conf = conn.config({"linger.ms": 0, "group.id": "g"}, defaults={"client.id": "default", "fetch.wait.max.ms": 5})
+    assert conf == {
+        "bootstrap.servers": "h:1",
+        "client.id": "me",
+        "linger.ms": 0,
+        "group.id": "g",
+        "fetch.wait.max.ms": 5,
+    }
+    assert conn.spark_options() == {"kafka.bootstrap.servers": "h:1", "kafka.client.id": "me", "kafka.linger.ms": "50"}
+    assert str(conn) == "h:1" and KafkaConnection.of(conn) is conn
+
+
+def test_a_spec_section_is_checked_when_the_spec_is_read(tmp_path):
+    from streamscale.benchmark.spec import parse_spec
+
+    base = {
+        "name": "k",
+        "benchmark": {"sut": "uc1"},
+        "execution": {"load": {"values": [1]}, "resources": {"values": [1]}, "duration_s": 10, "warmup_s": 1},
+    }
+    spec = parse_spec({**base, "kafka": {"properties": {"client.id": "x", "socket.keepalive.enable": True}}})
+    assert spec.kafka.properties == {"client.id": "x", "socket.keepalive.enable": "true"}
+    with pytest.raises(ConfigError, match=r"kafka\.properties.*no\.such\.thing"):
+        parse_spec({**base, "kafka": {"properties": {"no.such.thing": 1}}})
+    with pytest.raises(ConfigError, match="kafka.surprise"):
+        parse_spec({**base, "kafka": {"surprise": 1}})
+    assert KafkaSection().properties == {}
