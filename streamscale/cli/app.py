@@ -44,6 +44,13 @@ BOOTSTRAP_HELP = (
     "else the broker started by `streamscale broker start`)"
 )
 Bootstrap = typer.Option(None, "--bootstrap-servers", "-b", help=BOOTSTRAP_HELP)
+# for commands that start an embedded broker when given none
+EmbeddedOrBootstrap = typer.Option(
+    None,
+    "--bootstrap-servers",
+    "-b",
+    help="External Kafka cluster (default: $STREAMSCALE_BOOTSTRAP_SERVERS, else start an embedded broker)",
+)
 KafkaProperty = typer.Option(
     None,
     "-X",

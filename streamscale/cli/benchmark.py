@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from streamscale.cli.app import (
+    EmbeddedOrBootstrap,
     KafkaConfig,
     KafkaProperty,
     bench_app,
@@ -31,12 +32,7 @@ def run_sut_cmd(
     gen_workers: int = typer.Option(1, "--gen-workers", min=1),
     param: list[str] = typer.Option(None, "--param", "-p", help="Pipeline parameter NAME=VALUE (repeatable)"),
     out_dir: Path = typer.Option(None, "--out", help="Write summary.json, lag.csv, batches.csv here"),
-    bootstrap: str = typer.Option(
-        None,
-        "--bootstrap-servers",
-        "-b",
-        help="External Kafka cluster (default: $STREAMSCALE_BOOTSTRAP_SERVERS, else start an embedded broker)",
-    ),
+    bootstrap: str = EmbeddedOrBootstrap,
     kafka_property: list[str] = KafkaProperty,
     kafka_config: Path = KafkaConfig,
 ):
@@ -110,12 +106,7 @@ def bench_validate(spec_file: Path):
 def bench_run(
     spec_file: Path,
     out_dir: Path = typer.Option(None, "--out", help="Results directory (default results/<name>)"),
-    bootstrap: str = typer.Option(
-        None,
-        "--bootstrap-servers",
-        "-b",
-        help="External Kafka cluster (default: $STREAMSCALE_BOOTSTRAP_SERVERS, else an embedded broker)",
-    ),
+    bootstrap: str = EmbeddedOrBootstrap,
     serve: bool = typer.Option(False, "--serve", help="Live page of the running experiment on loopback"),
     serve_port: int = typer.Option(0, help="Port of the live page (default: a free one)"),
     kafka_property: list[str] = KafkaProperty,

@@ -407,7 +407,7 @@ def test_autoscale_runs_side_by_side_and_in_a_row(state, broker, topic_factory, 
     load.start()
 
     def autoscale(name: str) -> subprocess.Popen:
-        args = ["autoscale", "run", "-t", topic, "--consumer-capacity", "20KB", "--duration", "8"]
+        args = ["autoscale", "run", "-t", topic, "--consumer-capacity", "20KB", "--duration", "5"]
         args += ["--state-dir", str(tmp_path / name), "--group", f"{name}-{tmp_path.name}"[:60], "-b", broker.bootstrap]
         args += ["--interval", "1", "--window", "2", "--sample-interval", "0.25", "--wait-time", "0.2"]
         e = {**os.environ, **state, "STREAMSCALE_METRICS_PORT": "-1"}
