@@ -118,7 +118,7 @@ def check_properties(props: Mapping[str, str]) -> None:
         if key in MANAGED:
             raise ConfigError(f"Kafka property {key!r} is set by streamscale: {MANAGED[key]}")
         if key == "bootstrap.servers":
-            raise ConfigError("internal: bootstrap.servers travels as the connection's bootstrap")
+            raise ConfigError("give bootstrap.servers as the bootstrap (--bootstrap-servers), not as a property")
     check_known(props)
 
 
