@@ -26,6 +26,7 @@ a run, in every process.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -129,20 +130,23 @@ def check_known(props: Mapping[str, str]) -> None:
 
     # A producer with no bootstrap servers connects to nothing; librdkafka checks every name and
     # value as it is configured (consumer-only properties are accepted with a warning, dropped here).
-    problem = _refusal(props)
+    problem = _refusal(tuple(sorted(props.items())))
     if problem is None:
         return
     # name the user's property (librdkafka may name an alias: linger.ms -> queue.buffering.max.ms)
-    culprit = next((k for k in props if _refusal({k: props[k]}) is not None), None)
+    culprit = next((k for k in props if _refusal(((k, props[k]),)) is not None), None)
     where = f"Kafka client property {culprit!r}" if culprit else "Kafka client properties"
     raise ConfigError(f"{where}: {problem}")
 
 
-def _refusal(props: Mapping[str, str]) -> str | None:
+@functools.lru_cache(maxsize=64)
+def _refusal(props: tuple[tuple[str, str], ...]) -> str | None:
+    """librdkafka's objection to ``props``, or None. Cached: the same properties are checked
+    wherever a connection is rebuilt from them (a config's property, every sink writer)."""
     from confluent_kafka import KafkaException, Producer
 
     try:
-        Producer({**props, "logger": _Silent(), "log_level": 0})
+        Producer({**dict(props), "logger": _Silent(), "log_level": 0})
     except KafkaException as exc:
         err = exc.args[0]
         return err.str() if hasattr(err, "str") else str(err)
