@@ -185,8 +185,9 @@ def run_execution(
 ) -> dict:
     """Run the execution, then write report.html (streamscale.benchmark.report) next to its results.
 
-    ``bootstrap``: a connection or bootstrap servers; None: the spec's ``kafka:`` section, else an
-    embedded broker. ``properties``: Kafka client properties added for every client of the run."""
+    ``bootstrap``: a connection or bootstrap servers, else an embedded broker; ``properties``: Kafka
+    client properties for every client of the run. Neither given: both from the spec's ``kafka:``
+    section (a caller that gives either has read the section itself, as the command line does)."""
     from contextlib import ExitStack
 
     from streamscale.benchmark.report import write_report
@@ -194,9 +195,8 @@ def run_execution(
     from streamscale.observe.html import environment
 
     with ExitStack() as stack:
-        if bootstrap is None:  # the spec's section (not the environment: the command line reads that)
-            bootstrap, section_props = build_connection(section=spec.kafka_section(), use_env=False)
-            properties = {**section_props, **(properties or {})}
+        if bootstrap is None and properties is None:  # the section (the environment is the CLI's)
+            bootstrap, properties = build_connection(section=spec.kafka_section(), use_env=False)
         embedded = bootstrap is None
         if embedded:
             bootstrap = stack.enter_context(EmbeddedBroker(log_dir=out_dir / "logs")).bootstrap

@@ -30,10 +30,11 @@ def run_spec(
     properties: dict | None = None,
 ) -> pd.DataFrame:
     """``bootstrap``: an external cluster (faults then cannot run), else the embedded testbeds;
-    ``properties``: the user's Kafka client properties, given to every client of every trial."""
-    if bootstrap is None:  # the spec's section (not the environment: the command line reads that)
-        bootstrap, section_props = build_connection(section=spec.kafka.model_dump(), use_env=False)
-        properties = {**section_props, **(properties or {})}
+    ``properties``: the user's Kafka client properties, given to every client of every trial.
+    Neither given: both from the spec's ``kafka:`` section (a caller that gives either has read the
+    section itself, as the command line does)."""
+    if bootstrap is None and properties is None:  # the section (the environment is the CLI's)
+        bootstrap, properties = build_connection(section=spec.kafka.model_dump(), use_env=False)
     if isinstance(bootstrap, KafkaConnection):
         properties = {**dict(bootstrap.properties), **(properties or {})}
         bootstrap = bootstrap.bootstrap
