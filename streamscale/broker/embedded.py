@@ -330,12 +330,6 @@ def resolve_connection(bootstrap: str | None = None, properties: dict | None = N
     )
 
 
-def external_bootstrap(bootstrap: str | None) -> str | None:
-    """:func:`external_connection`'s bootstrap (the older API)."""
-    conn = external_connection(bootstrap)
-    return conn.bootstrap if conn is not None else None
-
-
 def resolve_bootstrap(bootstrap: str | None) -> str:
     """:func:`resolve_connection`'s bootstrap (the older API)."""
     return resolve_connection(bootstrap).bootstrap
