@@ -59,6 +59,10 @@ def stats_columns(value_col: str = "valueInW", ts_col: str = "timestamp"):
     ]
 
 
+# What a windowed pipeline writes for each key and window (UC2-UC4's value columns after their keys).
+WINDOW_STATS = ["windowStartMs", "windowEndMs", "count", "sum", "mean", "min", "max", "variance"]
+
+
 def windowed_stats(df, window, keys: list[str]):
     """Group by window and keys; the statistics with the window as epoch milliseconds."""
     from pyspark.sql import functions as F
@@ -68,12 +72,7 @@ def windowed_stats(df, window, keys: list[str]):
         *keys,
         F.unix_millis(F.col("window.start")).alias("windowStartMs"),
         F.unix_millis(F.col("window.end")).alias("windowEndMs"),
-        "count",
-        "sum",
-        "mean",
-        "min",
-        "max",
-        "variance",
+        *WINDOW_STATS[2:],
         "max_event_ms",
     )
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from streamscale.pipelines.base import Pipeline, PipelineParams
+from streamscale.pipelines.base import WINDOW_STATS, Pipeline, PipelineParams
 
 
 class UC2Params(PipelineParams):
@@ -24,7 +24,7 @@ class UC2(Pipeline):
     name = "uc2"
     params_model = UC2Params
     key_cols = ["identifier"]
-    value_cols = ["identifier", "windowStartMs", "windowEndMs", "count", "sum", "mean", "min", "max", "variance"]
+    value_cols = ["identifier", *WINDOW_STATS]
 
     def describe(self) -> str:
         p = self.params

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from streamscale.pipelines.base import Pipeline, PipelineParams
+from streamscale.pipelines.base import WINDOW_STATS, Pipeline, PipelineParams
 
 DAY_S = 86_400.0
 
@@ -34,18 +34,7 @@ class UC3(Pipeline):
     name = "uc3"
     params_model = UC3Params
     key_cols = ["identifier", "hourOfDay"]
-    value_cols = [
-        "identifier",
-        "hourOfDay",
-        "windowStartMs",
-        "windowEndMs",
-        "count",
-        "sum",
-        "mean",
-        "min",
-        "max",
-        "variance",
-    ]
+    value_cols = ["identifier", "hourOfDay", *WINDOW_STATS]
 
     def describe(self) -> str:
         p = self.params

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from streamscale.loadgen.registry import SensorRegistry
-from streamscale.pipelines.base import Pipeline, PipelineParams
+from streamscale.pipelines.base import WINDOW_STATS, Pipeline, PipelineParams
 
 
 class UC4Params(PipelineParams):
@@ -30,7 +30,7 @@ class UC4(Pipeline):
     name = "uc4"
     params_model = UC4Params
     key_cols = ["groupId"]
-    value_cols = ["groupId", "windowStartMs", "windowEndMs", "count", "sum", "mean", "min", "max", "variance"]
+    value_cols = ["groupId", *WINDOW_STATS]
 
     def __init__(self, params=None):
         super().__init__(params)
