@@ -49,6 +49,8 @@ def read_kafka(
         parallelism = _default_parallelism(spark)
         if parallelism:
             options["maxPartitions"] = parallelism
+    if impl == "python" and not any(k.lower() == "claimgroups" for k in options) and _local_master(spark):
+        options["claimGroups"] = "true"
     for k, v in options.items():
         reader = reader.option(k, str(v))
     return reader.load()
@@ -60,6 +62,14 @@ def _default_parallelism(spark) -> int | None:
         return int(spark.sparkContext.defaultParallelism)
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: the source's own default
         return None
+
+
+def _local_master(spark) -> bool:
+    """Every executor on this machine (a local master): the source's tasks may claim groups."""
+    try:
+        return str(spark.sparkContext.master).startswith("local")
+    except Exception:  # noqa: BLE001 - Spark Connect: the executors' hosts are unknown
+        return False
 
 
 def read_records(

@@ -72,6 +72,15 @@ def positive_int(opts: dict, name: str, default):
     return value
 
 
+def _boolean(opts: dict, name: str, default: bool) -> bool:
+    raw = opts.get(name.lower())
+    if raw in (None, ""):
+        return default
+    if str(raw).strip().lower() not in ("true", "false"):
+        raise ConfigError(f"{name} must be true or false, not '{raw}'")
+    return str(raw).strip().lower() == "true"
+
+
 @dataclass(frozen=True)
 class SourceConfig:
     bootstrap: str
@@ -88,6 +97,9 @@ class SourceConfig:
     include_raw: bool
     max_partitions: int
     watermark_from: str | None = None  # a query's checkpoint: add its batch watermark as a column
+    # Every executor on this machine (local[N]): a task may take whichever group of the micro-batch
+    # its worker's reader is positioned for (readers.claim_group) rather than the fixed one.
+    claim_groups: bool = False
 
     @classmethod
     def from_options(cls, options) -> SourceConfig:
@@ -132,6 +144,7 @@ class SourceConfig:
             include_raw=opts.get("includeraw", "true").lower() != "false" or fmt == "raw",
             max_partitions=max_parts,
             watermark_from=opts.get("batchwatermarkfrom") or None,
+            claim_groups=_boolean(opts, "claimGroups", False),
         )
 
     @property

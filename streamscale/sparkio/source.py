@@ -5,6 +5,8 @@ topic; batch reads for checks and tools."""
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from collections.abc import Iterator
 
 import numpy as np
@@ -34,9 +36,25 @@ class KafkaInputPartition(InputPartition):
     """One Spark task: ranges [start, end) of one group of Kafka partitions (see readers.group_of),
     and the micro-batch's watermark when the source was asked for it (``batchWatermarkFrom``)."""
 
-    def __init__(self, group: tuple, ranges: tuple[tuple[str, int, int, int], ...], watermark_ms: int | None = None):
+    def __init__(
+        self,
+        group: tuple,
+        ranges: tuple[tuple[str, int, int, int], ...],
+        watermark_ms: int | None = None,
+        claim: tuple | None = None,
+    ):
         super().__init__((group, ranges, watermark_ms))
         self.group, self.ranges, self.watermark_ms = group, ranges, watermark_ms
+        # (claims key, batch id, task index, every (group, ranges) of the batch): see readers.claim_group
+        self.claim = claim
+
+    def chosen(self, cfg: SourceConfig) -> tuple[tuple, tuple]:
+        """The group and ranges this task reads: its own, or the one it claimed."""
+        if self.claim is None:
+            return self.group, self.ranges
+        key, batch, index, choices = self.claim
+        scores = [readers.positioned(cfg.bootstrap, cfg.kafka, g, r) for g, r in choices]
+        return choices[readers.claim_group(key, batch, index, scores)]
 
 
 def read_ranges(cfg: SourceConfig, group: tuple, ranges, watermark_ms: int | None = None) -> Iterator[pa.RecordBatch]:
@@ -122,6 +140,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.cfg = SourceConfig.from_options(options)
         self._access = None
         self._target: dict | None = None
+        self._claims = uuid.uuid4().hex if self.cfg.claim_groups else None
 
     def __getstate__(self):  # the admin client stays on the driver side
         state = dict(self.__dict__)
@@ -208,12 +227,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from streamscale.sparkio.checkpoint import watermark_for_offsets
 
             watermark = watermark_for_offsets(self.cfg.watermark_from, end)
+        choices = tuple(((self.cfg.topics, groups, g), tuple(r)) for g, r in sorted(ranges.items()))
+        if self._claims is None or len(choices) < 2:
+            return [KafkaInputPartition(g, r, watermark) for g, r in choices]
+        batch = hashlib.sha1(repr(choices).encode()).hexdigest()
         return [
-            KafkaInputPartition((self.cfg.topics, groups, g), tuple(r), watermark) for g, r in sorted(ranges.items())
+            KafkaInputPartition(g, r, watermark, (self._claims, batch, i, choices)) for i, (g, r) in enumerate(choices)
         ]
 
     def read(self, partition: KafkaInputPartition):
-        return read_ranges(self.cfg, partition.group, partition.ranges, partition.watermark_ms)
+        group, ranges = partition.chosen(self.cfg)
+        return read_ranges(self.cfg, group, ranges, partition.watermark_ms)
 
     def commit(self, end: dict) -> None:
         if self.cfg.commit_group:
@@ -221,6 +245,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self.access.commit_offsets(self.cfg.commit_group, t, {int(p): int(o) for p, o in parts.items()})
 
     def stop(self) -> None:
+        if self._claims is not None:
+            readers.drop_claims(self._claims)
         if self._access is not None:
             self._access.close()
             self._access = None

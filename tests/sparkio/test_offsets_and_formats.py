@@ -40,6 +40,11 @@ def test_source_config_errors():
         SourceConfig.from_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "valueFormat": "xml"})
     with pytest.raises(ConfigError, match="cannot read field"):
         formats.parse_ddl("a STRING, b MAP")
+    with pytest.raises(ConfigError, match="claimGroups must be true or false, not 'yes'"):
+        SourceConfig.from_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "claimGroups": "yes"})
+    base = {"kafka.bootstrap.servers": "x:1", "subscribe": "t"}
+    assert not SourceConfig.from_options(base).claim_groups  # only read_kafka on a local master turns it on
+    assert SourceConfig.from_options({**base, "claimgroups": " TRUE"}).claim_groups
 
 
 def test_decoded_columns_do_not_clash_with_kafka_metadata():

@@ -153,3 +153,93 @@ def test_two_workers_alternating_with_skips_and_seeks_read_each_record_once(brok
     finally:
         for w in workers:
             w.close()
+
+
+def _claim_all(args):
+    from streamscale.sparkio import readers
+
+    key, batch, indices, scores = args
+    return [(i, readers.claim_group(key, batch, i, scores)) for i in indices]
+
+
+def test_claims_give_every_group_of_a_batch_to_exactly_one_task():
+    # Tasks of one micro-batch claim concurrently from separate processes (as Python workers do):
+    # every group is taken by exactly one task; a retried task gets what its first attempt took.
+    import uuid
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from streamscale.sparkio import readers
+
+    key = uuid.uuid4().hex
+    try:
+        with ProcessPoolExecutor(4, mp_context=get_context("spawn")) as pool:
+            for b in range(6):
+                n = 8
+                scores = [(b + i) % 3 for i in range(n)]
+                jobs = [(key, f"batch-{b}", range(w, n, 4), scores) for w in range(4)]
+                got = dict(pair for part in pool.map(_claim_all, jobs) for pair in part)
+                assert sorted(got) == list(range(n)) and sorted(got.values()) == list(range(n)), got
+                retry = dict(pair for part in pool.map(_claim_all, jobs[::-1]) for pair in part)
+                assert retry == got
+        assert readers.claims_path(key).exists()
+    finally:
+        readers.drop_claims(key)
+    assert not readers.claims_path(key).exists()
+
+
+def test_claims_of_queries_long_gone_are_swept():
+    # Spark ends a query's planner process without always calling stop(): a query's first claim
+    # removes the state files nobody touched for CLAIMS_KEEP_S.
+    import os
+    import time
+    import uuid
+
+    from streamscale.sparkio import readers
+
+    readers.claims_dir().mkdir(exist_ok=True)
+    old, recent = readers.claims_path(uuid.uuid4().hex), readers.claims_path(uuid.uuid4().hex)
+    for f in (old, recent):
+        f.write_text("{}")
+    gone = time.time() - readers.CLAIMS_KEEP_S - 60
+    os.utime(old, (gone, gone))
+    key = uuid.uuid4().hex
+    try:
+        assert readers.claim_group(key, "b", 0, [0, 0]) == 0
+        assert not old.exists() and recent.exists()
+    finally:
+        for k in (key, recent.stem):
+            readers.drop_claims(k)
+
+
+def test_a_task_claims_the_group_its_reader_is_positioned_for():
+    import uuid
+
+    from streamscale.sparkio import readers
+
+    key = uuid.uuid4().hex
+    try:
+        # task 0's worker continues group 1 without a seek: it takes group 1, task 1 gets group 0
+        assert readers.claim_group(key, "b1", 0, [0, 2]) == 1
+        assert readers.claim_group(key, "b1", 1, [2, 0]) == 0
+        # no reader positioned anywhere: each task keeps its own group
+        assert readers.claim_group(key, "b2", 1, [0, 0, 0]) == 1
+        assert readers.claim_group(key, "b2", 0, [0, 0, 0]) == 0
+        assert readers.claim_group(key, "b2", 2, [5, 5, 0]) == 2  # the only one left
+    finally:
+        readers.drop_claims(key)
+
+
+def test_positioned_counts_ranges_a_reader_continues(broker, topic_factory):
+    from streamscale.sparkio import readers
+
+    topic = topic_factory(2)
+    produce(broker.bootstrap, topic, [(str(i).encode(), b"v", i % 2) for i in range(40)])
+    cfg = SourceConfig.from_options({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic})
+    group = ((topic,), 1, 0)
+    ranges = ((topic, 0, 0, 10), (topic, 1, 0, 10))
+    assert readers.positioned(cfg.bootstrap, cfg.kafka, group, ranges) == 0  # no reader yet
+    got = [o for rb in kafka.read_ranges(cfg, group, ranges) for o in rb.column("offset").to_pylist()]
+    assert sorted(got) == sorted(list(range(10)) * 2)
+    assert readers.positioned(cfg.bootstrap, cfg.kafka, group, ((topic, 0, 10, 20), (topic, 1, 10, 20))) == 2
+    assert readers.positioned(cfg.bootstrap, cfg.kafka, group, ((topic, 0, 10, 20), (topic, 1, 3, 20))) == 1

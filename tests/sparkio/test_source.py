@@ -6,7 +6,9 @@ import uuid
 import pytest
 from pyspark.errors import StreamingQueryException
 
+from streamscale.sparkio import readers
 from streamscale.sparkio.io import read_kafka, read_records
+from streamscale.waiting import wait_for
 from tests.conftest import produce
 
 pytestmark = pytest.mark.spark
@@ -226,13 +228,13 @@ def test_dozens_of_small_batches_across_markers_and_a_restart_each_record_once(
 
     q = start(processingTime="0 seconds")
     try:
-        from streamscale.waiting import wait_for
-
         wait_for(
             lambda: q.lastProgress is not None and q.lastProgress["batchId"] >= 20,
             300,
             "20 micro-batches of the first run",
         )
+        # on a local master the tasks claim their groups (readers.claim_group): that path is the one tested
+        assert list(readers.claims_dir().glob("*.json"))
     finally:
         q.stop()
     q = start(availableNow=True)
