@@ -10,7 +10,8 @@ Source
     ``[start, end)`` (option ``maxPartitions``, the inverse of the built-in connector's
     ``minPartitions``: at most that many tasks per micro-batch, default the session's default
     parallelism, so 100 partitions on 2 cores cost 2 tasks, not 100). Readers stay with their
-    Python worker across micro-batches (:mod:`streamscale.sparkio.readers`).
+    Python worker across micro-batches (:mod:`streamscale.sparkio.readers`); with option
+    ``claimGroups`` (local masters) a task takes the batch's group its worker is positioned for.
     Offsets are dicts ``{topic: {"<partition>": offset}}`` that Spark checkpoints,
     so a restarted query resumes exactly where the last committed batch ended.
     End offsets come from :class:`~streamscale.broker.access.BrokerAccess`, which
