@@ -101,7 +101,8 @@ class Execution:
                 console.print(
                     f"  [{colour}]{'PASS' if r.passed else 'FAIL'}[/] lag slope {r.lag_slope:,.1f}/s "
                     f"[{r.lag_low:,.1f}, {r.lag_high:,.1f}] (limit {r.lag_limit:,.0f}), dropped "
-                    f"{r.dropped:,}, generator {r.generator_rate:,.0f}/s"
+                    f"{r.dropped:,}, generator {r.generator_rate:,.0f}/s ({r.generator_cpu_pct:.0f} % of a CPU), "
+                    f"median batch {r.median_batch_ms:,.0f} ms"
                     f"{'' if r.valid else ' [red]INVALID[/]'}"
                 )
             if (
@@ -115,7 +116,7 @@ class Execution:
                 continue
             verdicts.append(r.passed)
             decided = majority(verdicts, reps)
-            if decided is not None:
+            if decided is not None and (self.spec.execution.stop_at_majority or len(verdicts) >= reps):
                 return decided
         return bool(majority(verdicts, reps))
 

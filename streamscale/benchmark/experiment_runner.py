@@ -14,7 +14,7 @@ from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
 from streamscale.broker.connection import KafkaConnection
-from streamscale.experiment.slo import lag_limit, lag_trend_estimate, latency_percentile_ms
+from streamscale.experiment.slo import lag_limit, lag_trend_estimate, latency_percentile_ms, median_batch_ms
 
 
 def experiment_settings(spec: Spec, load: float, resources: int) -> dict:
@@ -105,6 +105,7 @@ class ExperimentRunner:
         thr = ex.slos.dropped_records_threshold
         dropped_ok = not windowed or thr is None or frac <= thr
         p95 = latency_percentile_ms(r.batches, 0.95, r.t0_wall or None, ex.warmup_s)
+        batch_ms = median_batch_ms(r.batches, r.t0_wall or None, trend.start_s)
         lat_limit = ex.slos.latency_p95_ms
         latency_ok = lat_limit is None or (p95 is not None and p95 <= lat_limit)
         valid = r.generator_reached_target
@@ -140,6 +141,8 @@ class ExperimentRunner:
             latency_p95_ms=float("nan") if p95 is None else p95,
             latency_slo=latency_ok,
             trend_from_s=round(trend.start_s, 3),
+            median_batch_ms=float("nan") if batch_ms is None else batch_ms,
+            generator_cpu_pct=round(100 * r.generator_cpu_s / ex.duration_s, 1),
         )
         self._write_lag(res, r.lag, trend)
         prometheus.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()

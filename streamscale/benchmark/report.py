@@ -63,6 +63,9 @@ _EXPERIMENT_COLUMNS = (
     "dropped_slo",
     "passed",
     "generator_rate",
+    "generator_cpu_pct",
+    "median_batch_ms",
+    "latency_p95_ms",
     "note",
 )
 

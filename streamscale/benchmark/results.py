@@ -49,6 +49,8 @@ class ExperimentResult:
     latency_p95_ms: float = float("nan")  # output latency after the warm-up (windowed UCs; 19 % buckets)
     latency_slo: bool = True  # holds, or no latency limit in the spec
     trend_from_s: float = float("nan")  # the warm-up's end: warmup_s, or later while the start-up backlog drained
+    median_batch_ms: float = float("nan")  # micro-batches after the warm-up (Spark's triggerExecution)
+    generator_cpu_pct: float = float("nan")  # the load generator's processes, % of one CPU over the run
 
     @property
     def key(self) -> tuple[float, int, int]:
@@ -123,7 +125,21 @@ class ResultsFile:
             tmp = self.path.with_suffix(".csv.tmp")
             tmp.write_text(whole)
             os.replace(tmp, self.path)
-        return parse(whole, str(self.path)), whole != text
+        rows = parse(whole, str(self.path))
+        if whole and whole.split("\n", 1)[0].rstrip("\r") != ",".join(COLUMNS):
+            # written by an older streamscale (fewer columns): rewritten with today's columns (the
+            # new ones at their defaults), so that appended rows match the header
+            self._rewrite(rows)
+        return rows, whole != text
+
+    def _rewrite(self, rows: list[ExperimentResult]) -> None:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(asdict(r) for r in rows)
+        tmp = self.path.with_suffix(".csv.tmp")
+        tmp.write_text(buf.getvalue())
+        os.replace(tmp, self.path)
 
     def append(self, r: ExperimentResult) -> None:
         new = not self.path.exists()

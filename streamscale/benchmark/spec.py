@@ -108,6 +108,11 @@ class ExecutionSpec(_Model):
         le=10,
         description="runs added per load and resources when a lag trend's 95 % interval straddles the limit",
     )
+    stop_at_majority: bool = Field(
+        True,
+        description="stop a point's repetitions once a majority agrees (seed 002); false runs all of "
+        "them, to see whether they agree",
+    )
     strategy: StrategySpec = Field(default_factory=StrategySpec)
     metric: Literal["demand", "capacity"] = "demand"
     bootstrap_servers: str | None = None

@@ -216,3 +216,18 @@ def latency_percentile_ms(
         return None
     k = int(np.searchsorted(cum, q * total, side="left"))
     return float(LATENCY_EDGES_MS[k]) if k < len(LATENCY_EDGES_MS) else float("inf")
+
+
+def median_batch_ms(batches, t0_wall: float | None = None, warmup_s: float = 0.0) -> float | None:
+    """Median duration (``batch_ms``, Spark's triggerExecution) of the micro-batches that read
+    records and ended after the warm-up; None when there is none."""
+    ms = []
+    for b in batches:
+        if not _field(b, "input_rows"):
+            continue
+        if t0_wall is not None:
+            end = _batch_end_s(b, t0_wall)
+            if end is None or end < warmup_s:
+                continue
+        ms.append(float(_field(b, "batch_ms")))
+    return float(np.median(ms)) if ms else None

@@ -55,6 +55,7 @@ class SutResult:
     unregistered: int = 0  # UC4: readings of sensors the registry does not know (not late)
     t0_wall: float = 0.0  # wall-clock time of the first lag sample (its t_s = 0)
     input_topic: str = ""
+    generator_cpu_s: float = 0.0  # the load generator's processes: its share of the machine
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
 
@@ -257,6 +258,7 @@ def run_sut(
         unregistered=sum(b.unregistered for b in run.batches),
         t0_wall=sampler.t0_wall if sampler is not None else 0.0,
         input_topic=input_topic,
+        generator_cpu_s=gres.cpu_s,
         lag=lag,
         batches=batches,
     )

@@ -84,6 +84,7 @@ class GeneratorResult:
     reached_target: bool
     per_second: list[float]
     first_error: str | None = None
+    cpu_s: float = 0.0  # CPU time of the worker processes (all their threads) from the schedule's start
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -111,6 +112,7 @@ def _worker(
     done_v,
     err_q,
     parent_pid: int,
+    cpu_v=None,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
 
@@ -154,6 +156,7 @@ def _worker(
     # CLOCK_MONOTONIC is system-wide, so all workers share the parent's schedule origin t0.
     while time.monotonic() < t0 and not stop.is_set() and not orphaned():
         time.sleep(min(0.01, t0 - time.monotonic() + 1e-4))
+    cpu0 = time.process_time()  # the process's CPU (librdkafka's threads included) from here
     k = 0
     chunk = 2000
     values: list[float] = []
@@ -210,6 +213,8 @@ def _worker(
         sent_v.value = k
         ok_v.value = counters["ok"]
         failed_v.value = counters["failed"]
+        if cpu_v is not None:
+            cpu_v.value = time.process_time() - cpu0
         done_v.value = time.monotonic()
 
 
@@ -229,6 +234,7 @@ class LoadGenerator:
         self._ok = [self._ctx.Value("q", 0, lock=False) for _ in range(cfg.workers)]
         self._failed = [self._ctx.Value("q", 0, lock=False) for _ in range(cfg.workers)]
         self._done = [self._ctx.Value("d", 0.0, lock=False) for _ in range(cfg.workers)]
+        self._cpu = [self._ctx.Value("d", 0.0, lock=False) for _ in range(cfg.workers)]
         self._errors = self._ctx.Queue()
         self._per_second: list[float] = []
         self._monitor: threading.Thread | None = None
@@ -279,6 +285,7 @@ class LoadGenerator:
                     self._done[w],
                     self._errors,
                     os.getpid(),
+                    self._cpu[w],
                 ),
             )
             p.start()
@@ -372,6 +379,7 @@ class LoadGenerator:
             reached and self.failed() == 0,
             list(self._per_second),
             self._first_error,
+            sum(v.value for v in self._cpu),
         )
 
     def run(self) -> GeneratorResult:

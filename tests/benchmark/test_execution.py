@@ -96,6 +96,22 @@ def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
     assert ran == [0]
 
 
+def test_majority_stops_repetitions_early_unless_all_are_asked_for(tmp_path):
+    one_point = {"load": {"type": "sensors", "values": [1000]}, "resources": {"type": "cores", "values": [1]}}
+    ran = []
+
+    def passes(load, res, rep, on_lag=None):
+        ran.append(rep)
+        return fake_result(load, res, rep, passed=rep != 2)  # pass, pass, fail
+
+    summary = Execution(parse_spec(spec_dict(**one_point, repetitions=3)), tmp_path / "early", passes).run()
+    assert ran == [0, 1] and summary["results"] == [{"load": 1000.0, "resources": 1}]  # 2 of 3 decide
+    ran.clear()
+    spec = parse_spec(spec_dict(**one_point, repetitions=3, stop_at_majority=False))
+    summary = Execution(spec, tmp_path / "all", passes).run()
+    assert ran == [0, 1, 2] and summary["results"] == [{"load": 1000.0, "resources": 1}]  # still 2 of 3
+
+
 def test_interrupted_execution_resumes(tmp_path):
     spec = parse_spec(spec_dict(strategy={"name": "linear", "lower_bound": True}, repetitions=3))
     ran = []

@@ -35,7 +35,10 @@ def result(load: float, res: int, rep: int, passed: bool, **kw) -> ExperimentRes
 
 def test_rows_come_back_typed_and_equal(tmp_path):
     f = ResultsFile(tmp_path)
-    written = [result(1000.0, 1, 0, True, note='a "quoted", comma'), result(2000.0, 2, 1, False, latency_slo=False)]
+    written = [
+        result(1000.0, 1, 0, True, note='a "quoted", comma'),
+        result(2000.0, 2, 1, False, latency_slo=False, median_batch_ms=812.5, generator_cpu_pct=23.4),
+    ]
     for r in written:
         f.append(r)
     rows = read_results(tmp_path)
@@ -43,10 +46,13 @@ def test_rows_come_back_typed_and_equal(tmp_path):
     assert isinstance(rows[0].resources, int) and isinstance(rows[0].load, float)
     assert rows[0].note == 'a "quoted", comma' and rows[1].key == (2000.0, 2, 1)
     assert math.isnan(rows[0].lag_low)  # defaults survive the round trip
+    assert rows[1].median_batch_ms == 812.5 and rows[1].generator_cpu_pct == 23.4
+
+    def same(x, y):
+        return x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
+
     for a, b in zip(written, rows):
-        assert {
-            k: v for k, v in vars(a).items() if k not in ("lag_low", "lag_high", "latency_p95_ms", "trend_from_s")
-        } == {k: v for k, v in vars(b).items() if k not in ("lag_low", "lag_high", "latency_p95_ms", "trend_from_s")}
+        assert all(same(v, getattr(b, k)) for k, v in vars(a).items()), (a, b)
     assert (tmp_path / "experiments.csv").read_text().splitlines()[0] == ",".join(COLUMNS)
 
 
@@ -82,3 +88,20 @@ def test_a_damaged_row_is_one_error_naming_the_problem(tmp_path, damage, named):
 
 def test_no_file_no_rows(tmp_path):
     assert read_results(tmp_path) == [] and ResultsFile(tmp_path).load() == ([], False)
+
+
+def test_a_file_of_an_older_streamscale_takes_new_rows(tmp_path):
+    # experiments.csv written before median_batch_ms and generator_cpu_pct existed: resuming
+    # reads its rows (new columns at their defaults) and appends under a header that matches
+    old_columns = [c for c in COLUMNS if c not in ("median_batch_ms", "generator_cpu_pct")]
+    f = ResultsFile(tmp_path)
+    f.append(result(1000.0, 1, 0, True))
+    lines = f.path.read_text().splitlines()
+    keep = [COLUMNS.index(c) for c in old_columns]
+    f.path.write_text("\n".join(",".join(line.split(",")[i] for i in keep) for line in lines) + "\n")
+    rows, repaired = f.load()
+    assert [r.load for r in rows] == [1000.0] and not repaired and math.isnan(rows[0].median_batch_ms)
+    f.append(result(2000.0, 1, 0, False, median_batch_ms=950.0))
+    back = read_results(tmp_path)
+    assert [(r.load, r.passed) for r in back] == [(1000.0, True), (2000.0, False)]
+    assert back[1].median_batch_ms == 950.0

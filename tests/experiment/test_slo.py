@@ -130,6 +130,19 @@ def test_latency_percentile_merges_batches_exactly_at_bucket_resolution():
     assert latency_percentile_ms([{"output_records": 0, "latency_cdf": None}], 0.95) is None  # UC1: nothing
 
 
+def test_median_batch_counts_batches_with_records_after_the_warm_up():
+    from streamscale.experiment.slo import median_batch_ms
+
+    def b(start_s: int, ms: int, rows: int = 10):
+        return {"timestamp": f"2027-01-15T08:00:{start_s:02d}Z", "batch_ms": ms, "input_rows": rows}
+
+    # ends: 1.5, 11, 22, 31.2, 43 s; the first two end in the warm-up, the empty one is not a batch
+    batches = [b(0, 1500), b(10, 1000), b(20, 2000), b(30, 1200), b(40, 3000), b(50, 100, rows=0)]
+    assert median_batch_ms(batches) == 1500.0  # 1000, 1200, 1500, 2000, 3000: no warm-up
+    assert median_batch_ms(batches, datetime_ts("2027-01-15T08:00:00Z"), 15.0) == 2000.0  # 2000, 1200, 3000
+    assert median_batch_ms(batches[-1:]) is None
+
+
 def datetime_ts(iso: str) -> float:
     from datetime import datetime
 

@@ -59,6 +59,7 @@ def test_rate_control_reaches_target_and_reports_each_second(broker, topic_facto
     assert res.delivered == 15000  # exactly rate x duration
     assert res.reached_target
     assert len(seconds) >= 2 and all(abs(s["rate"] - 5000) < 500 for s in seconds[1:])
+    assert 0 < res.cpu_s < 0.5 * 3  # its share of the machine: measured, and small at 5,000/s
 
 
 def test_shortfall_is_reported(broker, topic_factory):
@@ -67,6 +68,7 @@ def test_shortfall_is_reported(broker, topic_factory):
     res = generate(cfg)
     assert not res.reached_target
     assert res.achieved_rate < 0.95 * cfg.target_rate
+    assert res.cpu_s > 0.3 * 2.5  # a worker that cannot keep up is busy: its CPU time says so
 
 
 def test_missing_topic_and_bad_config(broker):
