@@ -17,7 +17,10 @@ from streamscale.pipelines.base import WINDOW_STATS, Pipeline, PipelineParams
 class UC2Params(PipelineParams):
     window_s: float = Field(60.0, gt=0)
     lateness_s: float = Field(5.0, ge=0)
-    emit: Literal["update", "final"] = "update"  # final: one row per window when the watermark closes it
+    # final (seed 002 §5.2: UC2 aggregates over tumbling windows and, unlike UC3, emits no early
+    # results): one row per window when the watermark closes it. update: every changed window row
+    # of every micro-batch, with its `final` flag (a second pass over each batch's rows).
+    emit: Literal["update", "final"] = "final"
 
 
 class UC2(Pipeline):
@@ -36,7 +39,8 @@ class UC2(Pipeline):
                 f"  --> watermark: lateness {p.lateness_s:g} s (later records dropped and counted)",
                 f"  --> groupByKey(identifier) x tumbling window {p.window_s:g} s   [repartition by key]",
                 "  --> aggregate count, sum, mean, min, max, population variance",
-                "  --> to: output topic, key = identifier, value = JSON (update mode)",
+                "  --> to: output topic, key = identifier, value = JSON "
+                + ("(one row per window when it closes)" if p.emit == "final" else "(update mode)"),
             ]
         )
 

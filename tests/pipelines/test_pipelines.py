@@ -103,7 +103,7 @@ def test_uc2_windows_exact_and_late_records_dropped_and_counted(spark, broker, a
     assert all(window_start(t, window) + window <= watermark for _, t, _ in late)
     assert all(window_start(t, window) + window > watermark for _, t, _ in out_of_order_ok)
 
-    pipe = make_pipeline("uc2", {"window_s": 10, "lateness_s": 5})
+    pipe = make_pipeline("uc2", {"window_s": 10, "lateness_s": 5, "emit": "update"})  # open windows too
     send(broker.bootstrap, src, phase1, 2)
     r1 = run(pipe, spark, broker, src, out, tmp_path / "ck", commit_group="uc2-test")
     assert r1.shuffle_stages() == 1

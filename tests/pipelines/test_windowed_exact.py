@@ -122,7 +122,7 @@ def test_uc2_late_records_counted_exactly_across_batches_and_restarts(spark, bro
     got = run_phases(
         spark,
         broker,
-        make_pipeline("uc2", {"window_s": 10, "lateness_s": 5}),
+        make_pipeline("uc2", {"window_s": 10, "lateness_s": 5, "emit": "update"}),
         src,
         out,
         tmp_path / "ck",
@@ -223,7 +223,7 @@ def test_update_rows_say_when_they_are_final_and_final_mode_emits_once(spark, br
     rng = random.Random(4)
     phases = late_phases(rng, [f"s_{i}" for i in range(5)], 90, 5_000)
     params = {"window_s": 10, "lateness_s": 5}
-    run_phases(spark, broker, make_pipeline("uc2", params), src, out, tmp_path / "ck", phases)
+    run_phases(spark, broker, make_pipeline("uc2", {**params, "emit": "update"}), src, out, tmp_path / "ck", phases)
     docs = docs_of(broker, out)
     # W after each batch, from the replay's rule: a row is final iff its window ends by then
     marks, wm = [], 0

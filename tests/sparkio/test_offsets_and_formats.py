@@ -118,3 +118,22 @@ def test_the_accumulator_servers_end_of_session_error_goes_to_the_spark_log(tmp_
         AccumulatorTCPServer.handle_error(None, None, ("127.0.0.1", 45822))
     assert "EOFError" in (tmp_path / "spark.log").read_text()
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_the_progress_report_reuses_the_end_offsets_the_batch_was_planned_with():
+    # reportLatestOffset follows latestOffset in every trigger: a second read of the end offsets
+    # would cost a broker round trip per micro-batch for a progress report
+    from streamscale.sparkio.source import KafkaStreamReader
+
+    class Access:
+        calls = 0
+
+        def end_offsets(self, topic, isolation):
+            Access.calls += 1
+            return {0: 10 * Access.calls, 1: 5}
+
+    r = KafkaStreamReader({"kafka.bootstrap.servers": "x:1", "subscribe": "t"})
+    r._access = Access()
+    assert r.latestOffset({"t": {"0": 0, "1": 0}}, None) == {"t": {"0": 10, "1": 5}}
+    assert r.reportLatestOffset() == {"t": {"0": 10, "1": 5}} and Access.calls == 1
+    assert r.reportLatestOffset() == {"t": {"0": 20, "1": 5}} and Access.calls == 2  # not twice the same
