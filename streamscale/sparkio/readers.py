@@ -290,7 +290,19 @@ CLAIMS_KEEP_S = 6 * 3600.0  # claims of a query not touched this long are remove
 
 
 def claims_dir() -> Path:
-    return Path(tempfile.gettempdir()) / "streamscale-claims"
+    """In the Spark application's own files directory (the same for the driver and every Python
+    worker of a local master, removed by Spark with the application), else the temp directory."""
+    root = None
+    try:
+        from pyspark.core.files import SparkFiles
+
+        if SparkFiles._is_running_on_worker:
+            root = SparkFiles._root_directory
+        elif SparkFiles._sc is not None:
+            root = SparkFiles.getRootDirectory()
+    except Exception:  # noqa: BLE001 - no Spark here (tests, tools): the temp directory
+        root = None
+    return Path(root or tempfile.gettempdir()) / "streamscale-claims"
 
 
 def claims_path(key: str) -> Path:
@@ -303,8 +315,8 @@ def claim_group(key: str, batch: str, index: int, scores: Sequence[int]) -> int:
     import fcntl
 
     d = claims_dir()
-    d.mkdir(exist_ok=True)
-    path = claims_path(key)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{key}.json"
     # One lock for every query's claims (held for microseconds): state files can then be removed
     # safely, which a lock file per query would not allow.
     with open(d / "lock", "a+") as lock:

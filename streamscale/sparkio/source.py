@@ -254,8 +254,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self.access.commit_offsets(self.cfg.commit_group, t, {int(p): int(o) for p, o in parts.items()})
 
     def stop(self) -> None:
-        if self._claims is not None:
-            readers.drop_claims(self._claims)
         if self._access is not None:
             self._access.close()
             self._access = None
