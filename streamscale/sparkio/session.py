@@ -13,7 +13,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from streamscale.errors import JavaMissing
+from streamscale.errors import JavaMissing, SparkError
 
 MIN_JAVA = 17
 
@@ -100,6 +100,13 @@ def build_session(
 
     from streamscale.sparkio.kafka import KafkaDataSource
 
+    active = SparkContext._active_spark_context
+    if active is not None and active.master != master:
+        # getOrCreate would hand back the running session whatever master was asked for: a run
+        # "on the cluster" would then measure the local session (and stopping it, stop the caller's)
+        raise SparkError(
+            f"a Spark session on {active.master} already runs in this process: stop it before starting one on {master}"
+        )
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)

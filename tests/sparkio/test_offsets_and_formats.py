@@ -137,3 +137,19 @@ def test_the_progress_report_reuses_the_end_offsets_the_batch_was_planned_with()
     assert r.latestOffset({"t": {"0": 0, "1": 0}}, None) == {"t": {"0": 10, "1": 5}}
     assert r.reportLatestOffset() == {"t": {"0": 10, "1": 5}} and Access.calls == 1
     assert r.reportLatestOffset() == {"t": {"0": 20, "1": 5}} and Access.calls == 2  # not twice the same
+
+
+def test_a_session_on_another_master_is_refused_not_handed_back(monkeypatch):
+    # getOrCreate returns the running session whatever master is asked for: a run asking for a
+    # cluster would measure the local session (and stop it at its end)
+    from pyspark import SparkContext
+
+    from streamscale.errors import SparkError
+    from streamscale.sparkio.session import build_session
+
+    class Running:
+        master = "local[2]"
+
+    monkeypatch.setattr(SparkContext, "_active_spark_context", Running())
+    with pytest.raises(SparkError, match=r"a Spark session on local\[2\] already runs in this process.*spark://h:7077"):
+        build_session("spark://h:7077")
