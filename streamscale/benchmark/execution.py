@@ -28,10 +28,18 @@ from streamscale.benchmark.results import ExperimentResult, ResultsFile, exp_id
 from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
-from streamscale.broker.connection import KafkaConnection, build_connection
+from streamscale.broker.connection import KafkaConnection, build_connection, masked
 from streamscale.errors import ConfigError
 
 console = Console()
+
+
+def _saved(spec: Spec) -> dict:
+    """The spec as results keep it: without credentials (results are shared; a changed password
+    is not another spec either)."""
+    d = spec.model_dump(mode="json")
+    d["kafka"]["properties"] = masked({k: str(v) for k, v in d["kafka"]["properties"].items()})
+    return d
 
 
 class Execution:
@@ -51,9 +59,17 @@ class Execution:
 
     def _load_previous(self) -> None:
         spec_file = self.out_dir / "spec.yaml"
-        mine = self.spec.model_dump(mode="json")
+        mine = _saved(self.spec)
         if spec_file.exists():
-            prev = yaml.safe_load(spec_file.read_text())
+            try:  # read back as a spec: fields added since it was written take their defaults
+                raw = yaml.safe_load(spec_file.read_text())
+                # its properties are compared as saved (masked ones would not pass librdkafka's check)
+                props = (raw.get("kafka") or {}).get("properties") or {}
+                raw.setdefault("kafka", {})["properties"] = {}
+                prev = _saved(Spec.model_validate(raw))
+                prev["kafka"]["properties"] = masked({k: str(v) for k, v in props.items()})
+            except (ValueError, TypeError, AttributeError, yaml.YAMLError):
+                prev = None
             if prev != mine:
                 raise ConfigError(
                     f"{self.out_dir} holds results of a different spec; choose another --out or delete it"

@@ -73,6 +73,22 @@ def _trace(kind: str, conf: Mapping, user: Iterable[str]) -> None:
         f.write(line + "\n")  # one short write in append mode: lines of several processes do not mix
 
 
+# Client properties whose values are credentials: never written into results (spec copies, reports)
+_SECRET_MARKS = ("password", "secret", "jaas", "key.pem", "ssl_key", "user.info", "oauthbearer.config", "token")
+MASK = "****"
+
+
+def is_secret(name: str) -> bool:
+    return any(m in name.lower() for m in _SECRET_MARKS)
+
+
+def masked(props: Mapping | None) -> dict | None:
+    """The properties with every credential's value replaced by ``MASK``."""
+    if props is None:
+        return None
+    return {k: (MASK if is_secret(str(k)) else v) for k, v in props.items()}
+
+
 def parse_properties_text(text: str, source: str) -> dict[str, str]:
     """Kafka client properties as a Java properties file holds them (``key=value`` or
     ``key: value``, ``#`` and ``!`` comments, a trailing backslash continues a line)."""

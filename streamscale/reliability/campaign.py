@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from streamscale.broker.connection import KafkaConnection, build_connection
+from streamscale.broker.connection import KafkaConnection, build_connection, masked
 from streamscale.errors import ConfigError
 from streamscale.reliability.spec import NetemFault, NoFault, ReliabilitySpec
 from streamscale.reliability.testbeds import ExternalTestbed, NetemTestbed, ProxyTestbed
@@ -50,7 +50,9 @@ def run_spec(
 
         require_netem()
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "spec.json").write_text(spec.model_dump_json(indent=2))
+    saved = spec.model_dump(mode="json")
+    saved["kafka"]["properties"] = masked(saved["kafka"].get("properties"))  # results keep no credential
+    (out_dir / "spec.json").write_text(json.dumps(saved, indent=2))
     results: list[TrialResult] = []
     total = len(faults) * len(spec.semantics) * len(spec.sizes) * spec.repetitions
     beds: dict[str, object] = {}

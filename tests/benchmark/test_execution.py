@@ -142,6 +142,41 @@ def test_results_dir_of_another_spec_is_refused(tmp_path):
         Execution(parse_spec(spec_dict(duration_s=99)), tmp_path, lambda *a, **k: None)
 
 
+def test_results_keep_no_credentials_and_a_changed_password_is_the_same_spec(tmp_path):
+    import yaml
+
+    def spec(password: str, client: str = "bench"):
+        d = spec_dict()
+        d["kafka"] = {"properties": {"sasl.password": password, "client.id": client, "ssl.key.password": "k3y"}}
+        return parse_spec(d)
+
+    Execution(spec("hunter2"), tmp_path, lambda *a, **k: None)
+    saved = (tmp_path / "spec.yaml").read_text()
+    assert "hunter2" not in saved and "k3y" not in saved
+    props = yaml.safe_load(saved)["kafka"]["properties"]
+    assert props == {"sasl.password": "****", "client.id": "bench", "ssl.key.password": "****"}
+    Execution(spec("rotated"), tmp_path, lambda *a, **k: None)  # resumes: credentials are not the spec
+    with pytest.raises(ConfigError, match="different spec"):
+        Execution(spec("hunter2", client="other"), tmp_path, lambda *a, **k: None)
+
+
+def test_results_of_an_older_streamscale_resume(tmp_path):
+    # spec.yaml written before the kafka: section and stop_at_majority existed: the fields it lacks
+    # take their defaults, so the same spec resumes instead of being called a different one
+    import yaml
+
+    spec = parse_spec(spec_dict())
+    Execution(spec, tmp_path, lambda *a, **k: None)
+    old = yaml.safe_load((tmp_path / "spec.yaml").read_text())
+    del old["kafka"], old["execution"]["stop_at_majority"]
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(old, sort_keys=False))
+    Execution(spec, tmp_path, lambda *a, **k: None)
+    assert "stop_at_majority" in (tmp_path / "spec.yaml").read_text()
+    (tmp_path / "spec.yaml").write_text("execution: [not, a, spec]\n")
+    with pytest.raises(ConfigError, match="different spec"):
+        Execution(spec, tmp_path, lambda *a, **k: None)
+
+
 @pytest.mark.spark
 def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
     from streamscale.experiment.standalone import StandaloneCluster

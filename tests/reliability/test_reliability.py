@@ -101,9 +101,13 @@ def test_run_spec_writes_tables_and_figures(tmp_path):
             "faults": [{"kind": "none"}],
             "sweep": {"kind": "proxy", "reset_pct": [2]},
             "send_timeout_s": 30,
+            # a credential reaches every client but not the results (unused on a plaintext broker)
+            "kafka": {"properties": {"sasl.password": "hunter2", "client.id": "rel-test"}},
         }
     )
     df = run_spec(spec, tmp_path, progress=lambda _: None)
+    saved = (tmp_path / "spec.json").read_text()
+    assert "hunter2" not in saved and '"client.id": "rel-test"' in saved
     assert len(df) == 4
     summary = json.loads((tmp_path / "summary.json").read_text())
     clean = [s for s in summary if s["fault"] == "none"]
