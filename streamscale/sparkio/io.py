@@ -49,8 +49,16 @@ def read_kafka(
         parallelism = _default_parallelism(spark)
         if parallelism:
             options["maxPartitions"] = parallelism
-    if impl == "python" and not any(k.lower() == "claimgroups" for k in options) and _local_master(spark):
-        options["claimGroups"] = "true"
+    if impl == "python":
+        asked = {k.lower(): str(v).strip().lower() for k, v in options.items()}.get("claimgroups")
+        local = _local_master(spark)
+        if asked == "true" and not local:
+            raise ConfigError(
+                "claimGroups=true needs a local master: executors that cannot see each other's claims "
+                "would read a group of Kafka partitions twice"
+            )
+        if asked is None and local:
+            options["claimGroups"] = "true"
     for k, v in options.items():
         reader = reader.option(k, str(v))
     return reader.load()

@@ -153,3 +153,41 @@ def test_a_session_on_another_master_is_refused_not_handed_back(monkeypatch):
     monkeypatch.setattr(SparkContext, "_active_spark_context", Running())
     with pytest.raises(SparkError, match=r"a Spark session on local\[2\] already runs in this process.*spark://h:7077"):
         build_session("spark://h:7077")
+
+
+def test_read_kafka_claims_groups_on_local_masters_only():
+    from streamscale.sparkio.io import read_kafka
+
+    def session(master: str):
+        class Reader:
+            options: dict = {}
+
+            def format(self, _name):
+                return self
+
+            def option(self, k, v):
+                self.options[k] = v
+                return self
+
+            def load(self):
+                return dict(self.options)
+
+        class Context:
+            defaultParallelism = 2
+
+        Context.master = master
+
+        class Spark:
+            readStream = Reader()
+            sparkContext = Context()
+
+        return Spark()
+
+    assert read_kafka(session("local[2]"), "x:1", "t", impl="python")["claimGroups"] == "true"
+    assert "claimGroups" not in read_kafka(session("spark://h:7077"), "x:1", "t", impl="python")
+    assert (
+        read_kafka(session("local[2]"), "x:1", "t", impl="python", options={"claimGroups": "false"})["claimGroups"]
+        == "false"
+    )
+    with pytest.raises(ConfigError, match="claimGroups=true needs a local master"):
+        read_kafka(session("spark://h:7077"), "x:1", "t", impl="python", options={"claimGroups": "true"})
