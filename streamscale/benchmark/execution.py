@@ -117,7 +117,8 @@ class Execution:
                 console.print(
                     f"  [{colour}]{'PASS' if r.passed else 'FAIL'}[/] lag slope {r.lag_slope:,.1f}/s "
                     f"[{r.lag_low:,.1f}, {r.lag_high:,.1f}] (limit {r.lag_limit:,.0f}), dropped "
-                    f"{r.dropped:,}, generator {r.generator_rate:,.0f}/s ({r.generator_cpu_pct:.0f} % of a CPU), "
+                    f"{r.dropped:,}, generator {r.generator_rate:,.0f}/s ({r.generator_cpu_pct:.0f} % of a CPU; "
+                    f"machine {r.machine_cpu_pct:.0f} % busy), "
                     f"median batch {r.median_batch_ms:,.0f} ms"
                     f"{'' if r.valid else ' [red]INVALID[/]'}"
                 )

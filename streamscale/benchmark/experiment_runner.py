@@ -143,6 +143,7 @@ class ExperimentRunner:
             trend_from_s=round(trend.start_s, 3),
             median_batch_ms=float("nan") if batch_ms is None else batch_ms,
             generator_cpu_pct=round(100 * r.generator_cpu_s / ex.duration_s, 1),
+            machine_cpu_pct=round(r.machine_cpu_pct, 1),
         )
         self._write_lag(res, r.lag, trend)
         prometheus.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()

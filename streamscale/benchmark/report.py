@@ -64,6 +64,7 @@ _EXPERIMENT_COLUMNS = (
     "passed",
     "generator_rate",
     "generator_cpu_pct",
+    "machine_cpu_pct",
     "median_batch_ms",
     "latency_p95_ms",
     "note",

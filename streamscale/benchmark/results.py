@@ -51,6 +51,7 @@ class ExperimentResult:
     trend_from_s: float = float("nan")  # the warm-up's end: warmup_s, or later while the start-up backlog drained
     median_batch_ms: float = float("nan")  # micro-batches after the warm-up (Spark's triggerExecution)
     generator_cpu_pct: float = float("nan")  # the load generator's processes, % of one CPU over the run
+    machine_cpu_pct: float = float("nan")  # all of the machine's CPUs busy while the load ran, %
 
     @property
     def key(self) -> tuple[float, int, int]:

@@ -91,3 +91,25 @@ def confine_spark(spark, cores: int) -> set[int] | None:
     chosen = set(cpus[-cores:]) if cores < len(cpus) else set(cpus)
     pin_tree(pid, chosen)
     return chosen
+
+
+def machine_ticks(stat_text: str | None = None) -> tuple[int, int] | None:
+    """(busy, total) CPU ticks of the whole machine since boot, from /proc/stat's first line
+    (idle and iowait are not busy); None where there is no /proc/stat."""
+    try:
+        text = stat_text if stat_text is not None else open("/proc/stat").read()
+        fields = [int(x) for x in text.split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    if len(fields) < 4:
+        return None
+    # user nice system idle iowait irq softirq steal [guest guest_nice: already counted in user]
+    total = sum(fields[:8])
+    return total - fields[3] - (fields[4] if len(fields) > 4 else 0), total
+
+
+def busy_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float:
+    """Percent of all the machine's CPUs busy between two ``machine_ticks`` readings (NaN: unknown)."""
+    if before is None or after is None or after[1] <= before[1]:
+        return float("nan")
+    return 100.0 * (after[0] - before[0]) / (after[1] - before[1])

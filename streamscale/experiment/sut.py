@@ -21,6 +21,7 @@ from pathlib import Path
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import SparkError
+from streamscale.experiment.cpus import busy_pct, machine_ticks
 from streamscale.experiment.slo import lag_trend
 from streamscale.loadgen import GeneratorConfig, LoadGenerator
 from streamscale.observe import prometheus
@@ -56,6 +57,7 @@ class SutResult:
     t0_wall: float = 0.0  # wall-clock time of the first lag sample (its t_s = 0)
     input_topic: str = ""
     generator_cpu_s: float = 0.0  # the load generator's processes: its share of the machine
+    machine_cpu_pct: float = float("nan")  # all CPUs busy (every process) while the load ran
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
 
@@ -201,6 +203,7 @@ def run_sut(
                 spark, bootstrap, input_topic, output_topic, starting_offsets="earliest", commit_group=group
             )
             sampler = LagSampler(bootstrap, group, input_topic, on_sample=on_lag).start()
+            ticks0 = machine_ticks()
             # lag is sampled while load is generated; after that it only shows the drain
             deadline = time.monotonic() + duration_s
             ctl0 = time.thread_time()
@@ -213,6 +216,7 @@ def run_sut(
                 if run.exception() is not None:
                     raise SparkError(f"{uc} failed: {run.exception()}")
             controller_cpu = time.thread_time() - ctl0
+            machine = busy_pct(ticks0, machine_ticks())
             lag = sampler.stop()
             shuffles = None
             with contextlib.suppress(Exception):
@@ -259,6 +263,7 @@ def run_sut(
         t0_wall=sampler.t0_wall if sampler is not None else 0.0,
         input_topic=input_topic,
         generator_cpu_s=gres.cpu_s,
+        machine_cpu_pct=machine,
         lag=lag,
         batches=batches,
     )

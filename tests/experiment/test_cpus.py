@@ -1,5 +1,6 @@
 """Cores as CPUs: a process tree confined to some CPUs, including children started before and after."""
 
+import math
 import os
 import subprocess
 import sys
@@ -42,3 +43,17 @@ def test_a_tree_is_confined_and_what_it_starts_later_inherits():
             except ProcessLookupError:
                 pass
         parent.wait(10)
+
+
+def test_machine_busy_share_from_proc_stat():
+    from streamscale.experiment.cpus import busy_pct, machine_ticks
+
+    #                user nice system idle iowait irq softirq steal guest guest_nice
+    before = machine_ticks("cpu  100 0 50 800 50 0 0 0 30 0\ncpu0 1 2 3\n")
+    after = machine_ticks("cpu  250 0 100 1000 100 0 0 0 90 0\n")
+    assert before == (150, 1000) and after == (350, 1450)  # guest time is inside user already
+    assert busy_pct(before, after) == 100.0 * 200 / 450
+    assert math.isnan(busy_pct(None, after)) and math.isnan(busy_pct(after, before))
+    assert machine_ticks("garbage") is None
+    real = machine_ticks()
+    assert real is None or 0 <= real[0] <= real[1]
