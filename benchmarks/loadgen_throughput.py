@@ -5,6 +5,8 @@
 1. Unthrottled, finite: N records with 1 and with 2 worker processes -> records/s.
 2. Throttled at --target records/s with 2 workers for 10 s -> achieved rate per second, and whether
    the generator says it reached the target (and, at twice what the machine can do, that it says it did not).
+3. Throttled at the rates of streaming experiments (10k, 20k, 60k records/s, 1 worker, 8 s): the
+   generator's CPU time, percent of one CPU: the share of a small machine Spark does not get.
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ def main() -> None:
             print(
                 f"throttled at {target:,}/s, 2 processes: achieved {r.achieved_rate:,.0f}/s; per second [{per_s}]; "
                 f"reached target: {r.reached_target}"
+            )
+        for rate in (10_000, 20_000, 60_000):
+            topic = f"cpu-{rate}"
+            access.create_topic(topic, args.partitions)
+            r = generate(GeneratorConfig(broker.bootstrap, topic, sensors=rate, workers=1, duration_s=8))
+            print(
+                f"throttled at {rate:,}/s, 1 process: {100 * r.cpu_s / 8:.0f} % of a CPU "
+                f"(achieved {r.achieved_rate:,.0f}/s, reached target: {r.reached_target})"
             )
 
 

@@ -90,6 +90,9 @@ class GeneratorResult:
         return asdict(self)
 
 
+MIN_SLEEP_S = 0.001
+
+
 def _worker_sensors(cfg: GeneratorConfig, w: int) -> list[int]:
     return list(range(w, cfg.sensors, cfg.workers))
 
@@ -180,7 +183,10 @@ def _worker(
             if due <= k:
                 if (quota is not None and k >= quota) or final:
                     break
-                time.sleep(min(0.005, max(0.0, (k - (now - t0) * rate_w) / rate_w)))
+                # Sleep at least 1 ms: waking for each record when the next is due (0.1 ms apart at
+                # 10,000/s) cost ~15 % of a CPU in wake-ups alone; records keep their scheduled
+                # timestamps, they only leave in bursts of ~1 ms.
+                time.sleep(min(0.005, max(MIN_SLEEP_S, (k - (now - t0) * rate_w) / rate_w)))
                 continue
             for kk in range(k, min(due, k + chunk)):
                 if vi >= len(values):
