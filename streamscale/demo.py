@@ -265,6 +265,8 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
                 shutil.rmtree(ckpt, ignore_errors=True)  # the demo's own: nothing left in $TMPDIR
         total_read = spark.sql("select coalesce(sum(n), 0) as n from demo_counts").collect()[0]["n"]
         spark.stop()
+        if ckpt is not None:  # again: a state-store thread may write into it until the session stops
+            shutil.rmtree(ckpt, ignore_errors=True)
         steady = [r for r in rows[1:] if r["input_rows"] > 0]  # batch 0 pays the worker start-up
         rate = (sum(r["input_rows"] for r in steady) / sum(r["batch_s"] for r in steady)) if steady else 0.0
         csv_path = out_dir / "demo-batches.csv"

@@ -51,6 +51,7 @@ def probe_capacity(
     from streamscale.experiment.cpus import confine_spark, release_spark
     from streamscale.experiment.sut import warm_up_workers
     from streamscale.pipelines import make_pipeline
+    from streamscale.pipelines.base import remove_stopped_checkpoints
     from streamscale.sparkio.session import build_session
 
     params = {**(params or {}), "max_offsets_per_trigger": batch_records}
@@ -83,6 +84,7 @@ def probe_capacity(
                         on_probe(results[-1])
                 finally:
                     spark.stop()
+                    remove_stopped_checkpoints()
                     if confine:
                         release_spark()
         finally:

@@ -26,6 +26,7 @@ from streamscale.experiment.slo import lag_trend
 from streamscale.loadgen import GeneratorConfig, LoadGenerator
 from streamscale.observe import prometheus
 from streamscale.pipelines import make_pipeline
+from streamscale.pipelines.base import remove_stopped_checkpoints
 
 
 @dataclass
@@ -232,6 +233,7 @@ def run_sut(
             gres = gen.stop() if gen is not None else None
             if own_spark:
                 spark.stop()
+                remove_stopped_checkpoints()
                 if cpus is not None:
                     from streamscale.experiment.cpus import release_spark
 

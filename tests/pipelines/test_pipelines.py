@@ -235,3 +235,25 @@ def test_a_run_removes_the_temporary_checkpoint_it_made_and_keeps_a_named_one(sp
     named = run(pipe, spark, broker, src, None, tmp_path / "ck")
     named.stop()
     assert (tmp_path / "ck").is_dir()  # the user's: kept for a restart
+
+
+def test_a_snapshot_written_into_a_stopped_runs_checkpoint_is_removed_after_the_session(tmp_path):
+    # Spark's state-store maintenance thread may write a snapshot into a temporary checkpoint after
+    # the run removed it; once the session stopped, remove_stopped_checkpoints removes it again
+    from streamscale.pipelines import base
+
+    class Query:
+        recentProgress: list = []
+
+        def stop(self):
+            pass
+
+    ck = tmp_path / "streamscale-uc2-x"
+    ck.mkdir()
+    base._TEMP_CHECKPOINTS.add(str(ck))
+    base.PipelineRun("uc2", [Query()], Query(), str(ck)).stop()
+    assert not ck.exists()
+    (ck / "state" / "0" / "0").mkdir(parents=True)
+    (ck / "state" / "0" / "0" / ".11.snapshot.crc").write_text("late")
+    base.remove_stopped_checkpoints()
+    assert not ck.exists() and str(ck) not in base._REMOVED_CHECKPOINTS
