@@ -5,7 +5,7 @@
 Per sensor count (100,000 and 10,000; one reading per sensor per second of event time, JSON, 8
 partitions, load generator), in one SparkSession (``local[2]``):
 
-* full: ``make_pipeline("uc2").start(...)``: the Kafka source, the window aggregation, the late
+* full: ``make_pipeline("uc2", {"emit": "update"}).start(...)``: the Kafka source, the window aggregation, the late
   count, the executor-side Kafka output;
 * noop: the same DataFrame (same source options, same observations) written to Spark's ``noop``
   sink in update mode: the ceiling the output can aim at.
@@ -40,7 +40,7 @@ def rate(query, total: int) -> tuple[float, float]:
 
 
 def full(spark, bootstrap, topic, out, batch, total):
-    pipe = make_pipeline("uc2", {"max_offsets_per_trigger": batch})
+    pipe = make_pipeline("uc2", {"max_offsets_per_trigger": batch, "emit": "update"})
     ckpt = tempfile.mkdtemp(prefix="bench-uc2-")
     try:
         r = pipe.start(spark, bootstrap, topic, out, ckpt, available_now=True)
@@ -53,7 +53,7 @@ def full(spark, bootstrap, topic, out, batch, total):
 
 
 def noop(spark, bootstrap, topic, batch, total):
-    pipe = make_pipeline("uc2", {"max_offsets_per_trigger": batch})
+    pipe = make_pipeline("uc2", {"max_offsets_per_trigger": batch, "emit": "update"})
     ckpt = tempfile.mkdtemp(prefix="bench-uc2-noop-")
     try:
         records = pipe.read(spark, bootstrap, topic, "earliest", None, "python", watermark_from=ckpt)
