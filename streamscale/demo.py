@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -192,6 +191,7 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
 
     from streamscale.broker import BrokerAccess, EmbeddedBroker
     from streamscale.loadgen import GeneratorConfig, LoadGenerator
+    from streamscale.pipelines.base import remove_checkpoint, remove_stopped_checkpoints
     from streamscale.sparkio.io import read_records
     from streamscale.sparkio.session import build_session
 
@@ -262,11 +262,10 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
                 query.stop()
             result = gen.stop() if gen is not None else None
             if ckpt is not None:
-                shutil.rmtree(ckpt, ignore_errors=True)  # the demo's own: nothing left in $TMPDIR
+                remove_checkpoint(ckpt)  # the demo's own: nothing left in $TMPDIR
         total_read = spark.sql("select coalesce(sum(n), 0) as n from demo_counts").collect()[0]["n"]
         spark.stop()
-        if ckpt is not None:  # again: a state-store thread may write into it until the session stops
-            shutil.rmtree(ckpt, ignore_errors=True)
+        remove_stopped_checkpoints()  # what a state-store thread wrote into it until the session stopped
         steady = [r for r in rows[1:] if r["input_rows"] > 0]  # batch 0 pays the worker start-up
         rate = (sum(r["input_rows"] for r in steady) / sum(r["batch_s"] for r in steady)) if steady else 0.0
         csv_path = out_dir / "demo-batches.csv"

@@ -38,7 +38,7 @@ def _saved(spec: Spec) -> dict:
     """The spec as results keep it: without credentials (results are shared; a changed password
     is not another spec either)."""
     d = spec.model_dump(mode="json")
-    d["kafka"]["properties"] = masked({k: str(v) for k, v in d["kafka"]["properties"].items()})
+    d["kafka"]["properties"] = masked(d["kafka"]["properties"])
     return d
 
 
@@ -67,7 +67,7 @@ class Execution:
                 props = (raw.get("kafka") or {}).get("properties") or {}
                 raw.setdefault("kafka", {})["properties"] = {}
                 prev = _saved(Spec.model_validate(raw))
-                prev["kafka"]["properties"] = masked({k: str(v) for k, v in props.items()})
+                prev["kafka"]["properties"] = masked(props)
             except (ValueError, TypeError, AttributeError, yaml.YAMLError):
                 prev = None
             if prev != mine:

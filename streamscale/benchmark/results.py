@@ -109,6 +109,15 @@ def read_results(results_dir: Path) -> list[ExperimentResult]:
     return parse(path.read_text(), str(path)) if path.exists() else []
 
 
+def _csv_text(rows: list[ExperimentResult], header: bool) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS)
+    if header:
+        w.writeheader()
+    w.writerows(asdict(r) for r in rows)
+    return buf.getvalue()
+
+
 class ResultsFile:
     """``experiments.csv`` of one execution: load (repairing a torn last line) and append."""
 
@@ -122,34 +131,22 @@ class ResultsFile:
         text = self.path.read_text()
         whole = _whole_lines(text)
         if whole != text:
-            # repair the file, so that appended rows start on a line of their own
-            tmp = self.path.with_suffix(".csv.tmp")
-            tmp.write_text(whole)
-            os.replace(tmp, self.path)
+            self._replace(whole)  # repaired, so that appended rows start on a line of their own
         rows = parse(whole, str(self.path))
         if whole and whole.split("\n", 1)[0].rstrip("\r") != ",".join(COLUMNS):
             # written by an older streamscale (fewer columns): rewritten with today's columns (the
             # new ones at their defaults), so that appended rows match the header
-            self._rewrite(rows)
+            self._replace(_csv_text(rows, header=True))
         return rows, whole != text
 
-    def _rewrite(self, rows: list[ExperimentResult]) -> None:
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(asdict(r) for r in rows)
+    def _replace(self, text: str) -> None:
         tmp = self.path.with_suffix(".csv.tmp")
-        tmp.write_text(buf.getvalue())
+        tmp.write_text(text)
         os.replace(tmp, self.path)
 
     def append(self, r: ExperimentResult) -> None:
-        new = not self.path.exists()
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=COLUMNS)
-        if new:
-            w.writeheader()
-        w.writerow(asdict(r))
+        text = _csv_text([r], header=not self.path.exists())
         with open(self.path, "a", newline="") as f:
-            f.write(buf.getvalue())  # one write of whole rows, on disk before the next experiment
+            f.write(text)  # one write of whole rows, on disk before the next experiment
             f.flush()
             os.fsync(f.fileno())

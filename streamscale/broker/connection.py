@@ -82,10 +82,8 @@ def is_secret(name: str) -> bool:
     return any(m in name.lower() for m in _SECRET_MARKS)
 
 
-def masked(props: Mapping | None) -> dict | None:
+def masked(props: Mapping) -> dict:
     """The properties with every credential's value replaced by ``MASK``."""
-    if props is None:
-        return None
     return {k: (MASK if is_secret(str(k)) else v) for k, v in props.items()}
 
 

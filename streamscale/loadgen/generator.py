@@ -115,7 +115,7 @@ def _worker(
     done_v,
     err_q,
     parent_pid: int,
-    cpu_v=None,
+    cpu_v,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
 
@@ -219,8 +219,7 @@ def _worker(
         sent_v.value = k
         ok_v.value = counters["ok"]
         failed_v.value = counters["failed"]
-        if cpu_v is not None:
-            cpu_v.value = time.process_time() - cpu0
+        cpu_v.value = time.process_time() - cpu0
         done_v.value = time.monotonic()
 
 

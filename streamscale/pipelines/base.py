@@ -126,6 +126,12 @@ _TEMP_CHECKPOINTS: set[str] = set()  # checkpoints query_settings created, remov
 _REMOVED_CHECKPOINTS: set[str] = set()
 
 
+def remove_checkpoint(path: str) -> None:
+    """Remove a temporary checkpoint now, and again in :func:`remove_stopped_checkpoints`."""
+    shutil.rmtree(path, ignore_errors=True)
+    _REMOVED_CHECKPOINTS.add(path)
+
+
 def remove_stopped_checkpoints() -> None:
     """Remove again what late writers put into the temporary checkpoints of stopped runs: call
     after the Spark session stopped (its maintenance thread is gone then); also at exit."""
@@ -241,8 +247,7 @@ class PipelineRun:
             self.writer.close()
         if self.checkpoint in _TEMP_CHECKPOINTS:  # ours, not the user's: nothing left in $TMPDIR
             _TEMP_CHECKPOINTS.discard(self.checkpoint)
-            shutil.rmtree(self.checkpoint, ignore_errors=True)
-            _REMOVED_CHECKPOINTS.add(self.checkpoint)
+            remove_checkpoint(self.checkpoint)
 
 
 class Pipeline(ABC):

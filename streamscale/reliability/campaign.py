@@ -51,7 +51,7 @@ def run_spec(
         require_netem()
     out_dir.mkdir(parents=True, exist_ok=True)
     saved = spec.model_dump(mode="json")
-    saved["kafka"]["properties"] = masked(saved["kafka"].get("properties"))  # results keep no credential
+    saved["kafka"]["properties"] = masked(saved["kafka"]["properties"])  # results keep no credential
     (out_dir / "spec.json").write_text(json.dumps(saved, indent=2))
     results: list[TrialResult] = []
     total = len(faults) * len(spec.semantics) * len(spec.sizes) * spec.repetitions

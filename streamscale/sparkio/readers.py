@@ -314,9 +314,9 @@ def claim_group(key: str, batch: str, index: int, scores: Sequence[int]) -> int:
     the one it claimed before (a retry), else the free one with the best score (ties: its own)."""
     import fcntl
 
-    d = claims_dir()
+    path = claims_path(key)
+    d = path.parent
     d.mkdir(parents=True, exist_ok=True)
-    path = d / f"{key}.json"
     # One lock for every query's claims (held for microseconds): state files can then be removed
     # safely, which a lock file per query would not allow.
     with open(d / "lock", "a+") as lock:
@@ -351,14 +351,3 @@ def _sweep(d: Path) -> None:
                 f.unlink()
         except OSError:
             pass
-
-
-def drop_claims(key: str) -> None:
-    import fcntl
-
-    d = claims_dir()
-    if not d.is_dir():
-        return
-    with open(d / "lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        claims_path(key).unlink(missing_ok=True)
