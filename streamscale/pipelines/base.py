@@ -267,6 +267,15 @@ class Pipeline(ABC):
     def lateness_ms(self) -> int:
         return int(getattr(self.params, "lateness_s", 0) * 1000)
 
+    def window_grid_ms(self) -> tuple[int, int] | None:
+        """(size, slide) of the event-time windows in ms (Spark's ``window()`` from epoch 0), so
+        that the output knows where window ends can lie; None: unknown (never assumed)."""
+        size = getattr(self.params, "window_s", None)
+        if size is None:
+            return None
+        slide = getattr(self.params, "slide_s", None) or size
+        return int(size * 1000), int(slide * 1000)
+
     def __init__(self, params: PipelineParams | dict | None = None):
         if params is None:
             params = self.params_model()
@@ -407,6 +416,7 @@ class Pipeline(ABC):
             self.emit_final,
             checkpoint,
             impl,
+            window_grid_ms=self.window_grid_ms(),
         )
         query = (
             out_df.writeStream.outputMode("append" if self.emit_final else "update")

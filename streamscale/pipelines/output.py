@@ -16,10 +16,19 @@ checkpoint (streamscale.sparkio.checkpoint). A bound per row (the row's own newe
 would save that pass but never mark anything: a window's readings all lie before its end.
 Windows of in-order data usually close after their last update, so a consumer that wants exactly
 one final row per window uses ``emit: final``.
+
+In append mode batch N emits the windows Spark evicts: those with an end in (W(N-1), W(N)] (rows
+of windows ending at or before W(N-1) were evicted before or dropped as late). Window ends lie on a
+grid (size + k * slide from epoch 0), so when no end lies between the two watermarks the batch
+cannot emit a row: it still runs (an action must commit its state), as a count, without building
+the output's columns or starting the Python writer (~100 ms of fixed cost, on most batches of a
+run: a 60 s window closes once a minute). Should such a batch count rows after all, the batch is
+computed again and its rows written: never lost.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -28,6 +37,16 @@ from streamscale.broker.connection import KafkaConnection
 # Output latency buckets (ms): rows at or below each edge are counted per batch, so a run's
 # percentile is exact at this resolution (streamscale.experiment.slo.latency_percentile_ms)
 LATENCY_EDGES_MS = tuple(2 ** (k / 4) for k in range(100))  # 1 ms ... 7.9 h, steps of 19 %
+
+log = logging.getLogger(__name__)
+
+
+def window_end_between(grid_ms: tuple[int, int], low_ms: int, high_ms: int) -> bool:
+    """Whether a window end of the grid (size, slide) lies in [low, high] (inclusive on both
+    sides: the check only saves work, so it errs towards writing)."""
+    size, slide = grid_ms
+    phase = size % slide  # ends are size + k * slide = phase + j * slide
+    return (high_ms - phase) // slide > (low_ms - 1 - phase) // slide
 
 
 @dataclass
@@ -73,29 +92,68 @@ class WindowedOutput:
         emit_final: bool,
         checkpoint: str,
         kafka_impl: str | None = None,
+        window_grid_ms: tuple[int, int] | None = None,
     ):
         self.bootstrap, self.topic = bootstrap, topic
         self.key_cols, self.value_cols = key_cols, value_cols
         self.lateness_ms, self.emit_final = lateness_ms, emit_final
         self.checkpoint, self.kafka_impl = checkpoint, kafka_impl
+        self.window_grid_ms = window_grid_ms
+        self.skipped_writes = 0  # append-mode batches that could not emit: counted, not written
         self.batches: dict[int, BatchOutput] = {}  # taken by PipelineRun.poll: a few batches at most
 
     def next_watermark(self, batch_df, batch_id: int) -> int:
+        """W(N+1); ``batch_df`` persisted: one job without a shuffle fills the cache and
+        observes the newest event time (a global aggregate would add a stage)."""
+        from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         from streamscale.sparkio.checkpoint import batch_watermark_ms
 
-        newest = batch_df.agg(F.max("max_event_ms")).first()[0]
+        obs = Observation(f"streamscale-newest-{batch_id}")
+        batch_df.observe(obs, F.max("max_event_ms").alias("newest")).write.format("noop").mode("overwrite").save()
+        newest = obs.get.get("newest")
         current = batch_watermark_ms(self.checkpoint, batch_id)
         return current if newest is None else max(current, int(newest) - self.lateness_ms)
+
+    def can_emit(self, batch_id: int) -> bool:
+        """Append mode: whether batch ``batch_id`` may emit a row (see the module's docstring)."""
+        from streamscale.errors import SparkError
+        from streamscale.sparkio.checkpoint import batch_watermark_ms
+
+        if not self.emit_final or self.window_grid_ms is None or batch_id == 0:
+            return True
+        try:
+            before = batch_watermark_ms(self.checkpoint, batch_id - 1)
+            now = batch_watermark_ms(self.checkpoint, batch_id)
+        except SparkError:  # e.g. the previous batch's offsets purged: do not guess
+            return True
+        return now > before and window_end_between(self.window_grid_ms, before + 1, now)
+
+    def _ran_without_output(self, batch_df, batch_id: int) -> int:
+        """Run a batch that cannot emit as a count (the action commits its state). Returns the
+        rows it emitted all the same (0 but for a window end off the grid)."""
+        rows = batch_df.count()  # the action runs the batch (and commits its state)
+        if rows:
+            log.warning("batch %s emitted %s rows where none were expected: written again", batch_id, rows)
+        else:
+            self.skipped_writes += 1
+            self.batches[batch_id] = BatchOutput(0, None, None, None)
+        return rows
 
     def __call__(self, batch_df, batch_id: int) -> None:
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
+        from streamscale.errors import SparkError
         from streamscale.sparkio.io import write_kafka_batch
 
         now = int(time.time() * 1000)
+        expected = None  # rows a batch thought empty emitted: the batch is recomputed and written
+        if not self.can_emit(batch_id):
+            expected = self._ran_without_output(batch_df, batch_id)
+            if not expected:
+                return
         cached = None
         if self.emit_final:
             final = F.lit(True)
@@ -127,6 +185,8 @@ class WindowedOutput:
         finally:
             if cached is not None:
                 cached.unpersist()
+        if expected is not None and int(got.get("rows") or 0) != expected:
+            raise SparkError(f"batch {batch_id}: {expected} window rows, {got.get('rows')} when computed again")
         self.batches[batch_id] = BatchOutput(
             output_records=int(got.get("rows") or 0),
             max_latency_ms=None if got.get("max_latency_ms") is None else float(got["max_latency_ms"]),

@@ -294,3 +294,54 @@ def test_latency_buckets_count_every_row_at_or_below_each_edge(spark):
     got = _cumulative(obs.get["b"])
     want = [int((lat <= e * (1 + 1e-12)).sum()) for e in LATENCY_EDGES_MS]
     assert got == want
+
+
+def _phases_within_then_past_a_window(seed: int):
+    rng = random.Random(seed)
+    idents = [f"s_{i}" for i in range(4)]
+
+    def phase(lo_ms, span_ms):
+        return [(i, T0 + lo_ms + rng.randrange(span_ms), rng.randrange(400) * 0.25) for i in idents for _ in range(3)]
+
+    # the first two inside [T0, T0 + 10 s): the watermark moves (1 s lateness) without passing a
+    # window end, so those batches cannot emit; the third passes T0 + 10 s
+    return [phase(1_000, 2_000), phase(4_000, 2_000), phase(12_000, 3_000)]
+
+
+def _final_run(spark, broker, topic_factory, tmp_path, phases):
+    src, out = topic_factory(2), topic_factory(2)
+    pipe = make_pipeline("uc2", {"window_s": 10, "lateness_s": 1, "emit": "final"})
+    skipped, written = 0, 0
+    for phase in phases:
+        send_phase(broker.bootstrap, src, phase, 2)
+        r = pipe.start(spark, broker.bootstrap, src, out, str(tmp_path / "ck"), available_now=True)
+        r.await_available(300)
+        assert r.exception() is None
+        skipped += r.writer.skipped_writes
+        written += sum(b.output_records or 0 for b in r.batches)
+    r = pipe.finish(spark, broker.bootstrap, src, out, str(tmp_path / "ck"))
+    written += sum(b.output_records or 0 for b in r.batches)
+    rows, *_ = replay(phases, 10_000, 10_000, 1_000, lambda r: [(r[0],)])
+    ref = reference_stats(pd.DataFrame(rows, columns=["identifier", "windowStartMs", "valueInW"]), ["identifier"])
+    docs = docs_of(broker, out)
+    assert all(d["final"] for d in docs)
+    assert len({(d["identifier"], d["windowStartMs"]) for d in docs}) == len(docs) == written
+    assert_stats_equal(latest(docs, ["identifier"]), ref, ["identifier"])
+    return skipped, docs
+
+
+def test_final_mode_batches_that_cannot_emit_skip_the_writer(spark, broker, topic_factory, tmp_path):
+    skipped, docs = _final_run(spark, broker, topic_factory, tmp_path, _phases_within_then_past_a_window(11))
+    assert {d["windowStartMs"] for d in docs} == {T0, T0 + 10_000}
+    # phase 2's batch and its batch without data, phase 3's batch (the watermark still before T0 + 10 s)
+    assert skipped >= 3
+
+
+def test_final_mode_rows_of_a_batch_thought_empty_are_written_all_the_same(
+    spark, broker, topic_factory, tmp_path, monkeypatch
+):
+    from streamscale.pipelines.output import WindowedOutput
+
+    monkeypatch.setattr(WindowedOutput, "can_emit", lambda self, batch_id: False)
+    _skipped, docs = _final_run(spark, broker, topic_factory, tmp_path, _phases_within_then_past_a_window(12))
+    assert {d["windowStartMs"] for d in docs} == {T0, T0 + 10_000}
