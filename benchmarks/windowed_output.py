@@ -68,7 +68,7 @@ def noop(spark, bootstrap, topic, batch, total, emit):
         q = (
             pipe.build(spark, records)
             .writeStream.format("noop")
-            .outputMode("append" if emit == "final" else "update")
+            .outputMode("append" if pipe.emit_final else "update")
             .option("checkpointLocation", ckpt)
             .trigger(availableNow=True)
             .start()

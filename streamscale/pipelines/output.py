@@ -103,16 +103,11 @@ class WindowedOutput:
         self.batches: dict[int, BatchOutput] = {}  # taken by PipelineRun.poll: a few batches at most
 
     def next_watermark(self, batch_df, batch_id: int) -> int:
-        """W(N+1); ``batch_df`` persisted: one job without a shuffle fills the cache and
-        observes the newest event time (a global aggregate would add a stage)."""
-        from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         from streamscale.sparkio.checkpoint import batch_watermark_ms
 
-        obs = Observation(f"streamscale-newest-{batch_id}")
-        batch_df.observe(obs, F.max("max_event_ms").alias("newest")).write.format("noop").mode("overwrite").save()
-        newest = obs.get.get("newest")
+        newest = batch_df.agg(F.max("max_event_ms")).first()[0]
         current = batch_watermark_ms(self.checkpoint, batch_id)
         return current if newest is None else max(current, int(newest) - self.lateness_ms)
 
