@@ -23,6 +23,7 @@ def broker(tmp_path_factory):
         return
     with EmbeddedBroker(log_dir=tmp_path_factory.mktemp("broker-logs")) as b:
         yield b
+        _PRODUCERS.clear()  # before the broker goes: no reconnect noise from a cached producer
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +62,13 @@ def spark(_created_topics):
     session.stop()
 
 
-def produce(bootstrap: str, topic: str, records, transactional: bool = False, **conf):
+# One producer per (bootstrap, config) for the session: a new idempotent librdkafka producer waits
+# 500 ms for its producer id (its first attempt runs before any broker connection is up), which
+# was half a second per call, 50 s of a hypothesis test that produces per example.
+_PRODUCERS: dict = {}
+
+
+def produce(bootstrap: str, topic: str, records, **conf):
     """Produce (key, value, partition) tuples with an idempotent batching producer; return count."""
     from confluent_kafka import Producer
 
@@ -72,8 +79,9 @@ def produce(bootstrap: str, topic: str, records, transactional: bool = False, **
         "batch.num.messages": 5000,
         **conf,
     }
+    key = tuple(sorted(cfg.items()))
+    p = _PRODUCERS.get(key) or _PRODUCERS.setdefault(key, Producer(cfg))
     errors: list = []
-    p = Producer(cfg)
     n = 0
     for key, value, partition in records:
         kwargs = {"key": key, "value": value, "on_delivery": lambda e, m: errors.append(e) if e else None}
