@@ -23,7 +23,7 @@ import yaml
 from rich.console import Console
 
 from streamscale.benchmark.answer import answer
-from streamscale.benchmark.experiment_runner import ExperimentRunner
+from streamscale.benchmark.experiment_runner import ExperimentRunner, emission_period_s
 from streamscale.benchmark.results import ExperimentResult, ResultsFile, exp_id
 from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
 from streamscale.benchmark.spec import Spec
@@ -193,6 +193,24 @@ class Execution:
         return summary
 
 
+def short_for_windows(spec: Spec) -> str | None:
+    """Why the runs are too short for their pipeline's windows, if they are: windows that close
+    within a run make the lag jump once per window slide, which the trend fits out only over two
+    whole periods after the warm-up (streamscale.experiment.slo.fit_periodic)."""
+    ex = spec.execution
+    if ex.load.type == "window_s":
+        return None  # the window is the load: one period per load, no single rule
+    period = emission_period_s(spec, dict(spec.benchmark.params))
+    if not period or period > ex.duration_s or ex.duration_s - ex.warmup_s >= 2 * period:
+        return None
+    return (
+        f"{spec.benchmark.sut.upper()}'s windows close every {period:g} s; {ex.duration_s:g} s runs with "
+        f"{ex.warmup_s:g} s warm-up fit the lag trend over less than two of those periods, so a window "
+        f"closing near a run's end can pass for growth: duration_s ≥ warmup_s + {2 * period:g} fits the "
+        "jump out"
+    )
+
+
 def run_execution(
     spec: Spec,
     out_dir: Path,
@@ -219,6 +237,9 @@ def run_execution(
         if embedded:
             bootstrap = stack.enter_context(EmbeddedBroker(log_dir=out_dir / "logs")).bootstrap
         conn = KafkaConnection.of(bootstrap, properties)
+        note = short_for_windows(spec)
+        if note:
+            console.print(f"note: {note}", highlight=False)
         execution = Execution(spec, out_dir, ExperimentRunner(spec, out_dir, conn), live=live)
         (out_dir / "environment.json").write_text(json.dumps(environment(spec, conn.bootstrap, embedded), indent=2))
         summary = execution.run(search)

@@ -56,6 +56,15 @@ def experiment_settings(spec: Spec, load: float, resources: int) -> dict:
     }
 
 
+def emission_period_s(spec: Spec, params: dict) -> float | None:
+    """How often the pipeline's windows close (its window slide, s): its output, and with it the
+    lag, jumps once per period; None for a pipeline without event-time windows."""
+    from streamscale.pipelines import make_pipeline
+
+    grid = make_pipeline(spec.benchmark.sut, params).window_grid_ms()
+    return grid[1] / 1000 if grid else None
+
+
 class ExperimentRunner:
     """Runs single experiments for real (broker, generator, Spark pipeline) and judges them."""
 
@@ -94,7 +103,9 @@ class ExperimentRunner:
             on_lag=on_lag,
             cpus=s["cpus"],
         )
-        trend = lag_trend_estimate(r.lag, r.batches, r.t0_wall, ex.warmup_s, r.input_topic)
+        trend = lag_trend_estimate(
+            r.lag, r.batches, r.t0_wall, ex.warmup_s, r.input_topic, period_s=emission_period_s(spec, s["params"])
+        )
         slope, limit = trend.slope, lag_limit(r.target_rate, ex.slos.lag_trend_threshold)
         lag_verdict = trend.verdict(limit)
         # undecided: the runner adds repetitions (execution.extra_repetitions); when none is left
@@ -137,6 +148,7 @@ class ExperimentRunner:
             lag_low=round(trend.low, 3),
             lag_high=round(trend.high, 3),
             lag_basis=trend.basis,
+            lag_period_s=trend.period_s,
             lag_verdict=lag_verdict,
             latency_p95_ms=float("nan") if p95 is None else p95,
             latency_slo=latency_ok,

@@ -48,7 +48,8 @@ def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None, axes: Ax
                 line,
                 color="red",
                 linewidth=2,
-                label=f"trend {trend.slope:,.0f} records/s (95 %: {trend.low:,.0f} to {trend.high:,.0f})",
+                label=f"trend {trend.slope:,.0f} records/s (95 %: {trend.low:,.0f} to {trend.high:,.0f})"
+                + (f"\n{trend.period_s:g} s window periods fitted out" if trend.period_s else ""),
             )
             if math.isfinite(res.lag_limit):
                 ax.plot(

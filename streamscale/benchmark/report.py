@@ -112,6 +112,7 @@ def write_report(results_dir: Path) -> Path:
             f" [{e.lag_low}, {e.lag_high}] through "
             f"{'the batch commits' if e.lag_basis == 'batches' else '1 s samples'}"
             + (f" from {e.trend_from_s} s" if math.isfinite(e.trend_from_s) else "")
+            + (f", the jump of every {e.lag_period_s:g} s window period fitted out" if e.lag_period_s else "")
             if math.isfinite(e.lag_low)
             else ""
         )

@@ -46,6 +46,7 @@ class ExperimentResult:
     lag_high: float = float("nan")
     lag_basis: str = ""  # fitted through batch commits ("batches") or 1 s samples ("seconds")
     lag_verdict: str = ""  # pass | fail | undecided (interval straddles the limit)
+    lag_period_s: float = 0.0  # window period fitted out of the trend (slo.fit_periodic); 0: none
     latency_p95_ms: float = float("nan")  # output latency after the warm-up (windowed UCs; 19 % buckets)
     latency_slo: bool = True  # holds, or no latency limit in the spec
     trend_from_s: float = float("nan")  # the warm-up's end: warmup_s, or later while the start-up backlog drained

@@ -65,3 +65,22 @@ def test_experiment_settings_map_load_and_resources():
     paper = load_spec(next(p for p in EXAMPLES if p.stem == "uc1-paper"))
     s = experiment_settings(paper, 50000, 3)
     assert s["master"].startswith("spark://") and s["spark_conf"]["spark.cores.max"] == 3
+
+
+def test_runs_too_short_for_their_windows_are_told_so():
+    from streamscale.benchmark.execution import short_for_windows
+
+    spec = base()
+    spec["benchmark"].update(sut="uc2", params={"window_s": 60})
+    spec["execution"].update(duration_s=60, warmup_s=20)
+    note = short_for_windows(parse_spec(spec))
+    assert note and "every 60 s" in note and "duration_s ≥ warmup_s + 120" in note
+    spec["execution"].update(duration_s=150, warmup_s=30)  # two whole periods after the warm-up
+    assert short_for_windows(parse_spec(spec)) is None
+    spec["execution"].update(duration_s=24, warmup_s=5)  # no window closes in most runs: no jump
+    assert short_for_windows(parse_spec(spec)) is None
+    spec["benchmark"].update(sut="uc1", params={})
+    spec["execution"].update(duration_s=60, warmup_s=20)
+    assert short_for_windows(parse_spec(spec)) is None
+    for example in EXAMPLES:  # the examples leave room for two periods
+        assert short_for_windows(load_spec(example)) is None, example

@@ -161,3 +161,55 @@ def test_the_warm_up_lasts_until_the_start_up_backlog_is_gone():
     t = [5.1, 8.4, 10.8, 12.8, 14.6, 16.6, 18.4]
     assert fit(t, lags).slope < -9_000  # the catching up reads as a falling lag
     assert abs(fit(t[3:], lags[3:]).slope) < 1_500  # the flat rest does not
+
+
+# -- windows closing once a period: a jump the trend must not take for growth ---------------------
+
+
+def _windowed_lags(seconds=150.0, period=60.0, growth=0.0, spike=30_000.0, seed=3, start=0.0):
+    """Lag after each ~1 s batch commit of a windowed query: a flat level with noise, plus a jump
+    for the ~6 s after each window closes (at 53-59 s of every period: the closing batch emits
+    every window), plus ``growth`` records/s."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(start, start + seconds, 1.0) + rng.uniform(-0.2, 0.2, int(seconds))
+    phase = t % period
+    lag = 15_000 + rng.normal(0, 1_500, len(t)) + np.where((phase >= 53) & (phase < 59), spike, 0.0) + growth * t
+    return t, lag
+
+
+def test_a_window_jump_near_the_end_fools_a_line_over_less_than_two_periods():
+    from streamscale.experiment.slo import fit, fit_periodic
+
+    t, lag = _windowed_lags(seconds=60.0)  # 60 s, a jump in the last seconds
+    keep = t >= 20  # 40 s after the warm-up, as the capacity runs of docs/performance.md
+    plain = fit(t[keep], lag[keep], "batches")
+    assert plain.low > 250  # "fails" at a limit of 1 % of 25,000/s, with no growth at all
+    short = fit_periodic(t[keep], lag[keep], 60.0)  # under two periods: the same line, said so
+    assert short.period_s == 0 and short.slope == plain.slope
+
+
+def test_over_two_periods_or_more_the_jump_is_fitted_out_and_growth_is_not():
+    from streamscale.experiment.slo import fit_periodic
+
+    for seed in range(5):
+        t, lag = _windowed_lags(seconds=150.0, seed=seed)
+        keep = t >= 25
+        flat = fit_periodic(t[keep], lag[keep], 60.0)
+        assert flat.period_s == 60.0 and flat.verdict(250) == "pass", flat
+        assert flat.low <= 0 <= flat.high
+        # the fitted span: the last two whole periods, not the partial one after the warm-up
+        assert flat.start_s >= t[-1] - 120 - 1e-9 and flat.n >= 110
+        t, lag = _windowed_lags(seconds=150.0, growth=400.0, seed=seed)
+        grows = fit_periodic(t[t >= 25], lag[t >= 25], 60.0)
+        assert grows.low <= 400 <= grows.high and grows.verdict(250) == "fail", grows
+
+
+def test_the_estimate_takes_the_pipelines_period():
+    from streamscale.experiment.slo import lag_trend_estimate
+    from streamscale.experiment.sut import LagSample
+
+    # samples only (no batches): the per-second basis also fits the period out
+    t, lag = _windowed_lags(seconds=150.0, seed=7)
+    samples = [LagSample(t_s=float(a), lag=int(b), end_total=0, committed_total=0) for a, b in zip(t, lag)]
+    assert lag_trend_estimate(samples, warmup_s=25, period_s=60.0).verdict(250) == "pass"
+    assert lag_trend_estimate(samples, warmup_s=25).period_s == 0

@@ -1,0 +1,108 @@
+"""Load capacity of UC1-UC4 per resource amount: the highest load each core (or executor) count
+sustains, searched upwards from issue 15's targets (issue 15: "sustainable throughput of UC1-UC4
+on local[1] and local[2] and on the standalone cluster with 2 workers").
+
+    .venv/bin/python benchmarks/capacity.py [--uc uc1 uc2 uc3 uc4] [--standalone]
+        [--duration 60] [--warmup 20] [--repetitions 3] [--out results/capacity]
+
+One benchmark execution per UC with ``metric: capacity``: resources ``cores: [1, 2]`` (Spark
+confined to that many of the machine's CPUs, ``local[n]``) or, with ``--standalone``,
+``executors: [1, 2]`` of one core each on a standalone cluster of two one-core workers started
+from pyspark's jars. Binary search over a ladder of loads per UC, with lower bound (2 cores search
+only above what 1 core held); 3 repetitions per point (majority, ``stop_at_majority``; up to 2
+runs added where the lag interval straddles the limit); lag SLO 1 % of the load; 8 partitions;
+1 generator process on the same machine. A load the generator cannot reach fails (the run says
+so): on 2 CPUs shared with the generator and the broker that is part of the capacity measured.
+Results (experiments.csv, capacity.png, report.html) per UC under ``--out``; a table at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import time
+from pathlib import Path
+
+from streamscale.benchmark.execution import run_execution
+from streamscale.benchmark.results import read_results
+from streamscale.benchmark.spec import parse_spec
+from streamscale.broker import EmbeddedBroker
+from streamscale.experiment.standalone import StandaloneCluster
+
+# (pipeline parameters, load ladder): from below issue 15's local[2] targets (UC1 60,000, UC2
+# 20,000, UC3 10,000 records/s, UC4 10,000 sensors) to well above what 2 CPUs shared with the
+# generator can hold; the binary search runs ~3 points per resource amount.
+SETTINGS = {
+    "uc1": ({"sink": "none"}, {"type": "sensors", "values": [60_000, 100_000, 150_000, 200_000, 250_000, 300_000]}),
+    "uc2": (
+        {"window_s": 60, "lateness_s": 5},
+        {"type": "sensors", "values": [10_000, 15_000, 20_000, 25_000, 30_000, 40_000, 50_000]},
+    ),
+    "uc3": ({}, {"type": "sensors", "values": [5_000, 7_500, 10_000, 12_500, 15_000, 20_000, 25_000]}),
+    # seed 002's UC4 load: 4^n sensors in n levels of groups of 4 (1,024 to 65,536)
+    "uc4": ({"window_s": 60, "lateness_s": 5, "children": 4}, {"type": "nested_groups", "values": [5, 6, 7, 8]}),
+}
+
+
+def spec_for(uc: str, args, master: str | None) -> dict:
+    params, load = SETTINGS[uc]
+    execution = {
+        "load": load,
+        "resources": {"type": "executors" if master else "cores", "values": [1, 2]},
+        "duration_s": args.duration,
+        "warmup_s": args.warmup,
+        "repetitions": args.repetitions,
+        "stop_at_majority": True,
+        "strategy": {"name": "binary", "lower_bound": True},
+        "slos": {"lag_trend_threshold": 0.01},
+        "metric": "capacity",
+    }
+    if master:
+        execution.update(master=master, executor_cores=1, executor_memory="2g")
+    return {
+        "name": f"capacity-{uc}{'-standalone' if master else ''}",
+        "benchmark": {"sut": uc, "params": params, "topics": {"partitions": 8}, "loadgen": {"workers": 1}},
+        "execution": execution,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--uc", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    ap.add_argument("--standalone", action="store_true", help="executors of a 2-worker standalone cluster")
+    ap.add_argument("--duration", type=float, default=60.0)
+    ap.add_argument("--warmup", type=float, default=20.0)
+    ap.add_argument("--repetitions", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=Path("results/capacity"))
+    args = ap.parse_args()
+    out = args.out / ("standalone" if args.standalone else "local")
+    answers = {}
+    with contextlib.ExitStack() as stack:
+        master = None
+        if args.standalone:
+            c = stack.enter_context(
+                StandaloneCluster(workers=2, cores_per_worker=1, memory_per_worker="2g", log_dir=out / "cluster")
+            )
+            master = c.master_url
+        broker = stack.enter_context(EmbeddedBroker(log_dir=out / "broker"))
+        print(f"{master or 'local[n]'}; broker {broker.bootstrap}", flush=True)
+        for uc in args.uc:
+            t0 = time.monotonic()
+            summary = run_execution(parse_spec(spec_for(uc, args, master)), out / uc, broker.bootstrap)
+            answers[uc] = (summary, read_results(out / uc), time.monotonic() - t0)
+            print(f"{uc}: {summary['answer']['sentence']} ({answers[uc][2]:.0f} s)", flush=True)
+    unit = "executor" if args.standalone else "core"
+    print(f"\nUC: capacity per {unit} count (runs: load x {unit}s: verdict, lag trend [95 %] / limit, median batch)")
+    for uc, (summary, rows, secs) in answers.items():
+        print(f"{uc}: {summary['answer']['sentence']} ({len(rows)} runs, {secs / 60:.0f} min)")
+        for r in rows:
+            print(
+                f"  {r.load:>8,.0f} x {r.resources}: {'PASS' if r.passed else 'FAIL'} {r.lag_slope:>9,.0f} "
+                f"[{r.lag_low:,.0f}, {r.lag_high:,.0f}] / {r.lag_limit:,.0f}, {r.median_batch_ms:,.0f} ms, "
+                f"generator {r.generator_rate:,.0f}/s of {r.target_rate:,.0f} ({r.generator_cpu_pct:.0f} % of a CPU), "
+                f"machine {r.machine_cpu_pct:.0f} % busy"
+            )
+
+
+if __name__ == "__main__":
+    main()
