@@ -3,7 +3,7 @@ sustains, searched upwards from issue 15's targets (issue 15: "sustainable throu
 on local[1] and local[2] and on the standalone cluster with 2 workers").
 
     .venv/bin/python benchmarks/capacity.py [--uc uc1 uc2 uc3 uc4] [--standalone]
-        [--duration 60] [--warmup 20] [--repetitions 3] [--out results/capacity]
+        [--duration S] [--warmup S] [--repetitions 3] [--out results/capacity]
 
 One benchmark execution per UC with ``metric: capacity``: resources ``cores: [1, 2]`` (Spark
 confined to that many of the machine's CPUs, ``local[n]``) or, with ``--standalone``,
@@ -11,6 +11,7 @@ confined to that many of the machine's CPUs, ``local[n]``) or, with ``--standalo
 from pyspark's jars. Binary search over a ladder of loads per UC, with lower bound (2 cores search
 only above what 1 core held); 3 repetitions per point (majority, ``stop_at_majority``; up to 2
 runs added where the lag interval straddles the limit); lag SLO 1 % of the load; 8 partitions;
+60 s runs with 20 s warm-up, 150 s with 30 s for the windowed UC2 and UC4;
 1 generator process on the same machine. A load the generator cannot reach fails (the run says
 so): on 2 CPUs shared with the generator and the broker that is part of the capacity measured.
 Results (experiments.csv, capacity.png, report.html) per UC under ``--out``; a table at the end.
@@ -29,28 +30,42 @@ from streamscale.benchmark.spec import parse_spec
 from streamscale.broker import EmbeddedBroker
 from streamscale.experiment.standalone import StandaloneCluster
 
-# (pipeline parameters, load ladder): from below issue 15's local[2] targets (UC1 60,000, UC2
-# 20,000, UC3 10,000 records/s, UC4 10,000 sensors) to well above what 2 CPUs shared with the
-# generator can hold; the binary search runs ~3 points per resource amount.
+# (pipeline parameters, load ladder, run seconds, warm-up seconds): ladders from below issue 15's
+# local[2] targets (UC1 60,000, UC2 20,000, UC3 10,000 records/s, UC4 10,000 sensors) to beyond
+# what 2 CPUs shared with the generator hold (the binary search runs ~3-4 points per resource
+# amount). UC2 and UC4 close 60 s windows: their runs leave two whole window periods after the
+# warm-up, so that the lag trend fits the jump of every window close out (experiment.slo).
 SETTINGS = {
-    "uc1": ({"sink": "none"}, {"type": "sensors", "values": [60_000, 100_000, 150_000, 200_000, 250_000, 300_000]}),
+    "uc1": (
+        {"sink": "none"},
+        {"type": "sensors", "values": [40_000, 80_000, 150_000, 200_000, 250_000, 300_000]},
+        60,
+        20,
+    ),
     "uc2": (
         {"window_s": 60, "lateness_s": 5},
-        {"type": "sensors", "values": [10_000, 15_000, 20_000, 25_000, 30_000, 40_000, 50_000]},
+        {"type": "sensors", "values": [10_000, 25_000, 50_000, 60_000, 75_000, 90_000, 110_000]},
+        150,
+        30,
     ),
-    "uc3": ({}, {"type": "sensors", "values": [5_000, 7_500, 10_000, 12_500, 15_000, 20_000, 25_000]}),
+    "uc3": ({}, {"type": "sensors", "values": [5_000, 12_500, 25_000, 30_000, 40_000, 50_000, 65_000]}, 60, 20),
     # seed 002's UC4 load: 4^n sensors in n levels of groups of 4 (1,024 to 65,536)
-    "uc4": ({"window_s": 60, "lateness_s": 5, "children": 4}, {"type": "nested_groups", "values": [5, 6, 7, 8]}),
+    "uc4": (
+        {"window_s": 60, "lateness_s": 5, "children": 4},
+        {"type": "nested_groups", "values": [5, 6, 7, 8]},
+        150,
+        30,
+    ),
 }
 
 
 def spec_for(uc: str, args, master: str | None) -> dict:
-    params, load = SETTINGS[uc]
+    params, load, duration, warmup = SETTINGS[uc]
     execution = {
         "load": load,
         "resources": {"type": "executors" if master else "cores", "values": [1, 2]},
-        "duration_s": args.duration,
-        "warmup_s": args.warmup,
+        "duration_s": args.duration or duration,
+        "warmup_s": args.warmup or warmup,
         "repetitions": args.repetitions,
         "stop_at_majority": True,
         "strategy": {"name": "binary", "lower_bound": True},
@@ -70,8 +85,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--uc", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     ap.add_argument("--standalone", action="store_true", help="executors of a 2-worker standalone cluster")
-    ap.add_argument("--duration", type=float, default=60.0)
-    ap.add_argument("--warmup", type=float, default=20.0)
+    ap.add_argument("--duration", type=float, help="run seconds (default per UC: 60, or 150 for UC2/UC4)")
+    ap.add_argument("--warmup", type=float, help="warm-up seconds (default per UC: 20, or 30 for UC2/UC4)")
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("results/capacity"))
     args = ap.parse_args()
