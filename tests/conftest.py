@@ -79,8 +79,10 @@ def produce(bootstrap: str, topic: str, records, **conf):
         "batch.num.messages": 5000,
         **conf,
     }
-    key = tuple(sorted(cfg.items()))
-    p = _PRODUCERS.get(key) or _PRODUCERS.setdefault(key, Producer(cfg))
+    cached = tuple(sorted(cfg.items()))
+    p = _PRODUCERS.get(cached)
+    if p is None:  # not `or`: a Producer with an empty queue is falsy (len() = messages queued)
+        p = _PRODUCERS[cached] = Producer(cfg)
     errors: list = []
     n = 0
     for key, value, partition in records:
