@@ -112,13 +112,18 @@ def main() -> None:
     print(f"\nUC: capacity per {unit} count (runs: load x {unit}s: verdict, lag trend [95 %] / limit, median batch)")
     for uc, (summary, rows, secs) in answers.items():
         print(f"{uc}: {summary['answer']['sentence']} ({len(rows)} runs, {secs / 60:.0f} min)")
-        for r in rows:
-            print(
-                f"  {r.load:>8,.0f} x {r.resources}: {'PASS' if r.passed else 'FAIL'} {r.lag_slope:>9,.0f} "
-                f"[{r.lag_low:,.0f}, {r.lag_high:,.0f}] / {r.lag_limit:,.0f}, {r.median_batch_ms:,.0f} ms, "
-                f"generator {r.generator_rate:,.0f}/s of {r.target_rate:,.0f} ({r.generator_cpu_pct:.0f} % of a CPU), "
-                f"machine {r.machine_cpu_pct:.0f} % busy"
-            )
+        print_runs(rows)
+
+
+def print_runs(rows) -> None:
+    """One line per run: verdict, lag trend [95 %] / limit, median batch, generator, machine."""
+    for r in rows:
+        print(
+            f"  {r.load:>8,.0f} x {r.resources}: {'PASS' if r.passed else 'FAIL'} {r.lag_slope:>9,.0f} "
+            f"[{r.lag_low:,.0f}, {r.lag_high:,.0f}] / {r.lag_limit:,.0f}, {r.median_batch_ms:,.0f} ms, "
+            f"generator {r.generator_rate:,.0f}/s of {r.target_rate:,.0f} ({r.generator_cpu_pct:.0f} % of a CPU), "
+            f"machine {r.machine_cpu_pct:.0f} % busy"
+        )
 
 
 if __name__ == "__main__":

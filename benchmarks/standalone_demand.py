@@ -18,6 +18,8 @@ import argparse
 import time
 from pathlib import Path
 
+from capacity import print_runs  # benchmarks/ is the script's directory: on sys.path
+
 from streamscale.benchmark.execution import run_execution
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import parse_spec
@@ -80,12 +82,7 @@ def main() -> None:
     )
     for uc, (summary, rows, _) in answers.items():
         print(f"{uc}: {summary['answer']['sentence']}")
-        for r in rows:
-            print(
-                f"  {r.load:>8,.0f} x {r.resources}: {'PASS' if r.passed else 'FAIL'} {r.lag_slope:>9,.0f} "
-                f"[{r.lag_low:,.0f}, {r.lag_high:,.0f}] / {r.lag_limit:,.0f}, {r.median_batch_ms:,.0f} ms, "
-                f"generator {r.generator_cpu_pct:.0f} % of a CPU, machine {r.machine_cpu_pct:.0f} % busy"
-            )
+        print_runs(rows)
 
 
 if __name__ == "__main__":
