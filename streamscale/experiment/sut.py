@@ -278,9 +278,13 @@ def warm_up_workers(spark, access: BrokerAccess, bootstrap: KafkaConnection | st
     """Start and warm Spark's Python workers (imports, Kafka clients) before the clock runs.
 
     A cold first micro-batch costs seconds of worker start-up, which would otherwise show up as
-    a lag spike at the start of every experiment.
+    a lag spike at the start of every experiment. The warm-up writes through the Kafka sink too:
+    a worker's first idempotent producer waits 500 ms for its producer id, and a short run could
+    otherwise end before the first batch with rows was written.
     """
-    from streamscale.sparkio.io import read_records
+    import tempfile
+
+    from streamscale.sparkio.io import read_records, write_kafka
 
     slots = spark.sparkContext.defaultParallelism
     topic = f"warmup-{run_id}"
@@ -290,13 +294,12 @@ def warm_up_workers(spark, access: BrokerAccess, bootstrap: KafkaConnection | st
         p.produce(topic, b'{"identifier":"s_0","timestamp":0,"valueInW":0.0}', b"s_0", partition=part)
     p.flush(30)
     del p
-    q = (
-        read_records(spark, bootstrap, topic, starting_offsets="earliest")
-        .writeStream.format("noop")
-        .trigger(availableNow=True)
-        .start()
-    )
-    q.awaitTermination(180)
+    with tempfile.TemporaryDirectory(prefix="streamscale-warmup-") as checkpoint:
+        records = read_records(spark, bootstrap, topic, starting_offsets="earliest")
+        # back into the same topic: availableNow reads only what was there when it started
+        value = records.select(records["identifier"].alias("value"))
+        q = write_kafka(value, bootstrap, topic, checkpoint, trigger={"availableNow": True})
+        q.awaitTermination(180)
 
 
 def write_result(result: SutResult, out_dir: Path) -> None:
