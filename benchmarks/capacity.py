@@ -127,4 +127,6 @@ def print_runs(rows) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from _main import run
+
+    run(main)

@@ -111,6 +111,7 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
     from streamscale.benchmark.spec import parse_spec
     from streamscale.benchmark.units import approx
     from streamscale.broker import EmbeddedBroker
+    from streamscale.broker.connection import kafka_log_path
     from streamscale.sparkio.session import spark_log_path
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -118,7 +119,7 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
     with EmbeddedBroker(log_dir=out_dir / "logs") as broker:
         console.print(
             f"[bold]1/3[/] embedded broker (Tansu) at {broker.bootstrap}; Spark's and Java's own "
-            f"log: {spark_log_path()}",
+            f"log: {spark_log_path()}, the Kafka clients': {kafka_log_path() or 'stderr'}",
             highlight=False,
         )
         console.print(f"[bold]2/3[/] capacity probe: {SUT.upper()} drains {PROBE_RECORDS:,} records on 1 and on 2 CPUs")

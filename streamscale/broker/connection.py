@@ -22,14 +22,19 @@ processes through their configuration (pickled, a config file, or an argument).
 With $STREAMSCALE_KAFKA_TRACE set to a file, every client made appends one JSON line (process,
 kind, the user's properties it got) to it: how a test sees that a property reached every client of
 a run, in every process.
+
+librdkafka's own log lines (connection failures, retries, a producer's purge at close) go to a
+file, not to the terminal: :func:`kafka_log_path`, like Spark's and Java's output.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +47,7 @@ from streamscale.specs import StrictModel
 BOOTSTRAP_ENV = "STREAMSCALE_BOOTSTRAP_SERVERS"
 CONFIG_FILE_ENV = "STREAMSCALE_KAFKA_CONFIG"  # a properties file, as --kafka-config
 TRACE_ENV = "STREAMSCALE_KAFKA_TRACE"
+LOG_ENV = "STREAMSCALE_KAFKA_LOG"  # librdkafka's log file; "-": stderr
 
 # Properties streamscale sets per client because its results depend on them.
 MANAGED = {
@@ -55,6 +61,44 @@ MANAGED = {
     "acks": "the reliability spec's semantics choose it (the sink always waits for all replicas)",
     "isolation.level": "the reliability spec's semantics choose it; in Spark, the source option kafka.isolation.level",
 }
+
+
+def kafka_log_path() -> Path | None:
+    """Where every Kafka client's own log lines go: $STREAMSCALE_KAFKA_LOG, by default
+    ``<tmp>/streamscale-logs/kafka-<pid>.log``; None for ``-`` (stderr). The first call fixes the
+    default in the environment, so that the processes started afterwards (load generators, Spark's
+    Python workers) append to the same file rather than one file each."""
+    given = os.environ.get(LOG_ENV)
+    if not given:
+        given = os.environ[LOG_ENV] = str(Path(tempfile.gettempdir()) / "streamscale-logs" / f"kafka-{os.getpid()}.log")
+    return None if given == "-" else Path(given)
+
+
+@functools.cache
+def _client_logger() -> logging.Logger:
+    """The Python logger every client gets as ``logger``: without one, librdkafka prints its lines
+    (``%3|...|FAIL|...``) on the process's stderr, which in the driver is the user's terminal."""
+    log = logging.getLogger("streamscale.librdkafka")
+    log.propagate = False  # an application's root handlers (the autoscaler's consoles) stay quiet
+    log.setLevel(logging.DEBUG)  # what librdkafka sends is what its log_level / debug let through
+    path = kafka_log_path()
+    handler: logging.Handler
+    if path is None:
+        handler = logging.StreamHandler(sys.stderr)
+    else:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handler = logging.FileHandler(path, delay=True)  # opened by the first line
+        except OSError:  # an unwritable log directory must not stop a client
+            handler = logging.NullHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s pid %(process)d %(levelname)s %(message)s"))
+    log.addHandler(handler)
+    return log
+
+
+def _with_logger(conf: dict) -> dict:
+    conf.setdefault("logger", _client_logger())
+    return conf
 
 
 def _trace(kind: str, conf: Mapping, user: Iterable[str]) -> None:
@@ -230,21 +274,21 @@ class KafkaConnection:
 
         conf = self.config(settings, defaults=defaults)
         _trace("producer", conf, dict(self.properties))
-        return Producer(conf)
+        return Producer(_with_logger(conf))
 
     def consumer(self, settings: Mapping | None = None, *, defaults: Mapping | None = None):
         from confluent_kafka import Consumer
 
         conf = self.config(settings, defaults=defaults)
         _trace("consumer", conf, dict(self.properties))
-        return Consumer(conf)
+        return Consumer(_with_logger(conf))
 
     def admin(self, settings: Mapping | None = None, *, defaults: Mapping | None = None):
         from confluent_kafka.admin import AdminClient
 
         conf = self.config(settings, defaults=defaults)
         _trace("admin", conf, dict(self.properties))
-        return AdminClient(conf)
+        return AdminClient(_with_logger(conf))
 
     def reader_settings(self, group: str, **extra) -> dict:
         """Settings of a consumer that reads in short cycles or bounded ranges.

@@ -13,6 +13,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from streamscale.broker.connection import kafka_log_path
 from streamscale.errors import JavaMissing, SparkError
 
 MIN_JAVA = 17
@@ -48,6 +49,7 @@ def prepare_environment() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    kafka_log_path()  # fixed before the JVM starts: its Python workers' Kafka clients log there too
 
 
 def spark_log_path() -> Path:

@@ -118,3 +118,73 @@ def test_a_spec_section_is_checked_when_the_spec_is_read(tmp_path):
     with pytest.raises(ConfigError, match="kafka.surprise"):
         parse_spec({**base, "kafka": {"surprise": 1}})
     assert KafkaSection().properties == {}
+
+
+# A client of a broker that refuses connections: librdkafka logs "Connect to ... failed" (level 3)
+# at once. The script waits for that line in the log file (bounded), then exits.
+_UNREACHABLE_CLIENT = """
+import sys, time
+from streamscale.broker.connection import KafkaConnection, kafka_log_path
+kind = sys.argv[1]
+conn = KafkaConnection("127.0.0.1:1")
+clients = {"producer": conn.producer, "consumer": lambda: conn.consumer({"group.id": "g"}), "admin": conn.admin}
+client = clients[kind]()
+if kind == "producer":
+    client.produce("t", b"v")
+elif kind == "consumer":
+    client.subscribe(["t"])
+deadline = time.monotonic() + 20
+path = kafka_log_path()
+while time.monotonic() < deadline:
+    client.poll(0.1)
+    if path is not None and path.exists() and "Connect to ipv4#127.0.0.1:1 failed" in path.read_text():
+        break
+    if path is None and kind == "producer" and time.monotonic() > deadline - 18:
+        break  # stderr: nothing to wait for in a file
+if kind == "producer":
+    client.purge()
+elif kind == "consumer":
+    client.close()
+print("done")
+"""
+
+
+def _run_unreachable(kind: str, env_log: str):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "STREAMSCALE_KAFKA_LOG": env_log}
+    return subprocess.run(
+        [sys.executable, "-c", _UNREACHABLE_CLIENT, kind], capture_output=True, text=True, timeout=60, env=env
+    )
+
+
+@pytest.mark.parametrize("kind", ["producer", "consumer", "admin"])
+def test_librdkafka_log_lines_go_to_the_log_file_not_the_terminal(tmp_path, kind):
+    log = tmp_path / "logs" / "kafka.log"
+    r = _run_unreachable(kind, str(log))
+    assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr
+    assert "rdkafka" not in r.stderr and "|FAIL|" not in r.stderr, r.stderr
+    text = log.read_text()
+    # an admin client is a librdkafka producer underneath
+    assert "Connect to ipv4#127.0.0.1:1 failed" in text and f"#{'producer' if kind == 'admin' else kind}-" in text
+
+
+def test_a_log_of_dash_keeps_librdkafka_on_stderr(tmp_path):
+    r = _run_unreachable("producer", "-")
+    assert r.returncode == 0, r.stderr
+    assert "Connect to ipv4#127.0.0.1:1 failed" in r.stderr
+
+
+def test_the_default_kafka_log_is_fixed_for_child_processes(monkeypatch, tmp_path):
+    import os
+
+    from streamscale.broker.connection import LOG_ENV, kafka_log_path
+
+    monkeypatch.delenv(LOG_ENV, raising=False)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    path = kafka_log_path()
+    assert path == tmp_path / "streamscale-logs" / f"kafka-{os.getpid()}.log"
+    assert os.environ[LOG_ENV] == str(path)  # what processes started from here inherit
+    assert kafka_log_path() == path

@@ -1,0 +1,51 @@
+"""The benchmark scripts end like the CLI: one line and an exit status, never a traceback."""
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from streamscale.errors import ConfigError
+
+BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+from _main import run  # noqa: E402
+
+
+def _raise(exc):
+    def main():
+        raise exc
+
+    return main
+
+
+def test_ctrl_c_is_one_line_and_130(capsys):
+    with pytest.raises(SystemExit) as e:
+        run(_raise(KeyboardInterrupt()))
+    assert e.value.code == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+def test_streamscale_errors_are_one_line_and_their_exit_status(capsys):
+    with pytest.raises(SystemExit) as e:
+        run(_raise(ConfigError("no such UC")))
+    assert e.value.code == ConfigError.exit_code == 2
+    assert capsys.readouterr().err == "error: no such UC\n"
+
+
+def test_other_errors_keep_their_traceback():
+    with pytest.raises(ZeroDivisionError):
+        run(_raise(ZeroDivisionError()))
+
+
+def test_every_script_ends_through_run():
+    scripts = [p for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_")]
+    assert len(scripts) >= 10
+    for path in scripts:
+        tree = ast.parse(path.read_text())
+        mains = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+        assert len(mains) == 1, path.name
+        calls = [n for n in ast.walk(mains[0]) if isinstance(n, ast.Call)]
+        assert [ast.unparse(c) for c in calls] == ["run(main)"], path.name
