@@ -46,8 +46,10 @@ def probe_capacity(
     partitions: int = 4,
     on_probe=None,
     confine: bool = True,
+    sensors: int = 10_000,
 ) -> list[Probe]:
-    """One ``Probe`` per core count, all reading the same backlog (each from the beginning)."""
+    """One ``Probe`` per core count, all reading the same backlog (each from the beginning) of
+    ``records`` from ``sensors`` sensors (the number of keys a windowed pipeline aggregates)."""
     from streamscale.experiment.cpus import confine_spark, release_spark
     from streamscale.experiment.sut import warm_up_workers
     from streamscale.pipelines import make_pipeline
@@ -62,7 +64,7 @@ def probe_capacity(
     with BrokerAccess(bootstrap) as access:
         access.create_topics({topic: partitions, out_topic: partitions})
         try:
-            got = fill_backlog(bootstrap, topic, records)
+            got = fill_backlog(bootstrap, topic, records, sensors)
             if got < records:
                 raise ConfigError(f"capacity probe: the broker took {got:,} of {records:,} records")
             for i, k in enumerate(cores):
