@@ -69,8 +69,8 @@ PROBE_SENSORS = BATCH
 # one core until a load fails there, tries that load on two, and stops (``step_search``). Measured
 # with the probe's 100,000 sensors (three demo runs, docs/performance.md): one core held 1.15x of
 # the probe's figure in all three and failed 1.4x in two, which two cores held; so the ladder
-# starts at 1.15x and mostly takes three experiments (1.15x and 1.4x on one core, 1.4x on two). Starting at 0.4x
-# and 1.0x, as it did, cost one or two experiments of ~30 s more.
+# starts at 1.15x and mostly takes three experiments (1.15x and 1.4x on one core, 1.4x on two).
+# Starting at 0.4x and 1.0x, as it did, cost one or two experiments of ~30 s more.
 LOADS_OF_ONE_CORE = (0.5, 1.15, 1.4, 1.7)
 
 
