@@ -28,6 +28,24 @@ from streamscale.observe import prometheus
 MAX_SENSORS = 100_000_000  # each simulated sensor is state in a worker: beyond this memory, not load, runs out
 SHORTFALL_TOLERANCE = 0.05  # achieved below 95 % of the target counts as "not reaching it"
 
+# The workers' producer settings (a user's producer_config overrides them). linger.ms 200: the
+# embedded broker (Tansu 0.6, memory storage) lists every batch stored in a partition on each
+# fetch that finds data, and a reader at the log end fetches whenever a batch lands, so its work
+# grows with (batches landing per second) x (batches stored). With 20 ms its CPU climbed from 17 %
+# to 103 % of a CPU over a 150 s run at 16,384 records/s and starved Spark after ~95 s (the failing
+# runs of capacity searches); with 200 ms it stays at 4-6 % (benchmarks/embedded_broker_fetch.py).
+# Records wait up to 200 ms in the producer (their event time is their scheduled time, so the
+# output latency includes that wait); 10,000 per batch leaves room for 50,000 records/s per partition.
+PRODUCER_DEFAULTS = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 200,
+    "batch.num.messages": 10000,
+    "queue.buffering.max.messages": 1_000_000,
+    "queue.buffering.max.kbytes": 1024 * 1024,
+    "allow.auto.create.topics": False,
+}
+
 
 @dataclass(frozen=True)
 class GeneratorConfig:
@@ -144,16 +162,7 @@ def _worker(
             if counters["failed"] == 1:
                 err_q.put(f"worker {w}: {err.str()}")
 
-    conf = {
-        "enable.idempotence": True,
-        "acks": "all",
-        "linger.ms": 20,
-        "batch.num.messages": 10000,
-        "queue.buffering.max.messages": 1_000_000,
-        "queue.buffering.max.kbytes": 1024 * 1024,
-        "allow.auto.create.topics": False,
-    }
-    producer = cfg.connection.producer(cfg.producer_config, defaults=conf)
+    producer = cfg.connection.producer(cfg.producer_config, defaults=PRODUCER_DEFAULTS)
     produce = producer.produce
     topic = cfg.topic
     # CLOCK_MONOTONIC is system-wide, so all workers share the parent's schedule origin t0.

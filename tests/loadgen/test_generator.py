@@ -89,3 +89,17 @@ def test_registry_published_to_topic(broker, access):
         assert SensorRegistry.load(m.value().decode()).ancestors() == reg.ancestors()
     finally:
         access.delete_topics([topic])
+
+
+def test_producer_batches_are_long_enough_for_the_embedded_broker():
+    """Tansu lists every stored batch of a partition on each fetch that finds data: with 20 ms
+    batches its CPU grew from 17 % to 103 % of a CPU over a 150 s run and starved Spark
+    (benchmarks/embedded_broker_fetch.py). A user's producer_config still wins."""
+    from streamscale.broker.connection import KafkaConnection
+    from streamscale.loadgen.generator import PRODUCER_DEFAULTS
+
+    conn = KafkaConnection.of("127.0.0.1:9")
+    assert int(conn.config({}, defaults=PRODUCER_DEFAULTS)["linger.ms"]) >= 100
+    assert conn.config({"linger.ms": 5}, defaults=PRODUCER_DEFAULTS)["linger.ms"] == 5
+    # a batch may hold what 200 ms bring at 50,000 records/s per partition
+    assert PRODUCER_DEFAULTS["batch.num.messages"] >= 50_000 * int(PRODUCER_DEFAULTS["linger.ms"]) / 1000
