@@ -4,6 +4,7 @@ on local[1] and local[2] and on the standalone cluster with 2 workers").
 
     .venv/bin/python benchmarks/capacity.py [--uc uc1 uc2 uc3 uc4] [--standalone]
         [--duration S] [--warmup S] [--repetitions 3] [--out results/capacity]
+        [--loads L ...] [--resources N ...] [--every-run]
 
 One benchmark execution per UC with ``metric: capacity``: resources ``cores: [1, 2]`` (Spark
 confined to that many of the machine's CPUs, ``local[n]``) or, with ``--standalone``,
@@ -15,6 +16,12 @@ runs added where the lag interval straddles the limit); lag SLO 1 % of the load;
 1 generator process on the same machine. A load the generator cannot reach fails (the run says
 so): on 2 CPUs shared with the generator and the broker that is part of the capacity measured.
 Results (experiments.csv, capacity.png, report.html) per UC under ``--out``; a table at the end.
+
+To re-check points of a search rather than search: ``--loads`` (one UC) replaces its ladder,
+``--resources`` the resource amounts, and ``--every-run`` runs every load x resource point
+``--repetitions`` times, with no early stop and no runs added (``metric: demand``, full search),
+so a point's agreement is seen whole: e.g. ``--uc uc3 --loads 30000 65000 --resources 1
+--every-run`` (docs/performance.md, round 5).
 """
 
 from __future__ import annotations
@@ -69,9 +76,11 @@ SETTINGS = {
 
 def spec_for(uc: str, args, master: str | None) -> dict:
     params, load, duration, warmup = SETTINGS[uc]
+    if args.loads:
+        load = {**load, "values": list(args.loads)}
     execution = {
         "load": load,
-        "resources": {"type": "executors" if master else "cores", "values": [1, 2]},
+        "resources": {"type": "executors" if master else "cores", "values": list(args.resources)},
         "duration_s": args.duration or duration,
         "warmup_s": args.warmup or warmup,
         "repetitions": args.repetitions,
@@ -80,6 +89,13 @@ def spec_for(uc: str, args, master: str | None) -> dict:
         "slos": {"lag_trend_threshold": 0.01},
         "metric": "capacity",
     }
+    if args.every_run:
+        execution.update(
+            stop_at_majority=False,
+            extra_repetitions=0,
+            strategy={"name": "full", "lower_bound": False},
+            metric="demand",
+        )
     if master:
         execution.update(master=master, executor_cores=1, executor_memory="2g")
     return {
@@ -89,7 +105,7 @@ def spec_for(uc: str, args, master: str | None) -> dict:
     }
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--uc", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     ap.add_argument("--standalone", action="store_true", help="executors of a 2-worker standalone cluster")
@@ -97,7 +113,19 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, help="warm-up seconds (default per UC: 20 for UC1, 30 for the others)")
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("results/capacity"))
-    args = ap.parse_args()
+    ap.add_argument("--loads", type=float, nargs="+", help="loads instead of the UC's ladder (one --uc only)")
+    ap.add_argument("--resources", type=int, nargs="+", default=[1, 2], help="cores (or executors); default 1 2")
+    ap.add_argument(
+        "--every-run", action="store_true", help="every point --repetitions times: no early stop, no added runs"
+    )
+    args = ap.parse_args(argv)
+    if args.loads and len(args.uc) != 1:
+        ap.error("--loads needs exactly one --uc (each UC has its own load type)")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     out = args.out / ("standalone" if args.standalone else "local")
     answers = {}
     with contextlib.ExitStack() as stack:

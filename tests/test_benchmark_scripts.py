@@ -49,3 +49,32 @@ def test_every_script_ends_through_run():
         assert len(mains) == 1, path.name
         calls = [n for n in ast.walk(mains[0]) if isinstance(n, ast.Call)]
         assert [ast.unparse(c) for c in calls] == ["run(main)"], path.name
+
+
+def test_capacity_every_run_rechecks_given_points_whole():
+    import capacity
+
+    spec = capacity.parse_spec(
+        capacity.spec_for(
+            "uc3",
+            capacity.parse_args(["--uc", "uc3", "--loads", "30000", "65000", "--resources", "1", "--every-run"]),
+            None,
+        )
+    )
+    ex = spec.execution
+    assert ex.load.values == [30000, 65000] and ex.resources.values == [1]
+    assert (ex.repetitions, ex.stop_at_majority, ex.extra_repetitions) == (3, False, 0)
+    assert (ex.strategy.name, ex.metric) == ("full", "demand")
+    # the default stays the search of the docs' rounds
+    default = capacity.parse_spec(capacity.spec_for("uc3", capacity.parse_args(["--uc", "uc3"]), None)).execution
+    assert default.load.values[-1] == 80_000 and default.resources.values == [1, 2]
+    assert (default.strategy.name, default.metric, default.stop_at_majority) == ("binary", "capacity", True)
+
+
+def test_capacity_loads_need_one_uc(capsys):
+    import capacity
+
+    with pytest.raises(SystemExit) as e:
+        capacity.parse_args(["--uc", "uc3", "uc4", "--loads", "1"])
+    assert e.value.code == 2
+    assert "exactly one --uc" in capsys.readouterr().err
