@@ -67,7 +67,7 @@ def test_capacity_every_run_rechecks_given_points_whole():
     assert (ex.strategy.name, ex.metric) == ("full", "demand")
     # the default stays the search of the docs' rounds
     default = capacity.parse_spec(capacity.spec_for("uc3", capacity.parse_args(["--uc", "uc3"]), None)).execution
-    assert default.load.values[-1] == 80_000 and default.resources.values == [1, 2]
+    assert default.load.values[-1] == 120_000 and default.resources.values == [1, 2]
     assert (default.strategy.name, default.metric, default.stop_at_majority) == ("binary", "capacity", True)
 
 
