@@ -47,6 +47,7 @@ def generate_cmd(
 
     from streamscale.broker import BrokerAccess
     from streamscale.loadgen import GeneratorConfig, LoadGenerator
+    from streamscale.loadgen.generator import IN_FLIGHT_LIMIT_S, SHORTFALL_TOLERANCE
 
     # options first (a bad value is named at once), then the broker
     cfg = GeneratorConfig(
@@ -76,12 +77,14 @@ def generate_cmd(
     def show(s: dict) -> None:
         short = (
             ""
-            if unthrottled or s["rate"] >= 0.95 * s["target_rate"]
+            if unthrottled or s["rate"] >= (1 - SHORTFALL_TOLERANCE) * s["target_rate"]
             else f"  [red]below target ({s['behind']:,} behind schedule)[/]"
         )
+        if not unthrottled and s["in_flight"] > IN_FLIGHT_LIMIT_S * s["target_rate"]:
+            short += f"  [red]the broker is behind ({s['in_flight']:,} records not yet acknowledged)[/]"
         console.print(
             f"  {s['elapsed_s']:6.1f} s  {s['rate']:>10,.0f} records/s  "
-            f"sent {s['sent']:,}  failed {s['failed']:,}{short}"
+            f"sent {s['sent']:,}  delivered {s['delivered']:,}  failed {s['failed']:,}{short}"
         )
 
     gen = LoadGenerator(cfg, on_second=show)

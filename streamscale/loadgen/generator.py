@@ -27,6 +27,23 @@ from streamscale.observe import prometheus
 
 MAX_SENSORS = 100_000_000  # each simulated sensor is state in a worker: beyond this memory, not load, runs out
 SHORTFALL_TOLERANCE = 0.05  # achieved below 95 % of the target counts as "not reaching it"
+# The records sent but not yet acknowledged: ~0.2-0.3 s of the rate while the broker keeps up (the
+# producers batch for 200 ms); more than this many seconds' worth is shown as the broker being behind.
+IN_FLIGHT_LIMIT_S = 1.0
+# Whether the broker kept up is judged from the trend of the records in flight over the run's full
+# seconds (growth = acknowledged slower than sent); fewer samples than this cannot tell it from the
+# 200 ms steps of the acknowledgements, so shorter runs are judged on the rate sent alone.
+MIN_TREND_SAMPLES = 10
+
+
+def delivery_kept_up(times_s: list[float], in_flight: list[int], target_rate: float) -> bool:
+    """True unless the records in flight grew by more than the shortfall tolerance of the target rate
+    per second: then the broker acknowledged less than 95 % of what was sent on schedule."""
+    if len(in_flight) < MIN_TREND_SAMPLES:
+        return True
+    slope = float(np.polyfit(np.asarray(times_s, float), np.asarray(in_flight, float), 1)[0])
+    return slope <= SHORTFALL_TOLERANCE * target_rate
+
 
 # The workers' producer settings (a user's producer_config overrides them). linger.ms 200: the
 # embedded broker (Tansu 0.6, memory storage) lists every batch stored in a partition on each
@@ -100,9 +117,10 @@ class GeneratorResult:
     duration_s: float
     achieved_rate: float
     reached_target: bool
-    per_second: list[float]
+    per_second: list[float]  # records sent (handed to the producers on schedule) per second
     first_error: str | None = None
     cpu_s: float = 0.0  # CPU time of the worker processes (all their threads) from the schedule's start
+    max_in_flight: int = 0  # most records sent but not yet acknowledged at a one-second sample
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -233,7 +251,7 @@ def _worker(
 
 
 class LoadGenerator:
-    """Start/stop the worker processes; samples the achieved rate every second.
+    """Start/stop the worker processes; samples the rate sent and the records in flight every second.
 
     Use ``run()`` for a blocking run, or ``start()`` / ``stop()`` around other work.
     """
@@ -251,6 +269,8 @@ class LoadGenerator:
         self._cpu = [self._ctx.Value("d", 0.0, lock=False) for _ in range(cfg.workers)]
         self._errors = self._ctx.Queue()
         self._per_second: list[float] = []
+        self._in_flight: list[int] = []
+        self._sample_t: list[float] = []
         self._monitor: threading.Thread | None = None
         self._t0 = 0.0
         self._t_end: float | None = None
@@ -311,17 +331,24 @@ class LoadGenerator:
     def _watch(self) -> None:
         while time.monotonic() < self._t0 and self.running():
             time.sleep(0.01)
-        last_n, last_t = self.delivered(), time.monotonic()
+        # The rate per second counts records sent, not acknowledged: the producers batch for
+        # 200 ms, so acknowledgements arrive in bursts and a one-second count of them swings by a
+        # fifth either way at a steady rate. Whether delivery keeps up is the records in flight.
+        last_n, last_t = self.sent(), time.monotonic()
         while self.running():
             while self.running() and time.monotonic() - last_t < 1.0:
                 time.sleep(0.02)
             if not self.running():
                 break  # a partial last second would read as a shortfall
-            n, t = self.delivered(), time.monotonic()
+            t = time.monotonic()
+            n, delivered, failed = self.sent(), self.delivered(), self.failed()
             rate = (n - last_n) / (t - last_t) if t > last_t else 0.0
+            in_flight = max(0, n - delivered - failed)
             self._per_second.append(rate)
+            self._in_flight.append(in_flight)
+            self._sample_t.append(t)
             last_n, last_t = n, t
-            prometheus.generated_total.set(n)
+            prometheus.generated_total.set(delivered)
             prometheus.generated_rate.set(rate)
             prometheus.generated_target.set(self.cfg.target_rate)
             if self.on_second:
@@ -330,9 +357,10 @@ class LoadGenerator:
                         "elapsed_s": t - self._t0,
                         "rate": rate,
                         "target_rate": self.cfg.target_rate,
-                        "sent": self.sent(),
-                        "delivered": n,
-                        "failed": self.failed(),
+                        "sent": n,
+                        "delivered": delivered,
+                        "in_flight": in_flight,
+                        "failed": failed,
                         "behind": self.behind(),
                     }
                 )
@@ -375,10 +403,15 @@ class LoadGenerator:
         dur = max(end - self._t0, 1e-9)
         delivered = self.delivered()
         achieved = delivered / dur
-        # The last second is often partial; judge the steady state on the full seconds.
+        # The last second is often partial; judge the steady state on the full seconds: sent on
+        # schedule, and acknowledged as fast as sent (the records in flight do not grow).
         steady = self._per_second[1:] if len(self._per_second) > 2 else self._per_second
         if self.cfg.throttle:
-            reached = bool(steady) and float(np.median(steady)) >= (1 - SHORTFALL_TOLERANCE) * self.cfg.target_rate
+            on_schedule = (
+                float(np.median(steady)) >= (1 - SHORTFALL_TOLERANCE) * self.cfg.target_rate if steady else False
+            )
+            kept_up = delivery_kept_up(self._sample_t[1:], self._in_flight[1:], self.cfg.target_rate)
+            reached = on_schedule and kept_up
             if self.cfg.records is not None and not steady:
                 reached = True  # finished within its first second
         else:
@@ -394,6 +427,7 @@ class LoadGenerator:
             list(self._per_second),
             self._first_error,
             sum(v.value for v in self._cpu),
+            max(self._in_flight, default=0),
         )
 
     def run(self) -> GeneratorResult:

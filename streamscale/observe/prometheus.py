@@ -24,9 +24,7 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 generated_total = Gauge(
     "streamscale_generated_records_total", "Records the load generator had delivered", registry=REGISTRY
 )
-generated_rate = Gauge(
-    "streamscale_generated_records_per_second", "Records delivered in the last second", registry=REGISTRY
-)
+generated_rate = Gauge("streamscale_generated_records_per_second", "Records sent in the last second", registry=REGISTRY)
 generated_target = Gauge(
     "streamscale_generated_target_records_per_second", "The generator's target rate", registry=REGISTRY
 )

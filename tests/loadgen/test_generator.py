@@ -59,6 +59,9 @@ def test_rate_control_reaches_target_and_reports_each_second(broker, topic_facto
     assert res.delivered == 15000  # exactly rate x duration
     assert res.reached_target
     assert len(seconds) >= 2 and all(abs(s["rate"] - 5000) < 500 for s in seconds[1:])
+    # what is sent but not yet acknowledged is about one producer batch (200 ms), never the run
+    assert all(s["sent"] == s["delivered"] + s["in_flight"] + s["failed"] for s in seconds)
+    assert 0 <= res.max_in_flight < 0.6 * 5000
     assert 0 < res.cpu_s < 0.5 * 3  # its share of the machine: measured, and small at 5,000/s
 
 
@@ -103,3 +106,19 @@ def test_producer_batches_are_long_enough_for_the_embedded_broker():
     assert conn.config({"linger.ms": 5}, defaults=PRODUCER_DEFAULTS)["linger.ms"] == 5
     # a batch may hold what 200 ms bring at 50,000 records/s per partition
     assert PRODUCER_DEFAULTS["batch.num.messages"] >= 50_000 * int(PRODUCER_DEFAULTS["linger.ms"]) / 1000
+
+
+def test_delivery_kept_up_is_the_trend_of_records_in_flight():
+    from streamscale.loadgen.generator import delivery_kept_up
+
+    t = [float(i) for i in range(20)]
+    # acknowledgements in 200 ms steps around a steady ~1,000 in flight at 5,000/s: kept up
+    steps = [1000 + (600 if i % 3 == 0 else -400 if i % 3 == 1 else 0) for i in range(20)]
+    assert delivery_kept_up(t, steps, 5000)
+    # acknowledged at 94 % of the rate sent: the backlog grows 300/s, more than 5 % of 5,000
+    assert not delivery_kept_up(t, [1000 + 300 * i for i in range(20)], 5000)
+    assert delivery_kept_up(t, [1000 + 200 * i for i in range(20)], 5000)  # 96 %: within the tolerance
+    # the broker stops acknowledging altogether
+    assert not delivery_kept_up(t, [5000 * i for i in range(20)], 5000)
+    # too few samples to tell a trend from the steps: judged on the rate sent alone
+    assert delivery_kept_up(t[:5], [5000 * i for i in range(5)], 5000)
