@@ -70,8 +70,8 @@ def test_metric_plots_render_with_missing_points(tmp_path):
 
 
 def test_demo_loads_lie_within_and_beyond_one_core():
-    assert choose_loads(20_000) == [10_000, 23_000, 28_000, 34_000]
-    assert choose_loads(12_345) == [6_200, 14_000, 17_000, 21_000]  # two significant digits
+    assert choose_loads(20_000) == [10_000, 23_000, 28_000, 34_000, 42_000, 52_000]
+    assert choose_loads(12_345) == [6_200, 14_000, 17_000, 21_000, 26_000, 32_000]  # two significant digits
 
 
 @pytest.mark.parametrize(
@@ -121,3 +121,17 @@ def test_demo_search_climbs_on_one_core_until_it_fails_then_tries_two(one_core_h
 
     assert step_search([23_000, 10_000, 28_000, 20_000], passes) == metric  # in any order
     assert calls == tried
+
+
+def test_demo_ladder_finds_the_step_when_the_probe_underrated_one_core():
+    # the probe read 36,000 records/s where one core held 62,000 (a fresh-clone run): the ladder
+    # climbs past 1.7x until one core fails, then tries two
+    loads = choose_loads(36_000)
+    calls = []
+
+    def passes(load, cores):
+        calls.append((load, cores))
+        return load <= (65_000 if cores == 1 else 120_000)
+
+    assert step_search(loads, passes) == {41_000: 1, 50_000: 1, 61_000: 1, 76_000: 2}
+    assert calls == [(41_000, 1), (50_000, 1), (61_000, 1), (76_000, 1), (76_000, 2)]
