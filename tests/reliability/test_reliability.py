@@ -51,9 +51,23 @@ def test_connection_resets_at_least_once_loses_nothing_exactly_once_is_exact(bed
 
 
 def test_at_most_once_reports_its_losses(bed):
-    r = run_trial(
-        bed, "at-most-once", N, 100, ProxyFault(kind="proxy", reset_pct=5), partitions=2, rate=20_000, send_timeout_s=30
-    )
+    # A reset loses acks=0 messages only when it hits the producer's connection rather than the
+    # admin's or the read-back consumer's: in 1 trial of 12 measured (and once in a fresh-clone
+    # suite) none of the 3-4 resets did. Up to 3 trials make a loss-free run of the fault as
+    # unlikely as ~1 in 2,000; the accounting below is checked on the trial that lost.
+    for _ in range(3):
+        r = run_trial(
+            bed,
+            "at-most-once",
+            N,
+            100,
+            ProxyFault(kind="proxy", reset_pct=5),
+            partitions=2,
+            rate=20_000,
+            send_timeout_s=30,
+        )
+        if r.lost:
+            break
     assert r.proxy_resets > 0
     assert r.lost > 0 and r.duplicated == 0 and r.beta == 0.0
     assert r.lost == N - r.distinct and r.alpha == r.lost / N
