@@ -240,7 +240,7 @@ def lag_slo_holds(slope: float, generated_rate: float, threshold: float = 0.01) 
 
 
 # -- end-to-end latency (event time to output) -----------------------------------------------------
-# Each output row's latency (emit time - newest event time of its window) is counted on the
+# Each output row's latency (end of its batch's write - newest event time of its window) is counted on the
 # executors into fixed geometric buckets (streamscale.pipelines.output.LATENCY_EDGES_MS: one
 # observation per batch, rows at or below each edge), so a run's percentile merges batches exactly
 # at the buckets' resolution (2^(1/4): 19 %), reported as the bucket's upper edge (never below the

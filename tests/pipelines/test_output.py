@@ -50,3 +50,74 @@ def test_pipelines_know_their_window_grid():
         86_400_000,
     )
     assert make_pipeline("uc1").window_grid_ms() is None
+
+
+@given(
+    st.lists(st.floats(1.0, 50_000.0), min_size=1, max_size=60),
+    st.floats(0.5, 20_000.0),
+)
+def test_shifted_cdf_stays_within_one_bucket_above_the_shifted_latencies(latencies, shift):
+    import numpy as np
+
+    from streamscale.pipelines.output import LATENCY_EDGES_MS, shifted_cdf
+
+    lat = np.asarray(latencies)
+    cdf = [int((lat <= e).sum()) for e in LATENCY_EDGES_MS]
+    got = shifted_cdf(cdf, shift)
+    true = [int((lat + shift <= e).sum()) for e in LATENCY_EDGES_MS]
+    # never more rows at or below an edge than there are (so a percentile is never read too low),
+    # and at least the rows at or below the edge below (so it is at most one bucket too high)
+    assert all(g <= t for g, t in zip(got, true, strict=True))
+    assert all(got[k] >= true[k - 1] for k in range(1, len(true)))
+
+
+def test_shifted_cdf_hand_worked():
+    from streamscale.pipelines.output import shifted_cdf
+
+    # rows of 1 ms, 2 ms and 16 ms: edges 2^(k/4), so 1 ms is at edge 0, 2 ms at 4, 16 ms at 16
+    cdf = [1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2] + [3] * 84
+    assert shifted_cdf(cdf, 0) == cdf
+    # + 14 ms: 15, 16 and 30 ms; edge 16 (16 ms) - 14 = 2 ms -> edge 4 (2 ms): 2 rows;
+    # edge 20 (32 ms) - 14 = 18 ms -> edge 16 (16 ms): all 3
+    got = shifted_cdf(cdf, 14)
+    assert got[16] == 2 and got[19] == 2 and got[20] == 3  # edge 19 (26.9 ms) - 14 -> edge 14: 2 rows
+    assert got[:16] == [0] * 16  # edge 15 (13.45 ms) - 14 < 1 ms: none (truly none: all >= 15 ms)
+
+
+def test_a_batchs_latency_includes_its_processing(spark, broker, topic_factory, tmp_path):
+    """The batch DataFrame is lazy: its work runs inside the write, and a row's latency runs until
+    the write returns, not from when the batch was handed over (that left a batch's processing out)."""
+    import time
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DoubleType
+
+    from streamscale.experiment.slo import latency_percentile_ms
+    from streamscale.pipelines.output import WindowedOutput
+
+    from .helpers import read_topic
+
+    out = topic_factory(1)
+
+    @F.udf(DoubleType())
+    def slow(x):  # the batch's work: 15 rows of 0.1 s in one task
+        time.sleep(0.1)
+        return float(x)
+
+    event_ms = int(time.time() * 1000)
+    batch = (
+        spark.range(15)
+        .coalesce(1)
+        .select(
+            F.col("id").cast("string").alias("sensor"),
+            slow("id").alias("v"),
+            F.lit(event_ms).cast("long").alias("max_event_ms"),
+            F.lit(event_ms).cast("long").alias("windowEndMs"),
+        )
+    )
+    writer = WindowedOutput(broker.bootstrap, out, ["sensor"], ["v"], 0, True, str(tmp_path / "ck"))
+    writer(batch, 0)
+    got = writer.batches[0]
+    assert got.output_records == 15 and len(read_topic(broker.bootstrap, out, 1)) == 15
+    assert got.avg_latency_ms >= 1500 and got.max_latency_ms >= 1500
+    assert latency_percentile_ms([got], 0.5) >= 1500  # every row, not only the slowest
