@@ -4,7 +4,7 @@ on local[1] and local[2] and on the standalone cluster with 2 workers").
 
     .venv/bin/python benchmarks/capacity.py [--uc uc1 uc2 uc3 uc4] [--standalone]
         [--duration S] [--warmup S] [--repetitions 3] [--out results/capacity]
-        [--loads L ...] [--resources N ...] [--every-run]
+        [--loads L ...] [--resources N ...] [--every-run] [--latency-ms MS]
 
 One benchmark execution per UC with ``metric: capacity``: resources ``cores: [1, 2]`` (Spark
 confined to that many of the machine's CPUs, ``local[n]``) or, with ``--standalone``,
@@ -22,6 +22,10 @@ To re-check points of a search rather than search: ``--loads`` (one UC) replaces
 ``--repetitions`` times, with no early stop and no runs added (``metric: demand``, full search),
 so a point's agreement is seen whole: e.g. ``--uc uc3 --loads 30000 65000 --resources 1
 --every-run`` (docs/performance.md, round 5).
+
+``--latency-ms`` adds an SLO on the p95 output latency: a query without a cap per batch reads
+larger batches as the load grows, so its lag can stay flat far beyond any useful latency (UC3 on
+1 core held 120,000/s by the lag alone with 9 s batches, round 6).
 """
 
 from __future__ import annotations
@@ -91,7 +95,7 @@ def spec_for(uc: str, args, master: str | None) -> dict:
         "repetitions": args.repetitions,
         "stop_at_majority": True,
         "strategy": {"name": "binary", "lower_bound": True},
-        "slos": {"lag_trend_threshold": 0.01},
+        "slos": {"lag_trend_threshold": 0.01, "latency_p95_ms": args.latency_ms},
         "metric": "capacity",
     }
     if args.every_run:
@@ -123,9 +127,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--every-run", action="store_true", help="every point --repetitions times: no early stop, no added runs"
     )
+    ap.add_argument(
+        "--latency-ms",
+        type=float,
+        help="also an SLO on the p95 output latency (ms; UC2-UC4): the lag alone passes a query whose "
+        "batches grow with the load (UC3 on 1 core held 120,000/s with 9 s batches)",
+    )
     args = ap.parse_args(argv)
     if args.loads and len(args.uc) != 1:
         ap.error("--loads needs exactly one --uc (each UC has its own load type)")
+    if args.latency_ms is not None and "uc1" in args.uc:
+        ap.error("--latency-ms: UC1 writes no windows, so it has no output latency (give --uc without uc1)")
     return args
 
 
@@ -155,11 +167,13 @@ def main() -> None:
 
 
 def print_runs(rows) -> None:
-    """One line per run: verdict, lag trend [95 %] / limit, median batch, generator, machine."""
+    """One line per run: verdict, lag trend [95 %] / limit, median batch, p95 output latency,
+    generator, machine."""
     for r in rows:
         print(
             f"  {r.load:>8,.0f} x {r.resources}: {'PASS' if r.passed else 'FAIL'} {r.lag_slope:>9,.0f} "
             f"[{r.lag_low:,.0f}, {r.lag_high:,.0f}] / {r.lag_limit:,.0f}, {r.median_batch_ms:,.0f} ms, "
+            f"latency p95 {r.latency_p95_ms:,.0f} ms, "
             f"generator {r.generator_rate:,.0f}/s of {r.target_rate:,.0f} ({r.generator_cpu_pct:.0f} % of a CPU), "
             f"machine {r.machine_cpu_pct:.0f} % busy"
         )

@@ -78,3 +78,17 @@ def test_capacity_loads_need_one_uc(capsys):
         capacity.parse_args(["--uc", "uc3", "uc4", "--loads", "1"])
     assert e.value.code == 2
     assert "exactly one --uc" in capsys.readouterr().err
+
+
+def test_capacity_latency_slo_for_windowed_ucs_only(capsys):
+    import capacity
+
+    ex = capacity.parse_spec(
+        capacity.spec_for("uc3", capacity.parse_args(["--uc", "uc3", "--latency-ms", "5000"]), None)
+    ).execution
+    assert ex.slos.latency_p95_ms == 5000
+    plain = capacity.parse_spec(capacity.spec_for("uc3", capacity.parse_args(["--uc", "uc3"]), None)).execution
+    assert plain.slos.latency_p95_ms is None
+    with pytest.raises(SystemExit):
+        capacity.parse_args(["--uc", "uc1", "uc3", "--latency-ms", "5000"])
+    assert "UC1 writes no windows" in capsys.readouterr().err
