@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -116,7 +117,8 @@ class Execution:
                 colour = "green" if r.passed else "red"
                 console.print(
                     f"  [{colour}]{'PASS' if r.passed else 'FAIL'}[/] lag slope {r.lag_slope:,.1f}/s "
-                    f"[{r.lag_low:,.1f}, {r.lag_high:,.1f}] (limit {r.lag_limit:,.0f}), dropped "
+                    f"[{r.lag_low:,.1f}, {r.lag_high:,.1f}] (limit {r.lag_limit:,.0f}), "
+                    f"{self._latency_text(r)}dropped "
                     f"{r.dropped:,}, generator {r.generator_rate:,.0f}/s ({r.generator_cpu_pct:.0f} % of a CPU; "
                     f"machine {r.machine_cpu_pct:.0f} % busy), "
                     f"median batch {r.median_batch_ms:,.0f} ms"
@@ -136,6 +138,17 @@ class Execution:
             if decided is not None and (self.spec.execution.stop_at_majority or len(verdicts) >= reps):
                 return decided
         return bool(majority(verdicts, reps))
+
+    def _latency_text(self, r: ExperimentResult) -> str:
+        """The run's p95 output latency for its line (windowed UCs), with the limit where it is an
+        SLO: a run can fail by its latency alone, and the line must say why."""
+        if math.isnan(r.latency_p95_ms):
+            return ""
+        limit = self.spec.execution.slos.latency_p95_ms
+        text = f"p95 latency {r.latency_p95_ms:,.0f} ms"
+        if limit is None:
+            return text + ", "
+        return f"{text} ({'' if r.latency_slo else '[red]'}limit {limit:,.0f}{'' if r.latency_slo else '[/]'}), "
 
     def run(self, search: Callable[[Callable], dict] | None = None) -> dict:
         """The spec's search, or ``search(passes) -> metric`` (the demo's: it stops at the first

@@ -59,6 +59,29 @@ def test_a_latency_slo_needs_windows():
     assert parse_spec(d).execution.slos.latency_p95_ms == 5000
 
 
+def test_a_run_failed_by_its_latency_alone_says_so(tmp_path, capsys):
+    import dataclasses
+
+    d = spec_dict(
+        load={"type": "sensors", "values": [1000]},
+        resources={"type": "cores", "values": [1]},
+        repetitions=1,
+        slos={"latency_p95_ms": 5000},
+    )
+    d["benchmark"] = {"sut": "uc3", "topics": {"partitions": 4}}
+
+    def slow_output(load, res, rep, on_lag=None):  # a flat lag, a p95 latency over the limit
+        r = fake_result(load, res, rep, passed=False)
+        return dataclasses.replace(r, latency_p95_ms=5792.6, latency_slo=False)
+
+    Execution(parse_spec(d), tmp_path, slow_output).run()
+    line = next(x for x in capsys.readouterr().out.splitlines() if "FAIL" in x)
+    assert "p95 latency 5,793 ms (limit 5,000)" in line
+    # UC1 writes no windows: nothing about latency on its lines
+    Execution(parse_spec(spec_dict(repetitions=1)), tmp_path / "uc1", lambda *a, **k: fake_result(*a[:3], True)).run()
+    assert "latency" not in capsys.readouterr().out
+
+
 def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
     import dataclasses
 
