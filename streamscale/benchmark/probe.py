@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from streamscale.broker import BrokerAccess
 from streamscale.errors import ConfigError
@@ -23,6 +23,8 @@ class Probe:
     rate: float  # records/s over the batches after the first
     records: int  # records those batches read
     batches: int
+    # (records, ms) of every batch that read records, the first included: the spread behind `rate`
+    per_batch: list[tuple[int, int]] = field(default_factory=list)
 
 
 def fill_backlog(bootstrap: str, topic: str, records: int, sensors: int = 10_000) -> int:
@@ -81,7 +83,8 @@ def probe_capacity(
                     steady = [b for b in run.batches[1:] if b.input_rows]
                     n = sum(b.input_rows for b in steady)
                     busy = sum(b.batch_ms for b in steady) / 1000
-                    results.append(Probe(k, n / busy if busy > 0 else 0.0, n, len(steady)))
+                    per_batch = [(b.input_rows, b.batch_ms) for b in run.batches if b.input_rows]
+                    results.append(Probe(k, n / busy if busy > 0 else 0.0, n, len(steady), per_batch))
                     if on_probe is not None:
                         on_probe(results[-1])
                 finally:
