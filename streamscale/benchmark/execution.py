@@ -148,7 +148,8 @@ class Execution:
         text = f"p95 latency {r.latency_p95_ms:,.0f} ms"
         if limit is None:
             return text + ", "
-        return f"{text} ({'' if r.latency_slo else '[red]'}limit {limit:,.0f}{'' if r.latency_slo else '[/]'}), "
+        bound = f"limit {limit:,.0f}" if r.latency_slo else f"[red]limit {limit:,.0f}[/]"
+        return f"{text} ({bound}), "
 
     def run(self, search: Callable[[Callable], dict] | None = None) -> dict:
         """The spec's search, or ``search(passes) -> metric`` (the demo's: it stops at the first
