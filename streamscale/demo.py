@@ -125,6 +125,26 @@ def _round2(x: float) -> int:
     return max(1, int(round(round_significant(x, 2))))
 
 
+def replace_previous_demo(out_dir: Path) -> None:
+    """Remove an earlier scaling demo's results from ``out_dir``: each demo measures anew (its loads
+    come from its own probe), so its spec differs from the last one's and the execution would
+    refuse the directory — a second `make demo` failed after its probe. A directory holding anything
+    else than a demo's results is left alone (the execution then refuses it with its own error)."""
+    import shutil
+
+    import yaml
+
+    spec = out_dir / "spec.yaml"
+    if not spec.is_file():
+        return
+    try:
+        name = (yaml.safe_load(spec.read_text()) or {}).get("name", "")
+    except (yaml.YAMLError, AttributeError):
+        return
+    if name == f"demo-{SUT}-scaling":
+        shutil.rmtree(out_dir)
+
+
 def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 5.0) -> dict:
     """Embedded broker, a quick capacity probe, then the UC2 resource demand of loads chosen from
     it (mostly three experiments), each point decided by the benchmark's own SLO machinery; the
@@ -138,6 +158,7 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
     from streamscale.broker.connection import kafka_log_path
     from streamscale.sparkio.session import spark_log_path
 
+    replace_previous_demo(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with EmbeddedBroker(log_dir=out_dir / "logs") as broker:

@@ -135,3 +135,34 @@ def test_demo_ladder_finds_the_step_when_the_probe_underrated_one_core():
 
     assert step_search(loads, passes) == {41_000: 1, 50_000: 1, 61_000: 1, 76_000: 2}
     assert calls == [(41_000, 1), (50_000, 1), (61_000, 1), (76_000, 1), (76_000, 2)]
+
+
+def test_a_second_demo_replaces_the_first_ones_results(tmp_path):
+    """Each demo's loads come from its own probe, so its spec differs from the last one's: without
+    the replacement the execution refuses the directory (a second `make demo` failed that way)."""
+    from streamscale.benchmark.execution import Execution
+    from streamscale.benchmark.spec import parse_spec
+    from streamscale.demo import replace_previous_demo
+    from streamscale.errors import ConfigError
+
+    from .test_execution import fake_result, spec_dict
+
+    def demo_spec(loads, name="demo-uc2-scaling"):
+        return parse_spec({**spec_dict(load={"type": "sensors", "values": loads}, repetitions=1), "name": name})
+
+    def held(load, res, rep, on_lag=None):
+        return fake_result(load, res, rep, True)
+
+    out = tmp_path / "uc2-scaling"
+    Execution(demo_spec([60_000, 70_000]), out, held).run()
+    with pytest.raises(ConfigError, match="different spec"):
+        Execution(demo_spec([50_000, 60_000]), out, held).run()
+    replace_previous_demo(out)
+    Execution(demo_spec([50_000, 60_000]), out, held).run()
+    assert (out / "experiments.csv").read_text().count("\n") == 1 + 4  # only the second run's points
+    # a directory that holds something else is left for the execution to refuse
+    other = tmp_path / "mine"
+    Execution(demo_spec([1000], name="my-benchmark"), other, held).run()
+    replace_previous_demo(other)
+    assert (other / "spec.yaml").is_file()
+    replace_previous_demo(tmp_path / "nothing-here")  # no directory: nothing to do
