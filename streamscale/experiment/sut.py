@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import logging
 import threading
 import time
 import uuid
@@ -18,15 +19,19 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from confluent_kafka import KafkaException
+
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.broker.connection import KafkaConnection
-from streamscale.errors import SparkError
+from streamscale.errors import KafkaError, SparkError, StreamscaleError
 from streamscale.experiment.cpus import busy_pct, machine_ticks
 from streamscale.experiment.slo import lag_trend
 from streamscale.loadgen import GeneratorConfig, LoadGenerator
 from streamscale.observe import prometheus
 from streamscale.pipelines import make_pipeline
 from streamscale.pipelines.base import remove_stopped_checkpoints
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -56,6 +61,7 @@ class SutResult:
     wall_s: float = 0.0
     unregistered: int = 0  # UC4: readings of sensors the registry does not know (not late)
     t0_wall: float = 0.0  # wall-clock time of the first lag sample (its t_s = 0)
+    lag_samples_missed: int = 0  # seconds whose sample failed (the broker did not answer in time)
     input_topic: str = ""
     generator_cpu_s: float = 0.0  # the load generator's processes: its share of the machine
     machine_cpu_pct: float = float("nan")  # all CPUs busy (every process) while the load ran
@@ -88,6 +94,8 @@ class LagSampler:
         self.t0 = 0.0
         self.t0_wall = 0.0  # the same instant on the wall clock: batch times are wall-clock
         self.cpu_s = 0.0
+        self.missed = 0  # samples that failed: counted and logged, the sampling goes on
+        self._error: BaseException | None = None
 
     def start(self) -> LagSampler:
         self.t0, self.t0_wall = time.monotonic(), time.time()
@@ -104,23 +112,44 @@ class LagSampler:
         return LagSample(round(time.monotonic() - self.t0, 3), end_total - done, end_total, done)
 
     def _run(self) -> None:
-        with BrokerAccess(self.bootstrap) as access:
-            nxt = time.monotonic()
-            while not self._stop.is_set():
-                c0 = time.thread_time()
-                s = self.sample_once(access)
-                self.cpu_s += time.thread_time() - c0
-                self.samples.append(s)
-                if len(self.samples) >= 3:
-                    prometheus.lag_trend.set(lag_trend([x.t_s for x in self.samples], [x.lag for x in self.samples], 0))
-                if self.on_sample:
-                    self.on_sample(s)
-                nxt += self.interval_s
-                self._stop.wait(max(0.0, nxt - time.monotonic()))
+        try:
+            with BrokerAccess(self.bootstrap) as access:
+                nxt = time.monotonic()
+                while not self._stop.is_set():
+                    c0 = time.thread_time()
+                    try:
+                        s = self.sample_once(access)
+                    except (KafkaError, KafkaException) as e:  # streamscale.errors.KafkaError: broker problems
+                        # one second without a sample: the trend interpolates across it. Dying here
+                        # left the run's later batches without end offsets to compare with, and the
+                        # trend silently covered only the part of the run before (seen at 150,000/s)
+                        self.missed += 1
+                        log.warning("lag sample at %.1f s failed: %s", time.monotonic() - self.t0, e)
+                        s = None
+                    self.cpu_s += time.thread_time() - c0
+                    if s is not None:
+                        self.samples.append(s)
+                        if len(self.samples) >= 3:
+                            prometheus.lag_trend.set(
+                                lag_trend([x.t_s for x in self.samples], [x.lag for x in self.samples], 0)
+                            )
+                        if self.on_sample:
+                            self.on_sample(s)
+                    nxt += self.interval_s
+                    self._stop.wait(max(0.0, nxt - time.monotonic()))
+        except BaseException as e:  # noqa: BLE001 - handed to stop(), which raises it in the run's thread
+            self._error = e
 
-    def stop(self) -> list[LagSample]:
+    def stop(self, raise_error: bool = True) -> list[LagSample]:
+        """The samples; raises what ended the sampling thread early (a run must not be judged on
+        the part of it that was sampled before)."""
         self._stop.set()
         self._thread.join(10)
+        if self._error is not None and raise_error:
+            e, self._error = self._error, None
+            if isinstance(e, StreamscaleError):
+                raise e
+            raise StreamscaleError(f"the lag sampler stopped: {e}") from e
         return self.samples
 
 
@@ -224,7 +253,7 @@ def run_sut(
                 shuffles = run.shuffle_stages()
         finally:
             if sampler is not None:
-                sampler.stop()
+                sampler.stop(raise_error=False)  # raised above when the run got that far
             if run is not None:
                 n_seen = len(run.batches)
                 run.stop()
@@ -263,6 +292,7 @@ def run_sut(
         wall_s=time.monotonic() - t_start,
         unregistered=sum(b.unregistered for b in run.batches),
         t0_wall=sampler.t0_wall if sampler is not None else 0.0,
+        lag_samples_missed=sampler.missed,
         input_topic=input_topic,
         generator_cpu_s=gres.cpu_s,
         machine_cpu_pct=machine,
