@@ -285,9 +285,10 @@ class BrokerAccess:
         partition is asked after each round, not only those whose records came out of the queue.
 
         An answered partition is unassigned at once. The probe's one queue holds the records of all
-        partitions in the order they came (Tansu answers with whole stored batches, whatever
-        ``max.partition.fetch.bytes`` says): left assigned, the answered partitions kept being
-        fetched, and under load the records of the next partition sat behind thousands of theirs —
+        partitions in the order they came (a fetch answers with whole stored batches, at least one
+        whatever ``max.partition.fetch.bytes`` says, and the one holding the listed offset is the
+        last): left assigned, the answered partitions kept being fetched, and under load the
+        records of the next partition sat behind thousands of theirs —
         at 150,000 records/s into 8 partitions a lag sample consumed ~4,000 records per partition,
         and twice in one capacity run a partition went unanswered for 15 s."""
         probe = self._probe(isolation, **(extra or {}))
