@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import time
 from pathlib import Path
 
@@ -167,15 +168,15 @@ def main() -> None:
 
 
 def print_runs(rows) -> None:
-    """One line per run: verdict, lag trend [95 %] / limit, median batch, p95 output latency,
-    generator, machine."""
+    """One line per run: verdict, lag trend [95 %] / limit, median batch, p95 output latency (UCs
+    that write windows), generator, machine; INVALID where the generator missed its target."""
     for r in rows:
+        latency = f"latency p95 {r.latency_p95_ms:,.0f} ms, " if math.isfinite(r.latency_p95_ms or math.nan) else ""
         print(
             f"  {r.load:>8,.0f} x {r.resources}: {'PASS' if r.passed else 'FAIL'} {r.lag_slope:>9,.0f} "
-            f"[{r.lag_low:,.0f}, {r.lag_high:,.0f}] / {r.lag_limit:,.0f}, {r.median_batch_ms:,.0f} ms, "
-            f"latency p95 {r.latency_p95_ms:,.0f} ms, "
+            f"[{r.lag_low:,.0f}, {r.lag_high:,.0f}] / {r.lag_limit:,.0f}, {r.median_batch_ms:,.0f} ms, {latency}"
             f"generator {r.generator_rate:,.0f}/s of {r.target_rate:,.0f} ({r.generator_cpu_pct:.0f} % of a CPU), "
-            f"machine {r.machine_cpu_pct:.0f} % busy"
+            f"machine {r.machine_cpu_pct:.0f} % busy{'' if r.valid else ' INVALID'}"
         )
 
 

@@ -92,3 +92,24 @@ def test_capacity_latency_slo_for_windowed_ucs_only(capsys):
     with pytest.raises(SystemExit):
         capacity.parse_args(["--uc", "uc1", "uc3", "--latency-ms", "5000"])
     assert "UC1 writes no windows" in capsys.readouterr().err
+
+
+def test_capacity_run_lines_show_latency_where_measured_and_invalid_runs(capsys):
+    # UC1 writes no windows: its lines read "latency p95 nan ms"; and a run whose generator missed
+    # its target was listed like a valid one
+    from types import SimpleNamespace
+
+    import capacity
+
+    def run(load, latency, valid):
+        return SimpleNamespace(
+            load=load, resources=2, passed=False, lag_slope=1852.4, lag_low=482.0, lag_high=3222.9,
+            lag_limit=3000.0, median_batch_ms=1066.0, latency_p95_ms=latency, generator_rate=238569.0,
+            target_rate=load, generator_cpu_pct=64.0, machine_cpu_pct=98.0, valid=valid,
+        )  # fmt: skip
+
+    capacity.print_runs([run(300_000, float("nan"), False), run(300_000, None, True), run(40_000, 4871.0, True)])
+    lines = capsys.readouterr().out.splitlines()
+    assert "latency" not in lines[0] and "latency" not in lines[1]
+    assert lines[0].endswith("machine 98 % busy INVALID") and lines[1].endswith("machine 98 % busy")
+    assert "latency p95 4,871 ms, generator" in lines[2]
