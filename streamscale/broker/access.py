@@ -106,6 +106,7 @@ class BrokerAccess:
         self.bootstrap = self.connection.bootstrap
         self.timeout = timeout
         self.admin = self.connection.admin()
+        self.last_probe_records = 0  # records the last offset probe handed to Python (its cost)
 
     # -- topics ---------------------------------------------------------------------------
     def topics(self) -> dict[str, int]:
@@ -304,9 +305,12 @@ class BrokerAccess:
                 # librdkafka drops the records of an unassigned partition still in the queue
                 probe.incremental_unassign([TopicPartition(topic, p)])
 
+        self.last_probe_records = 0
         try:
             while pending and time.monotonic() < deadline:
-                for msg in probe.consume(num_messages=4 * len(pending), timeout=0.01):
+                msgs = probe.consume(num_messages=4 * len(pending), timeout=0.01)
+                self.last_probe_records += len(msgs)
+                for msg in msgs:
                     err = msg.error()
                     if err is not None and err.code() not in (KafkaError._PARTITION_EOF, *tolerated):
                         raise KafkaClientError(f"fetching '{topic}' [{msg.partition()}]: {err.str()}")
