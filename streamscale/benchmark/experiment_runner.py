@@ -65,6 +65,21 @@ def emission_period_s(spec: Spec, params: dict) -> float | None:
     return grid[1] / 1000 if grid else None
 
 
+# A run whose lag sampler failed for more than this share of its seconds is not judged: the trend
+# interpolates across a few missing samples, but a run sampled for part of its length would be
+# judged on that part (a batch's lag needs the topic's end offset around its commit).
+MAX_MISSED_LAG_SAMPLES = 0.05
+
+
+def run_validity(generator_reached_target: bool, lag_samples_missed: int, duration_s: float) -> tuple[bool, str]:
+    """Whether a run can be judged, and why not."""
+    if not generator_reached_target:
+        return False, "generator fell short of its target rate: experiment invalid"
+    if lag_samples_missed > MAX_MISSED_LAG_SAMPLES * duration_s:
+        return False, f"{lag_samples_missed} lag samples of {duration_s:g} s failed: experiment invalid"
+    return True, ""
+
+
 class ExperimentRunner:
     """Runs single experiments for real (broker, generator, Spark pipeline) and judges them."""
 
@@ -119,7 +134,7 @@ class ExperimentRunner:
         batch_ms = median_batch_ms(r.batches, r.t0_wall or None, trend.start_s)
         lat_limit = ex.slos.latency_p95_ms
         latency_ok = lat_limit is None or (p95 is not None and p95 <= lat_limit)
-        valid = r.generator_reached_target
+        valid, invalid_note = run_validity(r.generator_reached_target, r.lag_samples_missed, ex.duration_s)
         res = ExperimentResult(
             exp_id=exp_id(load, resources, repetition),
             load=load,
@@ -140,11 +155,7 @@ class ExperimentRunner:
             processed_records=r.processed_records,
             sampler_cpu_pct=round(100 * r.sampler_cpu_s / ex.duration_s, 3),
             wall_s=round(r.wall_s, 1),
-            note="generator fell short of its target rate: experiment invalid"
-            if not valid
-            else "lag interval straddles the limit"
-            if lag_verdict == "undecided"
-            else "",
+            note=invalid_note or ("lag interval straddles the limit" if lag_verdict == "undecided" else ""),
             lag_low=round(trend.low, 3),
             lag_high=round(trend.high, 3),
             lag_basis=trend.basis,

@@ -244,3 +244,14 @@ def test_resume_after_a_torn_last_row(tmp_path):
     rows = list(csv.DictReader(open(path)))
     assert all(None not in r and None not in r.values() for r in rows)
     assert len({(r["load"], r["resources"], r["repetition"]) for r in rows}) == len(rows)
+
+
+def test_a_run_whose_lag_samples_failed_is_not_judged():
+    # the lag sampler goes on past a failed sample (the trend interpolates across it); a run that
+    # lost more than 5 % of its samples would be judged on part of its length, so it is invalid
+    from streamscale.benchmark.experiment_runner import run_validity
+
+    assert run_validity(True, 0, 150) == (True, "")
+    assert run_validity(True, 7, 150) == (True, "")  # 7 of 150 s: interpolated
+    assert run_validity(True, 8, 150) == (False, "8 lag samples of 150 s failed: experiment invalid")
+    assert run_validity(False, 0, 60) == (False, "generator fell short of its target rate: experiment invalid")
