@@ -254,7 +254,7 @@ class BrokerAccess:
         # A fetch from the listed offset is always in range (listed <= log end) and its
         # response carries the true high watermark, which librdkafka caches: a partition is
         # answered by its first response, whether or not its records have reached the app.
-        def answer(probe, p, _msg):
+        def answer(probe, p, _msg):  # _msg: None (cached)
             hi = probe.get_watermark_offsets(TopicPartition(topic, p), cached=True)[1]
             return None if hi == _OFFSET_INVALID else max(hi, listed[p])
 
@@ -281,9 +281,10 @@ class BrokerAccess:
     ) -> dict[int, int]:
         """Fetch each partition from ``start_at[p]`` with a probe consumer until
         ``answer(probe, p, message)`` gives its value (None: wait for the next response); errors
-        other than end-of-partition and ``tolerated`` ones are raised. ``cached``: ``answer`` reads
-        what librdkafka cached from the fetch responses (``message`` may be None), so every pending
-        partition is asked after each round, not only those whose records came out of the queue.
+        other than end-of-partition and ``tolerated`` ones are raised. ``cached``: ``answer(probe, p,
+        None)`` reads what librdkafka cached from the fetch responses, so every pending partition
+        is asked once after each round (its records need not have come out of the queue), and the
+        records are only checked for errors.
 
         An answered partition is unassigned at once. The probe's one queue holds the records of all
         partitions in the order they came (a fetch answers with whole stored batches, at least one
@@ -315,7 +316,7 @@ class BrokerAccess:
                     if err is not None and err.code() not in (KafkaError._PARTITION_EOF, *tolerated):
                         raise KafkaClientError(f"fetching '{topic}' [{msg.partition()}]: {err.str()}")
                     p = msg.partition()
-                    if p in pending:
+                    if not cached and p in pending:
                         settle(p, answer(probe, p, msg))
                 if cached:
                     for p in list(pending):
