@@ -17,12 +17,20 @@ def _amount(axes: Axes, load: float) -> str:
     return f"~{approx(axes.rate(load))} records/s"
 
 
-def answer(metric: dict, kind: str, axes: Axes, sut: str = "the SUT", most_resources: int | None = None) -> dict:
-    """{"sentence", "demand": [{load, rate, resources}], "capacity": [{resources, load, rate}]}.
+def answer(
+    metric: dict,
+    kind: str,
+    axes: Axes,
+    sut: str = "the SUT",
+    most_resources: int | None = None,
+    assumed: set | frozenset = frozenset(),
+) -> dict:
+    """{"sentence", "demand": [{load, rate, resources}], "capacity": [{resources, load, rate, assumed}]}.
 
     ``metric`` is what the search returned: {load: resources | None} for demand,
     {resources: load | None} for capacity. ``most_resources``: the largest amount tested (said
-    for loads that no tested amount held).
+    for loads that no tested amount held). ``assumed``: resource amounts whose capacity no
+    experiment ran (see :func:`assumed_capacities`).
     """
     if kind == "demand":
         demand = {float(k): v for k, v in metric.items()}
@@ -39,7 +47,8 @@ def answer(metric: dict, kind: str, axes: Axes, sut: str = "the SUT", most_resou
                 demand[cap] = r  # the fewest resources known to hold this load
     demand_rows = [{"load": k, "rate": axes.rate(k), "resources": v} for k, v in sorted(demand.items())]
     capacity_rows = [
-        {"resources": r, "load": v, "rate": None if v is None else axes.rate(v)} for r, v in sorted(capacity.items())
+        {"resources": r, "load": v, "rate": None if v is None else axes.rate(v), "assumed": r in assumed}
+        for r, v in sorted(capacity.items())
     ]
     held = [(r, v) for r, v in sorted(capacity.items()) if v is not None]
     # a resource amount whose capacity equals a smaller amount's adds nothing to the sentence
@@ -55,3 +64,12 @@ def answer(metric: dict, kind: str, axes: Axes, sut: str = "the SUT", most_resou
     if beyond and most_resources:
         sentence += f"; {_amount(axes, beyond[0])} needs more than {axes.resources(most_resources)}"
     return {"sentence": sentence + " on this machine", "demand": demand_rows, "capacity": capacity_rows}
+
+
+def assumed_capacities(metric: dict, ran) -> set[int]:
+    """Resource amounts of a capacity search whose capacity is a lower bound no experiment ran: the
+    lower-bound search starts an amount above the capacity of the one below and, when every load
+    above fails, takes that capacity over untried (more resources never hurt). ``ran``: the
+    (load, resources) pairs the search ran."""
+    ran = {(float(load), int(res)) for load, res in ran}
+    return {int(r) for r, v in metric.items() if v is not None and (float(v), int(r)) not in ran}

@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from streamscale.benchmark.answer import answer
+from streamscale.benchmark.answer import answer, assumed_capacities
 from streamscale.benchmark.experiment_runner import ExperimentRunner, emission_period_s
 from streamscale.benchmark.results import ExperimentResult, ResultsFile, exp_id
 from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
@@ -164,7 +164,9 @@ class Execution:
             metric = resource_demand(loads, res, oracle, ex.strategy.name, ex.strategy.lower_bound)
         else:
             metric = load_capacity(res, loads, oracle, ex.strategy.name, ex.strategy.lower_bound)
-        summary = self._write_summary(metric)
+        # a capacity taken over from fewer resources without a run is said so (table, plot, JSON)
+        assumed = assumed_capacities(metric, oracle.calls) if ex.metric == "capacity" else set()
+        summary = self._write_summary(metric, assumed)
         from streamscale.benchmark.plots import plot_metric
 
         plot_metric(
@@ -173,10 +175,11 @@ class Execution:
             Axes.of(self.spec),
             self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png"),
             most_tested=max(ex.resources.values),
+            assumed=assumed,
         )
         return summary
 
-    def _write_summary(self, metric: dict) -> dict:
+    def _write_summary(self, metric: dict, assumed: set | frozenset = frozenset()) -> dict:
         ex = self.spec.execution
         kx, ky = ("load", "resources") if ex.metric == "demand" else ("resources", "load")
         rows = [{kx: k, ky: v} for k, v in metric.items()]
@@ -190,7 +193,7 @@ class Execution:
             "name": self.spec.name,
             "sut": self.spec.benchmark.sut,
             "metric": ex.metric,
-            "answer": answer(metric, ex.metric, axes, self.spec.benchmark.sut, max(ex.resources.values)),
+            "answer": answer(metric, ex.metric, axes, self.spec.benchmark.sut, max(ex.resources.values), assumed),
             "load_label": axes.load_label,
             "resource_label": axes.resource_label,
             "load_type": ex.load.type,

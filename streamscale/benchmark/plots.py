@@ -85,9 +85,17 @@ def _unit(axes: Axes) -> str:
     return "s of window" if axes.load_type == "window_s" else "records/s"
 
 
-def plot_metric(metric: dict, kind: str, axes: Axes, path: Path, most_tested: int | None = None) -> Path:
+def plot_metric(
+    metric: dict,
+    kind: str,
+    axes: Axes,
+    path: Path,
+    most_tested: int | None = None,
+    assumed: set | frozenset = frozenset(),
+) -> Path:
     """Resource demand (integer resources against load, as steps: r resources cover every load up
-    to the highest tested one that needed r) or load capacity (load against integer resources)."""
+    to the highest tested one that needed r) or load capacity (load against integer resources;
+    ``assumed``: amounts whose capacity no experiment ran, drawn hollow)."""
     fig, ax = plt.subplots(figsize=(6.5, 4))
     if kind == "demand":
         pts = sorted((axes.rate(k), v) for k, v in metric.items() if v is not None)
@@ -126,7 +134,20 @@ def plot_metric(metric: dict, kind: str, axes: Axes, path: Path, most_tested: in
         pts = sorted((k, axes.rate(v)) for k, v in metric.items() if v is not None)
         missing = sorted(k for k, v in metric.items() if v is None)
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        ax.plot(xs, ys, "o-", markersize=8, label="measured")
+        ran = [(x, y) for x, y in pts if x not in assumed]
+        ax.plot(xs, ys, "-", color="tab:blue")
+        ax.plot([x for x, _ in ran], [y for _, y in ran], "o", markersize=8, color="tab:blue", label="measured")
+        took = [(x, y) for x, y in pts if x in assumed]
+        if took:
+            ax.plot(
+                [x for x, _ in took],
+                [y for _, y in took],
+                "o",
+                markersize=8,
+                markerfacecolor="white",
+                color="tab:blue",
+                label="not run: every higher load failed, the capacity of fewer resources assumed",
+            )
         _missing_and_fit(ax, xs, ys, [(x, 0) for x in missing], "v", "even the lowest load failed", kind, axes)
         ax.set_ylim(bottom=0)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -35,7 +35,15 @@ def _answer(summary: dict) -> list[str]:
         {load_col: rate(r["rate"]), res_col: r["resources"] if r["resources"] is not None else "more than tested"}
         for r in a.get("demand", [])
     ]
-    capacity = [{res_col: r["resources"], f"highest {load_col} held": rate(r["rate"])} for r in a.get("capacity", [])]
+    capacity = [
+        {
+            res_col: r["resources"],
+            f"highest {load_col} held": rate(r["rate"])
+            # a lower bound taken over from fewer resources: every higher load failed, this one was not run
+            + (" (not run: assumed from fewer resources)" if r.get("assumed") else ""),
+        }
+        for r in a.get("capacity", [])
+    ]
     return [
         f'<p class="answer" style="font-size:1.25em"><strong>{html.escape(a["sentence"])}.</strong></p>',
         '<div style="display:flex;gap:3em"><div><h2>Demand per load</h2>',

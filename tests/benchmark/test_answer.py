@@ -3,8 +3,10 @@ its axes, the metric plot's fit, and the demo's choice of loads from its probe."
 
 import pytest
 
-from streamscale.benchmark.answer import answer
+from streamscale.benchmark.answer import answer, assumed_capacities
 from streamscale.benchmark.plots import fit_label, plot_metric
+from streamscale.benchmark.report import _answer
+from streamscale.benchmark.search import CountingOracle, load_capacity
 from streamscale.benchmark.units import Axes, approx
 from streamscale.demo import choose_loads, step_search
 
@@ -23,7 +25,7 @@ def test_a_load_no_tested_amount_held_is_said():
     assert a["sentence"] == (
         "UC1 needs 1 core up to ~12,000 records/s; ~50,000 records/s needs more than 2 cores on this machine"
     )
-    assert a["capacity"] == [{"resources": 1, "load": 12000.0, "rate": 12000.0}]
+    assert a["capacity"] == [{"resources": 1, "load": 12000.0, "rate": 12000.0, "assumed": False}]
     assert (
         answer({1000.0: None}, "demand", Axes(), "uc2", 4)["sentence"]
         == "UC2 met its SLOs at none of the tested points; ~1,000 records/s needs more than 4 cores on this machine"
@@ -36,6 +38,26 @@ def test_capacity_answer_names_the_fewest_resources_per_capacity():
         a["sentence"] == "UC3 needs 1 core up to ~8,000 records/s and 2 cores up to ~24,000 records/s on this machine"
     )
     assert [(r["rate"], r["resources"]) for r in a["demand"]] == [(8000.0, 1), (24000.0, 2)]
+
+
+@pytest.mark.parametrize(
+    "two_hold, lower_bound, capacity, assumed",
+    [
+        (20, True, {1: 20.0, 2: 20.0}, {2}),  # every load above 1 core's capacity failed on 2: 20 not run on 2
+        (30, True, {1: 20.0, 2: 30.0}, set()),
+        (20, False, {1: 20.0, 2: 20.0}, set()),  # without the lower bound 2 cores ran 20 themselves
+    ],
+)
+def test_a_capacity_taken_over_from_fewer_amounts_is_marked_not_run(two_hold, lower_bound, capacity, assumed, tmp_path):
+    oracle = CountingOracle(lambda load, res: load <= (20 if res == 1 else two_hold))
+    metric = load_capacity([1, 2], [10.0, 20.0, 30.0], oracle, "linear", lower_bound)
+    assert metric == capacity
+    assert assumed_capacities(metric, oracle.calls) == assumed
+    a = answer(metric, "capacity", Axes(), "uc3", 2, assumed_capacities(metric, oracle.calls))
+    assert [(r["resources"], r["assumed"]) for r in a["capacity"]] == [(1, False), (2, bool(assumed))]
+    opening = "".join(_answer({"answer": a}))
+    assert opening.count("not run: assumed from fewer resources") == len(assumed)
+    assert plot_metric(metric, "capacity", Axes(), tmp_path / "c.png", assumed=assumed).stat().st_size > 5000
 
 
 def test_load_units_follow_the_load_type_and_period():

@@ -135,6 +135,31 @@ def test_majority_stops_repetitions_early_unless_all_are_asked_for(tmp_path):
     assert ran == [0, 1, 2] and summary["results"] == [{"load": 1000.0, "resources": 1}]  # still 2 of 3
 
 
+def test_a_capacity_no_experiment_ran_is_said_so(tmp_path):
+    # 1 core holds 2,000/s, 2 cores fail 3,000/s: the lower-bound search never runs 2,000 on 2
+    spec = parse_spec(
+        spec_dict(
+            load={"type": "sensors", "values": [1000, 2000, 3000]},
+            metric="capacity",
+            repetitions=1,
+            strategy={"name": "linear", "lower_bound": True},
+        )
+    )
+    ran = []
+
+    def passes(load, res, rep, on_lag=None):
+        ran.append((load, res))
+        return fake_result(load, res, rep, passed=load <= 2000)
+
+    summary = Execution(spec, tmp_path, passes).run()
+    assert (2000.0, 2) not in ran and summary["results"] == [
+        {"resources": 1, "load": 2000.0},
+        {"resources": 2, "load": 2000.0},
+    ]
+    assert [(r["resources"], r["assumed"]) for r in summary["answer"]["capacity"]] == [(1, False), (2, True)]
+    assert (tmp_path / "capacity.png").stat().st_size > 5000
+
+
 def test_interrupted_execution_resumes(tmp_path):
     spec = parse_spec(spec_dict(strategy={"name": "linear", "lower_bound": True}, repetitions=3))
     ran = []
