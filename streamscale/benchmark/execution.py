@@ -142,9 +142,14 @@ class Execution:
     def _latency_text(self, r: ExperimentResult) -> str:
         """The run's p95 output latency for its line (windowed UCs), with the limit where it is an
         SLO: a run can fail by its latency alone, and the line must say why."""
-        if math.isnan(r.latency_p95_ms):
-            return ""
         limit = self.spec.execution.slos.latency_p95_ms
+        if math.isnan(r.latency_p95_ms):
+            if self.spec.benchmark.sut == "uc1":
+                return ""  # UC1 writes no windows: it has no output latency
+            # e.g. a 60 s window that closed during the warm-up only; with a latency SLO the run
+            # fails for it, and the line must say why
+            text = "no output row after the warm-up (no p95 latency)"
+            return f"{text}, " if limit is None or r.latency_slo else f"[red]{text}[/], "
         text = f"p95 latency {r.latency_p95_ms:,.0f} ms"
         if limit is None:
             return text + ", "

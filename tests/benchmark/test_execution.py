@@ -77,6 +77,15 @@ def test_a_run_failed_by_its_latency_alone_says_so(tmp_path, capsys):
     Execution(parse_spec(d), tmp_path, slow_output).run()
     line = next(x for x in capsys.readouterr().out.splitlines() if "FAIL" in x)
     assert "p95 latency 5,793 ms (limit 5,000)" in line
+
+    # no window emitted after the warm-up: no p95, and with a latency SLO a failure that says why
+    def no_output(load, res, rep, on_lag=None):
+        r = fake_result(load, res, rep, passed=False)
+        return dataclasses.replace(r, latency_p95_ms=float("nan"), latency_slo=False)
+
+    Execution(parse_spec(d), tmp_path / "none", no_output).run()
+    line = next(x for x in capsys.readouterr().out.splitlines() if "FAIL" in x)
+    assert "no output row after the warm-up" in line and "nan" not in line
     # UC1 writes no windows: nothing about latency on its lines
     Execution(parse_spec(spec_dict(repetitions=1)), tmp_path / "uc1", lambda *a, **k: fake_result(*a[:3], True)).run()
     assert "latency" not in capsys.readouterr().out
