@@ -86,6 +86,11 @@ def test_a_run_failed_by_its_latency_alone_says_so(tmp_path, capsys):
     Execution(parse_spec(d), tmp_path / "none", no_output).run()
     line = next(x for x in capsys.readouterr().out.splitlines() if "FAIL" in x)
     assert "no output row after the warm-up" in line and "nan" not in line
+    # without a latency SLO it decides nothing: not said (the demo's short UC2 runs emit no window)
+    del d["execution"]["slos"]
+    Execution(parse_spec(d), tmp_path / "none-no-slo", no_output).run()
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "latency" not in out and "no output row" not in out
     # UC1 writes no windows: nothing about latency on its lines
     Execution(parse_spec(spec_dict(repetitions=1)), tmp_path / "uc1", lambda *a, **k: fake_result(*a[:3], True)).run()
     assert "latency" not in capsys.readouterr().out
