@@ -113,6 +113,20 @@ def step_search(loads: list[int], passes) -> dict:
     return dict(sorted(metric.items()))
 
 
+def two_cores_decided(passes):
+    """The demo's verdicts: one run per point, but a two-core run whose lag interval straddles the
+    limit gets one more (the benchmark's ``extra_repetitions``, here only where the answer hangs on
+    it). The step is a load one core fails and two hold: a two-core run failed by chance turned a
+    step into "needs more than 2 cores" (a fresh-clone demo, 75,000 records/s: lag trend 3,946
+    [659, 7,233] against a limit of 3,750). One-core runs get none: their chance failures only
+    move the step a rung down, and they are most of the demo's runs (~35 s each)."""
+
+    def verdict(load, res) -> bool:
+        return passes(load, res, extra_repetitions=1 if res > 1 else 0)
+
+    return verdict
+
+
 # The lag-trend SLO of the demo's short experiments: 5 % of the load, not a benchmark's 1 %. About
 # ten batch commits after the warm-up give the slope an uncertainty of a few hundred records/s,
 # of the order of 1 % at these loads (a flat lag would fail by chance), while a load beyond a core
@@ -193,8 +207,8 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
                     "load": {"type": "sensors", "values": loads},
                     "resources": {"type": "cores", "values": [1, 2]},
                     # one run per point (mostly 3 points, step_search) keeps the demo near 2
-                    # minutes: no runs added for an undecided lag interval (a benchmark
-                    # spec adds up to 2 by default)
+                    # minutes: no runs added for an undecided lag interval (a benchmark spec
+                    # adds up to 2 by default) but for a two-core run (two_cores_decided)
                     "duration_s": duration_s,
                     "warmup_s": warmup_s,
                     "repetitions": 1,
@@ -212,7 +226,9 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
             f"{duration_s:g} s experiments ({warmup_s:g} s warm-up), SLO: lag trend at most "
             f"{LAG_THRESHOLD:.0%} of the load"
         )
-        summary = run_execution(spec, out_dir, broker.bootstrap, search=lambda passes: step_search(loads, passes))
+        summary = run_execution(
+            spec, out_dir, broker.bootstrap, search=lambda passes: step_search(loads, two_cores_decided(passes))
+        )
     summary["probe"] = [
         {"cores": p.cores, "records_per_s": round(p.rate)} for p in sorted(probes, key=lambda p: p.cores)
     ]
@@ -224,10 +240,13 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
         f"~{approx(two)} on 2; {len(rows)} experiments in {time.monotonic() - t0:.0f} s).",
         soft_wrap=True,
     )
+    ran = {(r.load, r.resources, r.repetition) for r in rows}
     for r in rows:
         console.print(
-            f"  {r.load:,.0f} records/s on {r.resources} core{'s' if r.resources != 1 else ''}: "
+            f"  {r.load:,.0f} records/s on {r.resources} core{'s' if r.resources != 1 else ''}"
+            f"{f' (run {r.repetition + 1})' if r.repetition else ''}: "
             f"{'PASS' if r.passed else 'FAIL'}, lag trend {r.lag_slope:,.0f} records/s (limit {r.lag_limit:,.0f})"
+            f"{' (undecided: run again)' if (r.load, r.resources, r.repetition + 1) in ran else ''}"
         )
     console.print(f"report: {summary['report']}", highlight=False, soft_wrap=True)
     return summary

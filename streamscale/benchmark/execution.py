@@ -81,8 +81,12 @@ class Execution:
             console.print(f"{self.results.path}: dropped a partial last row left by an interrupted run")
         self.done.update((r.key, r) for r in rows)
 
-    def passes(self, load, res) -> bool:
+    def passes(self, load, res, extra_repetitions: int | None = None) -> bool:
+        """Whether ``res`` resources hold ``load``: the spec's repetitions, a majority deciding;
+        ``extra_repetitions`` overrides the spec's runs added for an undecided lag interval (the
+        demo adds one only where its answer hangs on the run)."""
         reps = self.spec.execution.repetitions
+        extra_limit = self.spec.execution.extra_repetitions if extra_repetitions is None else extra_repetitions
         verdicts: list[bool] = []
         extra = 0  # repetitions added because a lag interval straddled the limit
         rep = -1
@@ -128,7 +132,7 @@ class Execution:
                 r.lag_verdict == "undecided"
                 and r.valid
                 and r.dropped_slo
-                and extra < self.spec.execution.extra_repetitions
+                and extra < extra_limit
             ):
                 extra += 1  # the interval straddles the limit: no verdict from this run, one more
                 console.print(f"  lag interval straddles the limit: repetition {reps + extra} added")

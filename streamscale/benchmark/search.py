@@ -107,9 +107,9 @@ class CountingOracle:
         self.passes = passes
         self.calls: list[tuple] = []
 
-    def __call__(self, load, res) -> bool:
+    def __call__(self, load, res, **options) -> bool:
         self.calls.append((load, res))
-        return self.passes(load, res)
+        return self.passes(load, res, **options)
 
 
 def majority(verdicts: Sequence[bool], repetitions: int) -> bool | None:

@@ -159,6 +159,47 @@ def test_demo_ladder_finds_the_step_when_the_probe_underrated_one_core():
     assert calls == [(41_000, 1), (50_000, 1), (61_000, 1), (76_000, 1), (76_000, 2)]
 
 
+def test_the_demo_runs_an_undecided_two_core_run_again_and_no_one_core_run(tmp_path):
+    """One run per point, but a two-core run whose lag interval straddles the limit runs once more:
+    a two-core run failed by chance turned a fresh-clone demo's step into "needs more than 2
+    cores". One-core runs are not repeated (most of the demo's runs)."""
+    import dataclasses
+
+    from streamscale.benchmark.execution import Execution
+    from streamscale.benchmark.spec import parse_spec
+    from streamscale.demo import two_cores_decided
+
+    from .test_execution import fake_result, spec_dict
+
+    loads = [10_000, 20_000, 28_000]
+    spec = parse_spec(
+        spec_dict(
+            load={"type": "sensors", "values": loads},
+            repetitions=1,
+            extra_repetitions=0,
+            strategy={"name": "linear", "lower_bound": True},
+        )
+    )
+    ran = []
+
+    def run(load, res, rep, on_lag=None):  # every first run undecided, narrowly failing
+        ran.append((load, res, rep))
+        passed = rep > 0 or (res == 1 and load < 28_000)
+        r = fake_result(load, res, rep, passed=passed)
+        return dataclasses.replace(r, lag_verdict="undecided" if rep == 0 else "pass")
+
+    summary = Execution(spec, tmp_path, run).run(search=lambda p: step_search(loads, two_cores_decided(p)))
+    # 20,000 and 28,000 on one core: one run each, their own verdicts standing (pass, fail);
+    # 28,000 on two: undecided and failed, run again, passed
+    assert ran == [(20_000, 1, 0), (28_000, 1, 0), (28_000, 2, 0), (28_000, 2, 1)]
+    assert summary["results"] == [{"load": 20_000.0, "resources": 1}, {"load": 28_000.0, "resources": 2}]
+    # without it (the demo as it was), the step's chance failure left no step
+    ran.clear()
+    summary = Execution(spec, tmp_path / "plain", run).run(search=lambda p: step_search(loads, p))
+    assert ran == [(20_000, 1, 0), (28_000, 1, 0), (28_000, 2, 0), (24_000, 1, 0)]
+    assert {r["resources"] for r in summary["results"]} == {1, None}
+
+
 def test_a_second_demo_replaces_the_first_ones_results(tmp_path):
     """Each demo's loads come from its own probe, so its spec differs from the last one's: without
     the replacement the execution refuses the directory (a second `make demo` failed that way)."""
