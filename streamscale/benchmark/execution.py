@@ -128,12 +128,7 @@ class Execution:
                     f"median batch {r.median_batch_ms:,.0f} ms"
                     f"{'' if r.valid else ' [red]INVALID[/]'}"
                 )
-            if (
-                r.lag_verdict == "undecided"
-                and r.valid
-                and r.dropped_slo
-                and extra < extra_limit
-            ):
+            if r.lag_verdict == "undecided" and r.valid and r.dropped_slo and extra < extra_limit:
                 extra += 1  # the interval straddles the limit: no verdict from this run, one more
                 console.print(f"  lag interval straddles the limit: repetition {reps + extra} added")
                 continue

@@ -23,7 +23,7 @@ grid (size + k * slide from epoch 0), so when no end lies between the two waterm
 cannot emit a row: it still runs (an action must commit its state), into ``noop`` with its rows
 counted by an observation, without building the output's columns or starting the Python writer
 (~100 ms of fixed cost, on most batches of a run: a 60 s window closes once a minute); a
-``count()`` instead cost ~40 ms more per batch (a shuffle to one partition, a stage). Should such
+``count()`` instead cost ~17-40 ms more per batch (a shuffle to one partition, a stage). Should such
 a batch count rows after all, the batch is computed again and its rows written: never lost.
 """
 
@@ -147,7 +147,7 @@ class WindowedOutput:
         from pyspark.sql import functions as F
 
         # the action runs the batch (and commits its state); into `noop` with the rows observed,
-        # not count(): a count adds a shuffle to one partition and a stage, ~30-40 ms on each such
+        # not count(): a count adds a shuffle to one partition and a stage, ~17-40 ms on each such
         # batch (most of a run's: UC2's 60 s window closes once a minute)
         obs = Observation(f"streamscale-no-output-{batch_id}")
         batch_df.observe(obs, F.count(F.lit(1)).alias("rows")).write.format("noop").mode("overwrite").save()
