@@ -169,9 +169,17 @@ def main() -> None:
 
 def print_runs(rows) -> None:
     """One line per run: verdict, lag trend [95 %] / limit, median batch, p95 output latency (UCs
-    that write windows), generator, machine; INVALID where the generator missed its target."""
+    that write windows; where a latency SLO failed a run without output rows, that), generator,
+    machine; INVALID where the generator missed its target."""
     for r in rows:
-        latency = f"latency p95 {r.latency_p95_ms:,.0f} ms, " if math.isfinite(r.latency_p95_ms or math.nan) else ""
+        if math.isfinite(r.latency_p95_ms or math.nan):
+            latency = f"latency p95 {r.latency_p95_ms:,.0f} ms, "
+        elif not getattr(r, "latency_slo", True):
+            # a latency SLO failed the run because no window row came out after the warm-up: the
+            # line must say why it failed (its lag may be flat)
+            latency = "no output row after the warm-up (latency SLO), "
+        else:
+            latency = ""
         print(
             f"  {r.load:>8,.0f} x {r.resources}: {'PASS' if r.passed else 'FAIL'} {r.lag_slope:>9,.0f} "
             f"[{r.lag_low:,.0f}, {r.lag_high:,.0f}] / {r.lag_limit:,.0f}, {r.median_batch_ms:,.0f} ms, {latency}"

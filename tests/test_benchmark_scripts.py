@@ -113,3 +113,9 @@ def test_capacity_run_lines_show_latency_where_measured_and_invalid_runs(capsys)
     assert "latency" not in lines[0] and "latency" not in lines[1]
     assert lines[0].endswith("machine 98 % busy INVALID") and lines[1].endswith("machine 98 % busy")
     assert "latency p95 4,871 ms, generator" in lines[2]
+    # a run a latency SLO failed because no window row came out after the warm-up says so
+    silent = run(40_000, float("nan"), True)
+    silent.latency_slo = False
+    capacity.print_runs([silent])
+    line = capsys.readouterr().out
+    assert "no output row after the warm-up (latency SLO), generator" in line and "nan" not in line
