@@ -4,11 +4,11 @@ A backlog of generated records is written to a fresh topic first; then, per core
 pipeline drains it on ``local[k]`` in micro-batches of a streaming run's size (``availableNow``
 with a cap per batch). The rate is records over the summed batch durations of every batch after
 the first: the first pays the cold start (Python workers, their imports, the first producer), so
-no separate warm-up query runs before it — an experiment's warm-up took 10-12 s of a 30 s probe
-and left the rates where they were (two demos' probes each way: 52,840 / 40,096 and 51,546 /
-38,640 records/s on 2 / 1 cores without it, 55,402 / 40,717 and 51,840 / 35,386 with it). No
-verdict comes from here: the probe only chooses which loads an execution tests (``streamscale
-demo``); the SLO machinery of the execution decides.
+no separate warm-up query runs before it — an experiment's warm-up query, run before each drain,
+took 9.7 and 11.8 s of a 58 s probe and left the rates where they were (two demos' probes each
+way: 52,840 / 40,096 and 51,546 / 38,640 records/s on 2 / 1 cores without it, 55,402 / 40,717
+and 51,840 / 35,386 with it). No verdict comes from here: the probe only chooses which loads an
+execution tests (``streamscale demo``); the SLO machinery of the execution decides.
 """
 
 from __future__ import annotations
