@@ -101,7 +101,8 @@ def spread(values) -> str:
 
 def split_ms(run: Run, writing: set[int]) -> tuple[float, float]:
     """Median time of the batches in ``writing`` and of the others (the first left out)."""
-    later = {b: t for b, t in run.batch_ms.items() if b != min(run.batch_ms)}
+    first = min(run.batch_ms)
+    later = {b: t for b, t in run.batch_ms.items() if b != first}
     w = [t for b, t in later.items() if b in writing]
     o = [t for b, t in later.items() if b not in writing]
     return (statistics.median(w) if w else float("nan")), (statistics.median(o) if o else float("nan"))
