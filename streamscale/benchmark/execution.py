@@ -239,12 +239,15 @@ def run_execution(
     live=None,
     search: Callable[[Callable], dict] | None = None,
     properties: dict | None = None,
+    sessions=None,
 ) -> dict:
     """Run the execution, then write report.html (streamscale.benchmark.report) next to its results.
 
     ``bootstrap``: a connection or bootstrap servers, else an embedded broker; ``properties``: Kafka
     client properties for every client of the run. Neither given: both from the spec's ``kafka:``
-    section (a caller that gives either has read the section itself, as the command line does)."""
+    section (a caller that gives either has read the section itself, as the command line does).
+    ``sessions``: the caller's :class:`~streamscale.experiment.sessions.SparkSessions` (the demo's
+    holds the probe's session for the first experiment); default: the runner's own."""
     from contextlib import ExitStack
 
     from streamscale.benchmark.report import write_report
@@ -261,7 +264,9 @@ def run_execution(
         note = short_for_windows(spec)
         if note:
             console.print(f"note: {note}", highlight=False)
-        execution = Execution(spec, out_dir, ExperimentRunner(spec, out_dir, conn), live=live)
+        runner = ExperimentRunner(spec, out_dir, conn, sessions)
+        stack.callback(runner.close)  # a kept session stops before the broker it reads
+        execution = Execution(spec, out_dir, runner, live=live)
         (out_dir / "environment.json").write_text(json.dumps(environment(spec, conn.bootstrap, embedded), indent=2))
         summary = execution.run(search)
     summary["report"] = str(write_report(out_dir))

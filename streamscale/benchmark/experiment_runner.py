@@ -83,8 +83,20 @@ def run_validity(generator_reached_target: bool, lag_samples_missed: int, durati
 class ExperimentRunner:
     """Runs single experiments for real (broker, generator, Spark pipeline) and judges them."""
 
-    def __init__(self, spec: Spec, out_dir: Path, bootstrap: KafkaConnection | str):
+    def __init__(self, spec: Spec, out_dir: Path, bootstrap: KafkaConnection | str, sessions=None):
+        """``sessions``: a :class:`~streamscale.experiment.sessions.SparkSessions` the experiments take
+        their Spark sessions from (its owner closes it); default: one of the runner's own, keeping a
+        session from one experiment for the next when the spec says ``reuse_spark``."""
+        from streamscale.experiment.sessions import SparkSessions
+
         self.spec, self.out_dir, self.bootstrap = spec, out_dir, bootstrap
+        self.own_sessions = sessions is None
+        self.sessions = SparkSessions(keep=spec.execution.reuse_spark) if sessions is None else sessions
+
+    def close(self) -> None:
+        """Stop a session the runner kept (its own sessions only)."""
+        if self.own_sessions:
+            self.sessions.close()
 
     def __call__(
         self, load: float, resources: int, repetition: int, on_lag: Callable | None = None
@@ -117,6 +129,7 @@ class ExperimentRunner:
             distribution=spec.benchmark.loadgen.distribution,
             on_lag=on_lag,
             cpus=s["cpus"],
+            sessions=self.sessions,
         )
         trend = lag_trend_estimate(
             r.lag, r.batches, r.t0_wall, ex.warmup_s, r.input_topic, period_s=emission_period_s(spec, s["params"])

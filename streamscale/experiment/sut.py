@@ -25,11 +25,11 @@ from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import KafkaError, SparkError, StreamscaleError
 from streamscale.experiment.cpus import busy_pct, machine_ticks
+from streamscale.experiment.sessions import SparkSessions
 from streamscale.experiment.slo import lag_trend
 from streamscale.loadgen import GeneratorConfig, LoadGenerator
 from streamscale.observe import prometheus
 from streamscale.pipelines import make_pipeline
-from streamscale.pipelines.base import remove_stopped_checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -180,15 +180,16 @@ def run_sut(
     distribution: str = "uniform:0,100",
     cpus: int | None = None,
     properties: dict | None = None,
+    sessions: SparkSessions | None = None,
 ) -> SutResult:
     """Generate ``sensors`` records/s for ``duration_s`` into a fresh topic and run the pipeline.
 
     ``cpus``: confine the Spark application (the session built here) to that many CPUs
     (streamscale.experiment.cpus), so that 1 and 2 cores differ on a small machine too.
     ``bootstrap``: a connection or bootstrap servers (None: an embedded broker); ``properties``:
-    Kafka client properties added to it, for every client of the run."""
-    from streamscale.sparkio.session import build_session
-
+    Kafka client properties added to it, for every client of the run. ``sessions``: where the
+    session comes from when ``spark`` is not given (default: one afresh, stopped after the run; a
+    keeping :class:`SparkSessions` hands the next run the same one, its workers warmed once)."""
     pipe = make_pipeline(uc, params)
     if encoding != "json":
         from streamscale.errors import ConfigError
@@ -207,68 +208,65 @@ def run_sut(
         access = stack.enter_context(BrokerAccess(bootstrap))
         access.create_topics({input_topic: partitions, output_topic: partitions})
         own_spark = spark is None
+        sessions = sessions if sessions is not None else SparkSessions()
         if own_spark:
-            spark = build_session(master, f"streamscale-{uc}", conf=spark_conf)
-        gen = run = sampler = None
-        try:
-            if own_spark:
-                if cpus is not None:
-                    from streamscale.experiment.cpus import confine_spark
-
-                    confine_spark(spark, cpus)
-                warm_up_workers(spark, access, bootstrap, run_id)
-            gen = LoadGenerator(
-                GeneratorConfig(
-                    bootstrap,
-                    input_topic,
-                    sensors=sensors,
-                    workers=gen_workers,
-                    period_s=period_s,
-                    encoding=encoding,
-                    distribution=distribution,
-                    duration_s=duration_s,
+            session = sessions.session(master, f"streamscale-{uc}", spark_conf, cpus)
+        else:
+            session = contextlib.nullcontext(spark)
+        warmed = False
+        with session as spark:
+            gen = run = sampler = None
+            try:
+                if own_spark and not sessions.warmed:
+                    warm_up_workers(spark, access, bootstrap, run_id)
+                    sessions.warmed = warmed = True
+                gen = LoadGenerator(
+                    GeneratorConfig(
+                        bootstrap,
+                        input_topic,
+                        sensors=sensors,
+                        workers=gen_workers,
+                        period_s=period_s,
+                        encoding=encoding,
+                        distribution=distribution,
+                        duration_s=duration_s,
+                    )
+                ).start()
+                run = pipe.start(
+                    spark, bootstrap, input_topic, output_topic, starting_offsets="earliest", commit_group=group
                 )
-            ).start()
-            run = pipe.start(
-                spark, bootstrap, input_topic, output_topic, starting_offsets="earliest", commit_group=group
-            )
-            sampler = LagSampler(bootstrap, group, input_topic, on_sample=on_lag).start()
-            ticks0 = machine_ticks()
-            # lag is sampled while load is generated; after that it only shows the drain
-            deadline = time.monotonic() + duration_s
-            ctl0 = time.thread_time()
-            while time.monotonic() < deadline:
-                time.sleep(0.25)
-                for b in run.poll():
-                    _export(b)
-                    if on_batch:
-                        on_batch(asdict(b))
-                if run.exception() is not None:
-                    raise SparkError(f"{uc} failed: {run.exception()}")
-            controller_cpu = time.thread_time() - ctl0
-            machine = busy_pct(ticks0, machine_ticks())
-            lag = sampler.stop()
-            shuffles = None
-            with contextlib.suppress(Exception):
-                shuffles = run.shuffle_stages()
-        finally:
-            if sampler is not None:
-                sampler.stop(raise_error=False)  # raised above when the run got that far
-            if run is not None:
-                n_seen = len(run.batches)
-                run.stop()
-                for b in run.batches[n_seen:]:  # batches that finished while the query stopped
-                    _export(b)
-            gres = gen.stop() if gen is not None else None
-            if own_spark:
-                spark.stop()
-                remove_stopped_checkpoints()
-                if cpus is not None:
-                    from streamscale.experiment.cpus import release_spark
-
-                    release_spark()
-        if own_spark:  # the Spark workers that knew these topics are gone now
-            access.delete_topics([input_topic, output_topic, f"warmup-{run_id}"])
+                sampler = LagSampler(bootstrap, group, input_topic, on_sample=on_lag).start()
+                ticks0 = machine_ticks()
+                # lag is sampled while load is generated; after that it only shows the drain
+                deadline = time.monotonic() + duration_s
+                ctl0 = time.thread_time()
+                while time.monotonic() < deadline:
+                    time.sleep(0.25)
+                    for b in run.poll():
+                        _export(b)
+                        if on_batch:
+                            on_batch(asdict(b))
+                    if run.exception() is not None:
+                        raise SparkError(f"{uc} failed: {run.exception()}")
+                controller_cpu = time.thread_time() - ctl0
+                machine = busy_pct(ticks0, machine_ticks())
+                lag = sampler.stop()
+                shuffles = None
+                with contextlib.suppress(Exception):
+                    shuffles = run.shuffle_stages()
+            finally:
+                if sampler is not None:
+                    sampler.stop(raise_error=False)  # raised above when the run got that far
+                if run is not None:
+                    n_seen = len(run.batches)
+                    run.stop()
+                    for b in run.batches[n_seen:]:  # batches that finished while the query stopped
+                        _export(b)
+                gres = gen.stop() if gen is not None else None
+        if own_spark:
+            # a stopped session's workers knew these topics; a kept session's readers of them are
+            # idle (the query stopped) and are closed after a while (sparkio.readers.IDLE_CLOSE_S)
+            access.delete_topics([input_topic, output_topic] + ([f"warmup-{run_id}"] if warmed else []))
     batches = [asdict(b) for b in run.batches]
     steady = [b for b in run.batches[1:] if b.input_rows]
     processed = sum(b.input_rows for b in run.batches)

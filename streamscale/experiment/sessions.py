@@ -1,0 +1,95 @@
+"""The Spark sessions experiments run in: one afresh per experiment, or the last one kept for the next.
+
+A fresh session per experiment is the benchmark method's default (each experiment independent of
+the one before). Its price on a small machine is the start of the session's Python processes: an
+experiment's warm-up query took 14 s in a fresh session confined to one CPU and 2-3 s in the same
+session again (``/tmp`` script, three warm-ups in one session, docs/performance.md). Kept
+(``keep=True``; a spec's ``execution.reuse_spark``, the demo), the session of one experiment serves
+the next with the same master, configuration and CPUs, and only a change of those, a failure or
+:meth:`SparkSessions.close` stops it. There is at most one session: Spark runs one per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+
+class SparkSessions:
+    """Hands out Spark sessions; with ``keep``, the last one is kept for a next use with the same
+    settings. Use as a context manager (or call :meth:`close`) so a kept session is stopped."""
+
+    def __init__(self, keep: bool = False):
+        self.keep = keep
+        self._spark = None
+        self._key: tuple | None = None
+        self._cpus: int | None = None
+        self.started = 0  # sessions started: what a test of the keeping can count
+        self.warmed = False  # whether the current session's workers were warmed (warm_up_workers)
+
+    @contextlib.contextmanager
+    def session(self, master: str, app_name: str, conf: dict | None = None, cpus: int | None = None) -> Iterator:
+        """A session on ``master`` with ``conf``, its application confined to ``cpus`` CPUs (None: not
+        confined). Kept for the next use when ``keep`` and the block ended without an exception: a
+        failed run leaves the session in a state nobody knows, so it is stopped."""
+        key = (master, tuple(sorted((str(k), str(v)) for k, v in (conf or {}).items())), cpus)
+        if self._spark is not None and key != self._key:
+            self.close()
+        if self._spark is None:
+            self._start(master, app_name, conf, cpus, key)
+        ok = False
+        try:
+            yield self._spark
+            ok = True
+        finally:
+            if not (ok and self.keep):
+                self.close()
+
+    def _start(self, master: str, app_name: str, conf: dict | None, cpus: int | None, key: tuple) -> None:
+        from streamscale.sparkio.session import build_session
+
+        spark = build_session(master, app_name, conf=conf)
+        self._spark, self._key, self._cpus, self.warmed = spark, key, cpus, False
+        self.started += 1
+        if cpus is not None:
+            from streamscale.experiment.cpus import confine_spark
+
+            try:
+                confine_spark(spark, cpus)
+            except BaseException:
+                self.close()
+                raise
+
+    def confine(self, cpus: int) -> None:
+        """Confine the current session's application to ``cpus`` CPUs from now on (a session started
+        unconfined, e.g. to warm the JVM on every CPU first); it is kept as a session on ``cpus``."""
+        from streamscale.experiment.cpus import confine_spark
+
+        if self._spark is None or self._key is None:
+            raise RuntimeError("no Spark session to confine")
+        confine_spark(self._spark, cpus)
+        self._key, self._cpus = (*self._key[:2], cpus), cpus
+
+    def close(self) -> None:
+        """Stop the session (if any), remove what its stopped queries left, free its CPUs."""
+        spark, cpus = self._spark, self._cpus
+        self._spark = self._key = self._cpus = None
+        self.warmed = False
+        if spark is None:
+            return
+        from streamscale.pipelines.base import remove_stopped_checkpoints
+
+        try:
+            spark.stop()
+        finally:
+            remove_stopped_checkpoints()
+            if cpus is not None:
+                from streamscale.experiment.cpus import release_spark
+
+                release_spark()
+
+    def __enter__(self) -> SparkSessions:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
