@@ -54,6 +54,9 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium): 
     for row in rows:  # every point decided by the benchmark's trend through the batch commits
         assert row["valid"] == "True" and row["lag_basis"] == "batches", row
         assert float(row["sampler_cpu_pct"]) < 5.0  # harness overhead: under 5 % of one core
+    # one Spark session per run of equal core counts, the probe's (one core) the first experiments'
+    cores = [1] + [int(x["resources"]) for x in rows]
+    assert summary["spark_sessions"] == 1 + sum(a != b for a, b in zip(cores, cores[1:])), rows
     by_load = {x["load"]: x["resources"] for x in summary["results"]}
     for load in by_load:  # the metric is exactly what the experiments decided
         passed = sorted(int(x["resources"]) for x in rows if float(x["load"]) == load and x["passed"] == "True")
