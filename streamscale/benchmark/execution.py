@@ -81,10 +81,11 @@ class Execution:
             console.print(f"{self.results.path}: dropped a partial last row left by an interrupted run")
         self.done.update((r.key, r) for r in rows)
 
-    def passes(self, load, res, extra_repetitions: int | None = None) -> bool:
+    def passes(self, load, res, extra_repetitions: int | None = None, extra_only_failing: bool = False) -> bool:
         """Whether ``res`` resources hold ``load``: the spec's repetitions, a majority deciding;
         ``extra_repetitions`` overrides the spec's runs added for an undecided lag interval (the
-        demo adds one only where its answer hangs on the run)."""
+        demo adds one only where its answer hangs on the run), and ``extra_only_failing`` adds them
+        only for an undecided run whose point estimate fails (an undecided pass stands)."""
         reps = self.spec.execution.repetitions
         extra_limit = self.spec.execution.extra_repetitions if extra_repetitions is None else extra_repetitions
         verdicts: list[bool] = []
@@ -128,7 +129,8 @@ class Execution:
                     f"median batch {r.median_batch_ms:,.0f} ms"
                     f"{'' if r.valid else ' [red]INVALID[/]'}"
                 )
-            if r.lag_verdict == "undecided" and r.valid and r.dropped_slo and extra < extra_limit:
+            retry = r.lag_verdict == "undecided" and r.valid and r.dropped_slo and extra < extra_limit
+            if retry and not (extra_only_failing and r.passed):
                 extra += 1  # the interval straddles the limit: no verdict from this run, one more
                 console.print(f"  lag interval straddles the limit: repetition {reps + extra} added")
                 continue

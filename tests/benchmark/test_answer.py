@@ -160,9 +160,10 @@ def test_demo_ladder_finds_the_step_when_the_probe_underrated_one_core():
 
 
 def test_the_demo_runs_an_undecided_two_core_run_again_and_no_one_core_run(tmp_path):
-    """One run per point, but a two-core run whose lag interval straddles the limit runs once more:
-    a two-core run failed by chance turned a fresh-clone demo's step into "needs more than 2
-    cores". One-core runs are not repeated (most of the demo's runs)."""
+    """One run per point, but a two-core run that failed with a lag interval straddling the limit
+    runs once more: a two-core run failed by chance turned a fresh-clone demo's step into "needs
+    more than 2 cores". An undecided pass stands; one-core runs are not repeated (most of the
+    demo's runs)."""
     import dataclasses
 
     from streamscale.benchmark.execution import Execution
@@ -192,6 +193,19 @@ def test_the_demo_runs_an_undecided_two_core_run_again_and_no_one_core_run(tmp_p
     # 20,000 and 28,000 on one core: one run each, their own verdicts standing (pass, fail);
     # 28,000 on two: undecided and failed, run again, passed
     assert ran == [(20_000, 1, 0), (28_000, 1, 0), (28_000, 2, 0), (28_000, 2, 1)]
+    assert summary["results"] == [{"load": 20_000.0, "resources": 1}, {"load": 28_000.0, "resources": 2}]
+    # an undecided pass on two cores stands: no run added
+    ran.clear()
+
+    def run_passing(load, res, rep, on_lag=None):
+        ran.append((load, res, rep))
+        r = fake_result(load, res, rep, passed=res == 2 or load < 28_000)
+        return dataclasses.replace(r, lag_verdict="undecided")
+
+    summary = Execution(spec, tmp_path / "pass", run_passing).run(
+        search=lambda p: step_search(loads, two_cores_decided(p))
+    )
+    assert ran == [(20_000, 1, 0), (28_000, 1, 0), (28_000, 2, 0)]
     assert summary["results"] == [{"load": 20_000.0, "resources": 1}, {"load": 28_000.0, "resources": 2}]
     # without it (the demo as it was), the step's chance failure left no step
     ran.clear()
