@@ -2,6 +2,7 @@
 cluster (the real local run on 1 and 2 cores is the demo's: tests/test_demo.py)."""
 
 import csv
+from pathlib import Path
 
 import pytest
 
@@ -294,3 +295,21 @@ def test_a_run_whose_lag_samples_failed_is_not_judged():
     assert run_validity(True, 7, 150) == (True, "")  # 7 of 150 s: interpolated
     assert run_validity(True, 8, 150) == (False, "8 lag samples of 150 s failed: experiment invalid")
     assert run_validity(False, 0, 60) == (False, "generator fell short of its target rate: experiment invalid")
+
+
+def test_the_runner_keeps_spark_sessions_only_where_the_spec_says_so():
+    from streamscale.benchmark.experiment_runner import ExperimentRunner
+    from streamscale.experiment.sessions import SparkSessions
+
+    fresh = ExperimentRunner(parse_spec(spec_dict()), Path("."), "127.0.0.1:9092")
+    kept = ExperimentRunner(parse_spec(spec_dict(reuse_spark=True)), Path("."), "127.0.0.1:9092")
+    assert not fresh.sessions.keep and kept.sessions.keep
+    # the caller's sessions (the demo's, holding the probe's session) are the caller's to close
+    theirs = SparkSessions(keep=True)
+    closed = []
+    theirs.close = lambda: closed.append("theirs")
+    ExperimentRunner(parse_spec(spec_dict()), Path("."), "127.0.0.1:9092", theirs).close()
+    assert closed == []
+    kept.sessions.close = lambda: closed.append("own")
+    kept.close()
+    assert closed == ["own"]
