@@ -76,10 +76,11 @@ PROBE_SENSORS = BATCH
 # quite the same machine (during an experiment the generator and the broker share the CPUs, and
 # the probe drains batches of 100,000 records where an experiment's are what a second brought), so
 # the demo climbs the ladder on one core until a load fails there, tries that load on two, and
-# stops (``step_search``). Measured with the probe's warm batches and kept sessions (three demo
-# runs, docs/performance.md): one core held 1.15x of the probe's figure in all three and failed
-# 1.4x in two, which two cores held (and in the third failed 1.7x, which two held); so the ladder
-# starts at 1.15x and mostly takes three experiments (1.15x and 1.4x on one core, 1.4x on two).
+# stops (``step_search``). Measured with the probe's warm batches and kept sessions (nine demo
+# runs, docs/performance.md): one core held 1.15x of the probe's figure in eight, 1.4x in four of
+# those and 1.7x in two; so the ladder starts at 1.15x and mostly takes three or four experiments
+# (1.15x, and 1.4x, on one core until one fails, that load on two). Rungs spaced wider than ~1.2x
+# would overshoot two cores, which held only 10-30 % more than one here.
 # Starting at 0.4x and 1.0x, as it did, cost one or two experiments of ~30 s more. The rungs above
 # 1.7x are climbed only when the probe underrated one core: in one fresh-clone test run it read
 # 36,000 records/s (47,000-67,000 in others) and one core held every rung up to 1.7x, so the demo
