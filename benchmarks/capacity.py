@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from streamscale.benchmark.execution import run_execution
-from streamscale.benchmark.results import read_results
+from streamscale.benchmark.results import failed_without_output, read_results
 from streamscale.benchmark.spec import parse_spec
 from streamscale.broker import EmbeddedBroker
 from streamscale.experiment.standalone import StandaloneCluster
@@ -174,9 +174,7 @@ def print_runs(rows) -> None:
     for r in rows:
         if math.isfinite(r.latency_p95_ms or math.nan):
             latency = f"latency p95 {r.latency_p95_ms:,.0f} ms, "
-        elif not getattr(r, "latency_slo", True):
-            # a latency SLO failed the run because no window row came out after the warm-up: the
-            # line must say why it failed (its lag may be flat)
+        elif failed_without_output(r):
             latency = "no output row after the warm-up (latency SLO), "
         else:
             latency = ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -62,6 +63,14 @@ class ExperimentResult:
 COLUMNS = [f.name for f in fields(ExperimentResult)]
 _TYPES = {f.name: f.type for f in fields(ExperimentResult)}
 _BOOL = {"True": True, "False": False}
+
+
+def failed_without_output(r) -> bool:
+    """Whether a latency SLO failed the run because no window row came out after its warm-up (so
+    it has no p95 latency): its line must say why it failed, as its lag trend may be flat. Any
+    object with ``latency_p95_ms`` (NaN or None when unmeasured) and ``latency_slo`` will do."""
+    p95 = r.latency_p95_ms
+    return (p95 is None or math.isnan(p95)) and not getattr(r, "latency_slo", True)
 
 
 def exp_id(load, res, rep) -> str:

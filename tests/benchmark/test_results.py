@@ -105,3 +105,16 @@ def test_a_file_of_an_older_streamscale_takes_new_rows(tmp_path):
     back = read_results(tmp_path)
     assert [(r.load, r.passed) for r in back] == [(1000.0, True), (2000.0, False)]
     assert back[1].median_batch_ms == 950.0
+
+
+def test_a_run_failed_without_output_is_one_a_latency_slo_failed_with_no_p95():
+    from types import SimpleNamespace
+
+    from streamscale.benchmark.results import failed_without_output
+
+    nan = float("nan")
+    assert failed_without_output(SimpleNamespace(latency_p95_ms=nan, latency_slo=False))
+    assert failed_without_output(SimpleNamespace(latency_p95_ms=None, latency_slo=False))
+    assert not failed_without_output(SimpleNamespace(latency_p95_ms=nan, latency_slo=True))  # no SLO failed
+    assert not failed_without_output(SimpleNamespace(latency_p95_ms=4871.0, latency_slo=False))  # too slow
+    assert not failed_without_output(SimpleNamespace(latency_p95_ms=nan))  # rows from before the SLO
