@@ -27,10 +27,10 @@ from streamscale.errors import ConfigError, SparkError
 @dataclass
 class Probe:
     cores: int
-    rate: float  # records/s over the batches after the first
+    rate: float  # records/s over the rated batches (those after the `unrated` ones)
     records: int  # records those batches read
     batches: int
-    # (records, ms) of every batch that read records, the first included: the spread behind `rate`
+    # (records, ms) of every batch that read records, the unrated included: the spread behind `rate`
     per_batch: list[tuple[int, int]] = field(default_factory=list)
     unrated: int = 1  # the first batches of per_batch that `rate` leaves out (cold, or not confined)
 
@@ -121,10 +121,8 @@ def rate_batches(cores: int, batches: list, rated_from: int, records: int) -> Pr
         )
     n = sum(b.input_rows for b in steady)
     busy = sum(b.batch_ms for b in steady) / 1000
-    per_batch = [(b.input_rows, b.batch_ms) for b in batches[:rated_from] if b.input_rows]
-    unrated = len(per_batch)
-    per_batch += [(b.input_rows, b.batch_ms) for b in steady]
-    return Probe(cores, n / busy if busy > 0 else 0.0, n, len(steady), per_batch, unrated)
+    per_batch = [(b.input_rows, b.batch_ms) for b in batches if b.input_rows]
+    return Probe(cores, n / busy if busy > 0 else 0.0, n, len(steady), per_batch, len(per_batch) - len(steady))
 
 
 def _confine_after(run, n: int, confine, records: int, timeout: float = 300.0) -> int:
