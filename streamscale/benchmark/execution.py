@@ -25,7 +25,13 @@ from rich.console import Console
 
 from streamscale.benchmark.answer import answer, assumed_capacities
 from streamscale.benchmark.experiment_runner import ExperimentRunner, emission_period_s
-from streamscale.benchmark.results import ExperimentResult, ResultsFile, exp_id, failed_without_output
+from streamscale.benchmark.results import (
+    ExperimentResult,
+    ResultsFile,
+    exp_id,
+    failed_without_output,
+    old_late_rule_note,
+)
 from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
@@ -79,6 +85,9 @@ class Execution:
         rows, repaired = self.results.load()
         if repaired:
             console.print(f"{self.results.path}: dropped a partial last row left by an interrupted run")
+        old_rule = old_late_rule_note(rows)
+        if old_rule:
+            console.print(f"note: {self.results.path}: {old_rule}", highlight=False)
         self.done.update((r.key, r) for r in rows)
 
     def passes(self, load, res, extra_repetitions: int | None = None, extra_only_failing: bool = False) -> bool:

@@ -20,6 +20,13 @@ from streamscale.errors import ResultsError
 
 FILE_NAME = "experiments.csv"
 
+# How ``dropped`` was counted. "previous-watermark": a reading is late when its window ends at or
+# before the previous micro-batch's watermark, Spark's own rule (streamscale.pipelines.accounting).
+# Rows written before this column existed counted with the batch's own watermark, which also
+# counted readings Spark kept: read back, they say "batch-watermark".
+LATE_RULE = "previous-watermark"
+OLD_LATE_RULE = "batch-watermark"
+
 
 @dataclass
 class ExperimentResult:
@@ -54,6 +61,7 @@ class ExperimentResult:
     median_batch_ms: float = float("nan")  # micro-batches after the warm-up (Spark's triggerExecution)
     generator_cpu_pct: float = float("nan")  # the load generator's processes, % of one CPU over the run
     machine_cpu_pct: float = float("nan")  # all of the machine's CPUs busy while the load ran, %
+    late_rule: str = LATE_RULE  # how ``dropped`` was counted (see LATE_RULE)
 
     @property
     def key(self) -> tuple[float, int, int]:
@@ -73,6 +81,18 @@ def failed_without_output(r) -> bool:
     return (p95 is None or math.isnan(p95)) and not getattr(r, "latency_slo", True)
 
 
+def old_late_rule_note(rows: list[ExperimentResult]) -> str | None:
+    """One line when some rows counted dropped records by the old rule, else None."""
+    old = [r for r in rows if r.late_rule == OLD_LATE_RULE]
+    if not old:
+        return None
+    return (
+        f"{len(old)} of {len(rows)} experiments counted dropped records by an older rule (the batch's own "
+        "watermark, which also counted readings Spark kept): their 'dropped' figures and dropped-records "
+        "verdicts over-count; run them again in a new results directory to compare"
+    )
+
+
 def exp_id(load, res, rep) -> str:
     return f"load{load:g}_res{res}_rep{rep}"
 
@@ -80,7 +100,7 @@ def exp_id(load, res, rep) -> str:
 def _parse(row: dict, where: str) -> ExperimentResult:
     if None in row or None in row.values():
         raise ResultsError(f"{where}: a row has the wrong number of fields; move the file away to start over")
-    vals = {}
+    vals = {} if "late_rule" in row else {"late_rule": OLD_LATE_RULE}
     for k, v in row.items():
         t = _TYPES.get(k)
         try:

@@ -1,12 +1,15 @@
 """Exact count of the records Spark's watermark drops, computed on the executors.
 
 Spark drops a row of micro-batch N from a window aggregation when the row's window ends at or
-before W_N, the watermark of batch N (``batchWatermarkMs`` in the batch's offsets file: known
-before the batch runs). The Kafka source adds W_N to every row (option ``batchWatermarkFrom``),
-so the count is an ``observe()`` metric over the rows entering the aggregation, whatever the
-number of keys or open windows, and the same after a restart (a replayed batch reads the same
-offsets file). Spark's own ``numRowsDroppedByWatermark`` counts rows after partial aggregation
-(ten late readings of one sensor and window in one task count once): not records.
+before the batch's *late-events* watermark: since Spark 3.5 that is the previous batch's watermark
+(``batchWatermarkMs`` of ``offsets/<N-1>`` in the checkpoint, 0 for the first batch), while state
+is evicted with batch N's own (see :mod:`streamscale.sparkio.checkpoint`). A window ending between
+the two keeps the rows of batch N and closes in the same batch. The Kafka source adds the
+late-events watermark to every row (option ``batchWatermarkFrom``), so the count is an
+``observe()`` metric over the rows entering the aggregation, whatever the number of keys or open
+windows, and the same after a restart (a replayed batch reads the same offsets files). Spark's own
+``numRowsDroppedByWatermark`` counts rows after partial aggregation (ten late readings of one
+sensor and window in one task count once): not records.
 
 The windows of a reading are Spark's (``pyspark.sql.functions.window``): for slide s and length
 w, the last window start is ``ts - ((ts % s) + s) % s`` and the candidates are that start minus

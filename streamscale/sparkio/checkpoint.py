@@ -1,9 +1,14 @@
-"""What a streaming query's checkpoint says about a micro-batch: its event-time watermark.
+"""What a streaming query's checkpoint says about a micro-batch: its event-time watermarks.
 
 Spark writes ``<checkpoint>/offsets/<batch id>`` before it runs the batch: a version line, the
-batch metadata (``batchWatermarkMs`` is the watermark the batch's stateful operators use: what
-they drop as late and what they evict) and one line of offsets per source. A replayed batch
-reads the same file, so anything derived from it is the same after a restart.
+batch metadata and one line of offsets per source. A replayed batch reads the same file, so
+anything derived from it is the same after a restart.
+
+A stateful operator uses two watermarks in batch N (Spark 3.5+, ``IncrementalExecution`` with the
+``WatermarkPropagator``): state is evicted (and append-mode windows emitted) with batch N's own
+``batchWatermarkMs``, while input rows are dropped as late with the *previous* batch's,
+``batchWatermarkMs`` of ``offsets/<N-1>`` (``MicroBatchExecution.runBatch`` reads it from the log,
+so it is the same after a restart; 0 when there is no such entry, as for batch 0).
 
 Read with pyarrow's file systems, so a checkpoint on HDFS or S3 works as well as a local one.
 """
@@ -49,8 +54,41 @@ def batch_watermark_ms(checkpoint: str, batch_id: int) -> int:
     return _watermark(batch_metadata(checkpoint, batch_id))
 
 
+def late_events_watermark_ms(checkpoint: str, batch_id: int) -> int:
+    """The watermark below which Spark drops the input rows of batch ``batch_id`` as late:
+    ``batchWatermarkMs`` of the batch before it, 0 when the log has no entry for that one."""
+    if batch_id <= 0:
+        return 0
+    filesystem, root = _fs(checkpoint)
+    try:
+        lines = _lines(filesystem, f"{root}/offsets/{batch_id - 1}")
+    except FileNotFoundError:
+        return 0
+    except OSError as e:
+        if _missing(filesystem, f"{root}/offsets/{batch_id - 1}"):
+            return 0
+        raise SparkError(f"checkpoint {checkpoint}: cannot read offsets of batch {batch_id - 1} ({e})") from None
+    return _watermark(json.loads(lines[1]))
+
+
+def _missing(filesystem, path: str) -> bool:
+    from pyarrow import fs
+
+    return filesystem.get_file_info(path).type == fs.FileType.NotFound
+
+
 def watermark_for_offsets(checkpoint: str, end: dict) -> int:
-    """The watermark of the newest batch whose offsets for one source are ``end``.
+    """The eviction watermark (``batchWatermarkMs``) of the batch whose offsets are ``end``."""
+    return batch_watermark_ms(checkpoint, batch_for_offsets(checkpoint, end))
+
+
+def late_watermark_for_offsets(checkpoint: str, end: dict) -> int:
+    """The late-events watermark of the batch whose offsets are ``end`` (see the module notes)."""
+    return late_events_watermark_ms(checkpoint, batch_for_offsets(checkpoint, end))
+
+
+def batch_for_offsets(checkpoint: str, end: dict) -> int:
+    """The id of the newest batch whose offsets for one source are ``end``.
 
     Called while that batch is being planned: its offsets file is then the newest one (an older
     batch can end at the same offsets, e.g. before a batch without data, and is older)."""
@@ -68,7 +106,7 @@ def watermark_for_offsets(checkpoint: str, end: dict) -> int:
         for line in lines[2:]:
             try:
                 if json.loads(line) == want:
-                    return _watermark(json.loads(lines[1]))
+                    return batch_id
             except ValueError:
                 continue  # "-": a source without offsets in this batch
     raise SparkError(f"checkpoint {checkpoint}: no batch ends at offsets {end}: is it this query's?")

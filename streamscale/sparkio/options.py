@@ -29,10 +29,11 @@ _ARROW_BASE = [
     pa.field("timestampType", pa.int32()),
 ]
 
-# With option batchWatermarkFrom=<the query's checkpoint>: every row carries the event-time
-# watermark of its micro-batch (what Spark's stateful operators use in it), so late records can be
-# counted exactly on the executors (streamscale.pipelines.accounting).
-WATERMARK_FIELD = "batchWatermarkMs"
+# With option batchWatermarkFrom=<the query's checkpoint>: every row carries the watermark below
+# which Spark's stateful operators drop its micro-batch's rows as late (the previous batch's
+# batchWatermarkMs: streamscale.sparkio.checkpoint), so late records can be counted exactly on
+# the executors (streamscale.pipelines.accounting).
+WATERMARK_FIELD = "lateWatermarkMs"
 
 
 # kafka.* options the source manages itself, refused with what to use instead (as Spark's own)

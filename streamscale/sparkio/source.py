@@ -34,7 +34,7 @@ _BATCH_ROWS = 20_000
 
 class KafkaInputPartition(InputPartition):
     """One Spark task: ranges [start, end) of one group of Kafka partitions (see readers.group_of),
-    and the micro-batch's watermark when the source was asked for it (``batchWatermarkFrom``)."""
+    and the micro-batch's late-events watermark when the source was asked for it (``batchWatermarkFrom``)."""
 
     def __init__(
         self,
@@ -233,9 +233,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 ranges.setdefault(readers.group_of(i, groups), []).append((t, p, s, e))
         watermark = None
         if ranges and self.cfg.watermark_from:
-            from streamscale.sparkio.checkpoint import watermark_for_offsets
+            from streamscale.sparkio.checkpoint import late_watermark_for_offsets
 
-            watermark = watermark_for_offsets(self.cfg.watermark_from, end)
+            watermark = late_watermark_for_offsets(self.cfg.watermark_from, end)
         choices = tuple(((self.cfg.topics, groups, g), tuple(r)) for g, r in sorted(ranges.items()))
         if self._claims is None or len(choices) < 2:
             return [KafkaInputPartition(g, r, watermark) for g, r in choices]

@@ -7,7 +7,12 @@ import json
 import pytest
 
 from streamscale.errors import StreamscaleError
-from streamscale.sparkio.checkpoint import batch_watermark_ms, watermark_for_offsets
+from streamscale.sparkio.checkpoint import (
+    batch_watermark_ms,
+    late_events_watermark_ms,
+    late_watermark_for_offsets,
+    watermark_for_offsets,
+)
 
 
 def write_batch(root, batch_id, watermark, *sources):
@@ -38,3 +43,15 @@ def test_a_checkpoint_uri_is_read_through_pyarrow(tmp_path):
     write_batch(tmp_path, 3, 77, {"t": {"0": 1}})
     assert watermark_for_offsets(f"file://{tmp_path}", {"t": {"0": 1}}) == 77
     assert watermark_for_offsets(f"file:{tmp_path}", {"t": {"0": 1}}) == 77  # Hadoop's spelling
+
+
+def test_late_events_use_the_previous_batchs_watermark(tmp_path):
+    # Spark drops batch N's late rows with offsets/<N-1>'s batchWatermarkMs; 0 for batch 0 and
+    # where the log has no entry for N-1 (purged)
+    write_batch(tmp_path, 0, 0, {"t": {"0": 5}})
+    write_batch(tmp_path, 1, 1000, {"t": {"0": 9}})
+    write_batch(tmp_path, 2, 2500, {"t": {"0": 12}})
+    write_batch(tmp_path, 5, 9000, {"t": {"0": 20}})
+    assert [late_events_watermark_ms(str(tmp_path), b) for b in (0, 1, 2, 5)] == [0, 0, 1000, 0]
+    assert late_watermark_for_offsets(str(tmp_path), {"t": {"0": 12}}) == 1000  # batch 2's: batch 1's watermark
+    assert watermark_for_offsets(str(tmp_path), {"t": {"0": 12}}) == 2500  # its own, for eviction
