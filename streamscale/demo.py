@@ -196,7 +196,7 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
     # The spec says so (reuse_spark): a benchmark's experiments start afresh by default.
     with EmbeddedBroker(log_dir=out_dir / "logs") as broker, SparkSessions(keep=True) as sessions:
         console.print(
-            f"[bold]1/3[/] embedded broker (Tansu) at {broker.bootstrap}; Spark's and Java's own "
+            f"[bold]1/3[/] embedded broker (Apache Kafka) at {broker.bootstrap}; Spark's and Java's own "
             f"log: {spark_log_path()}, the Kafka clients': {kafka_log_path() or 'stderr'}",
             highlight=False,
         )
@@ -287,7 +287,7 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
 
     out_dir.mkdir(parents=True, exist_ok=True)
     with EmbeddedBroker(log_dir=out_dir / "logs") as broker, BrokerAccess(broker.bootstrap) as access:
-        console.print(f"[bold]1/4[/] embedded broker (Tansu) at {broker.bootstrap}")
+        console.print(f"[bold]1/4[/] embedded broker (Apache Kafka) at {broker.bootstrap}")
         access.create_topic("input", partitions)
         console.print(f"[bold]2/4[/] Spark session on {master} (the first micro-batch starts Python workers)")
         spark = build_session(master, "streamscale-demo")

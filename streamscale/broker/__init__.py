@@ -1,4 +1,4 @@
-"""Broker concern: the embedded Tansu broker and the one module that talks to any broker."""
+"""Broker concern: the embedded Apache Kafka broker and the one module that talks to any broker."""
 
 from streamscale.broker.access import BrokerAccess, TopicNotFound
 from streamscale.broker.embedded import BrokerError, EmbeddedBroker, resolve_bootstrap

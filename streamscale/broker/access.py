@@ -1,33 +1,12 @@
-"""The one place that talks to the broker's admin side and works around broker gaps.
+"""The one place that talks to the broker's admin side: topics, offsets, consumer-group offsets.
 
-Known gaps of the embedded broker (Tansu, measured with confluent-kafka 2.16):
+Offsets come from ListOffsets, exact on Apache Kafka: the log-start offset (earliest), the high
+watermark (latest, read_uncommitted) and the last stable offset (latest, read_committed).
 
-* ListOffsets(latest) answers the base offset of the partition's *last batch* + 1,
-  not the log end: a partition holding 25,005 records answered 25,001. The high
-  watermark that Fetch responses carry is right. :meth:`BrokerAccess.end_offsets`
-  therefore starts from ListOffsets and then fetches from that offset to read
-  the high watermark; the answer is exact on Tansu and on Apache Kafka alike.
-* ListOffsets(earliest) sometimes answers an offset inside the log: a partition whose records
-  start at 0 answered 1,345 (seen on about one 8-partition topic in ten, 600,000 records from
-  two producers; a consumer assigned at 0 reads records 0..1,344 all right). A query starting
-  from "earliest" silently skipped them. :meth:`BrokerAccess.start_offsets` therefore fetches
-  from offset 0 wherever the answer is above 0 and takes the first record's offset when it is
-  lower (on Apache Kafka the fetch says out of range, and the listed offset stands).
-* A metadata request naming a topic creates it. Existence checks here list all
-  topics instead, so asking about a topic never creates it.
-* CreatePartitions is unsupported (raises :class:`UnsupportedByBroker`).
-* Deleting a topic crashes any librdkafka client (2.16) that still knows the topic: its next
-  metadata answer names the topic with a null name and librdkafka dereferences it
-  (strcmp(NULL) in rd_kafka_metadata_cache_find; gdb backtrace). So no client here outlives
-  the call that needed it (the end-offset probe is closed after every use), and topics are
-  deleted only after the processes that read or wrote them (Spark workers, generators) are gone.
-* read_committed fetches are not filtered: records of aborted transactions are delivered (the
-  fetch response carries no aborted-transaction list; measured with 4 transactions, 2 aborted).
-  Transaction markers are skipped as usual. Tests that read transactional logs compare with a
-  plain read_committed consumer's read, so they hold on this broker and on Kafka alike.
-* DescribeLogDirs cannot be asked through confluent-kafka at all, so per-partition
-  log sizes are not available; :meth:`supports_log_dirs` says so and callers
-  estimate bytes from offset deltas times measured record sizes.
+Topic existence is answered by listing all topics, never by a metadata request naming the topic:
+a cluster with ``auto.create.topics.enable=true`` (Kafka's default, though not the embedded
+broker's) would create it. confluent-kafka's AdminClient has no DescribeLogDirs, so per-partition
+log sizes are not asked for (:meth:`BrokerAccess.supports_log_dirs`).
 """
 
 from __future__ import annotations
@@ -35,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import time
-import uuid
 from collections.abc import Iterable
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
@@ -54,6 +32,13 @@ from streamscale.waiting import wait_for
 _OFFSET_INVALID = -1001
 
 CONNECT_TIMEOUT_ENV = "STREAMSCALE_CONNECT_TIMEOUT"
+# answers of a partition whose leader is moving or not yet serving it: ask again
+_LEADER_ERRORS = (
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.NOT_COORDINATOR,
+)
 
 
 def connect_timeout() -> float:
@@ -106,7 +91,6 @@ class BrokerAccess:
         self.bootstrap = self.connection.bootstrap
         self.timeout = timeout
         self.admin = self.connection.admin()
-        self.last_probe_records = 0  # records the last offset probe handed to Python (its cost)
 
     # -- topics ---------------------------------------------------------------------------
     def topics(self) -> dict[str, int]:
@@ -125,6 +109,16 @@ class BrokerAccess:
         if t is None or t.error is not None:
             raise TopicNotFound(f"topic '{topic}' does not exist on {self.bootstrap}")
         return sorted(t.partitions)
+
+    def _served(self, topics: dict[str, int]) -> bool:
+        md = self.admin.list_topics(timeout=self.timeout)
+        for name, count in topics.items():
+            t = md.topics.get(name)
+            if t is None or t.error is not None or len(t.partitions) != count:
+                return False
+            if any(p.leader < 0 for p in t.partitions.values()):
+                return False
+        return True
 
     def create_topic(
         self,
@@ -156,9 +150,9 @@ class BrokerAccess:
                         continue
                     raise ConfigError(f"topic '{name}' already exists") from exc
                 raise KafkaClientError(f"could not create topic '{name}': {err.str()}") from exc
-        self._await(
-            lambda: all(self.topics().get(t) == p for t, p in topics.items()), f"topics {sorted(topics)} to appear"
-        )
+        # created is not yet served: wait until every partition has a leader, as Kafka's own test
+        # harnesses do, or the first ListOffsets or produce right after would be refused
+        self._await(lambda: self._served(topics), f"topics {sorted(topics)} to have leaders")
 
     def delete_topics(self, topics: Iterable[str], missing_ok: bool = True) -> None:
         existing = self.topics()
@@ -187,10 +181,11 @@ class BrokerAccess:
                     f"create the topic with {total} partitions instead"
                 ) from exc
             raise KafkaClientError(f"could not add partitions to '{topic}': {exc.args[0].str()}") from exc
+        self._await(lambda: self._served({topic: total}), f"topic '{topic}' to have {total} partitions with leaders")
 
     @staticmethod
     def supports_log_dirs() -> bool:
-        """DescribeLogDirs is not exposed by confluent-kafka's AdminClient (nor served by Tansu)."""
+        """Whether the client can ask DescribeLogDirs (confluent-kafka's AdminClient cannot, up to 2.16)."""
         return hasattr(AdminClient, "describe_log_dirs")
 
     # -- offsets --------------------------------------------------------------------------
@@ -199,136 +194,25 @@ class BrokerAccess:
 
         level = IsolationLevel.READ_COMMITTED if isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
         req = {TopicPartition(topic, p): spec for p in parts}
-        res = self.admin.list_offsets(req, isolation_level=level, request_timeout=self.timeout)
-        return {tp.partition: fut.result().offset for tp, fut in res.items()}
+        deadline = time.monotonic() + self.timeout
+        while True:
+            res = self.admin.list_offsets(req, isolation_level=level, request_timeout=self.timeout)
+            try:
+                return {tp.partition: fut.result().offset for tp, fut in res.items()}
+            except KafkaException as exc:
+                # a leader moving or not yet known (a topic just created, a broker restarting)
+                err = exc.args[0]
+                if not (err.retriable() or err.code() in _LEADER_ERRORS) or time.monotonic() > deadline:
+                    raise KafkaClientError(f"offsets of '{topic}': {exc.args[0].str()}") from exc
+                time.sleep(0.05)
 
     def start_offsets(self, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
         """Exact log-start offsets (the first offset a consumer can read)."""
-        listed = self._list_offsets(topic, self.partitions(topic), OffsetSpec.earliest(), isolation)
-        above = {p: o for p, o in listed.items() if o > 0}
-        return {**listed, **self._fetch_log_starts(topic, above, isolation)} if above else listed
-
-    def _fetch_log_starts(self, topic: str, listed: dict[int, int], isolation: str) -> dict[int, int]:
-        # A fetch from 0 returns the log's first batch, or an out-of-range error when the log
-        # really starts later (retention, DeleteRecords): then the listed offset is right.
-        def answer(_probe, p, msg):
-            return listed[p] if msg.error() is not None else min(listed[p], msg.offset())
-
-        return self._fetch_each(
-            topic,
-            {p: 0 for p in listed},
-            isolation,
-            answer,
-            (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE),
-            "start offsets (records could be skipped)",
-            {"auto.offset.reset": "error"},
-        )
-
-    def listed_end_offsets(self, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
-        """What ListOffsets(latest) answers: too low on Tansu; use :meth:`end_offsets`."""
-        return self._list_offsets(topic, self.partitions(topic), OffsetSpec.latest(), isolation)
+        return dict(sorted(self._list_offsets(topic, self.partitions(topic), OffsetSpec.earliest(), isolation).items()))
 
     def end_offsets(self, topic: str, isolation: str = "read_uncommitted") -> dict[int, int]:
         """Exact log-end offsets (high watermark; last stable offset for read_committed)."""
-        parts = self.partitions(topic)
-        listed = self._list_offsets(topic, parts, OffsetSpec.latest(), isolation)
-        return self._fetch_watermarks(topic, listed, isolation)
-
-    def _probe(self, isolation: str, **extra):
-        return self.connection.consumer(
-            {
-                "group.id": f"streamscale-probe-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "isolation.level": isolation,
-                "fetch.wait.max.ms": 10,
-                "max.partition.fetch.bytes": 1,
-                "fetch.max.bytes": 1024 * 1024,
-                "queued.max.messages.kbytes": 1024,
-                "allow.auto.create.topics": False,
-                **extra,
-            }
-        )
-
-    def _fetch_watermarks(self, topic: str, listed: dict[int, int], isolation: str) -> dict[int, int]:
-        # A fetch from the listed offset is always in range (listed <= log end) and its
-        # response carries the true high watermark, which librdkafka caches: a partition is
-        # answered by its first response, whether or not its records have reached the app.
-        def answer(probe, p, _msg):  # _msg: None (cached)
-            hi = probe.get_watermark_offsets(TopicPartition(topic, p), cached=True)[1]
-            return None if hi == _OFFSET_INVALID else max(hi, listed[p])
-
-        return self._fetch_each(
-            topic,
-            {p: max(o, 0) for p, o in listed.items()},
-            isolation,
-            answer,
-            (),
-            "end offsets (tail records could be lost)",
-            cached=True,
-        )
-
-    def _fetch_each(
-        self,
-        topic: str,
-        start_at: dict[int, int],
-        isolation: str,
-        answer,
-        tolerated: tuple,
-        what: str,
-        extra: dict | None = None,
-        cached: bool = False,
-    ) -> dict[int, int]:
-        """Fetch each partition from ``start_at[p]`` with a probe consumer until
-        ``answer(probe, p, message)`` gives its value (None: wait for the next response); errors
-        other than end-of-partition and ``tolerated`` ones are raised. ``cached``: ``answer(probe, p,
-        None)`` reads what librdkafka cached from the fetch responses, so every pending partition
-        is asked once after each round (its records need not have come out of the queue), and the
-        records are only checked for errors.
-
-        An answered partition is unassigned at once. The probe's one queue holds the records of all
-        partitions in the order they came (a fetch answers with whole stored batches, at least one
-        whatever ``max.partition.fetch.bytes`` says, and the one holding the listed offset is the
-        last): left assigned, the answered partitions kept being fetched, and under load the
-        records of the next partition sat behind thousands of theirs —
-        at 150,000 records/s into 8 partitions a lag sample consumed ~4,000 records per partition,
-        and twice in one capacity run a partition went unanswered for 15 s."""
-        probe = self._probe(isolation, **(extra or {}))
-        probe.assign([TopicPartition(topic, p, o) for p, o in start_at.items()])
-        pending = set(start_at)
-        result: dict[int, int] = {}
-        deadline = time.monotonic() + self.timeout
-
-        def settle(p, value) -> None:
-            if value is not None and p in pending:
-                result[p] = value
-                pending.discard(p)
-                # librdkafka drops the records of an unassigned partition still in the queue
-                probe.incremental_unassign([TopicPartition(topic, p)])
-
-        self.last_probe_records = 0
-        try:
-            while pending and time.monotonic() < deadline:
-                msgs = probe.consume(num_messages=4 * len(pending), timeout=0.01)
-                self.last_probe_records += len(msgs)
-                for msg in msgs:
-                    err = msg.error()
-                    if err is not None and err.code() not in (KafkaError._PARTITION_EOF, *tolerated):
-                        raise KafkaClientError(f"fetching '{topic}' [{msg.partition()}]: {err.str()}")
-                    p = msg.partition()
-                    if not cached and p in pending:
-                        settle(p, answer(probe, p, msg))
-                if cached:
-                    for p in list(pending):
-                        settle(p, answer(probe, p, None))
-        finally:
-            probe.close()  # see the module notes: a probe that outlives a topic deletion crashes
-        if pending:
-            raise KafkaClientError(
-                f"no fetch response for '{topic}' partitions {sorted(pending)} within {self.timeout} s; "
-                f"refusing to guess {what}"
-            )
-        return dict(sorted(result.items()))
+        return dict(sorted(self._list_offsets(topic, self.partitions(topic), OffsetSpec.latest(), isolation).items()))
 
     def committed_offsets(self, group: str, topic: str) -> dict[int, int]:
         """Offsets the consumer group has committed (partitions without a commit are left out)."""

@@ -293,14 +293,15 @@ class KafkaConnection:
     def reader_settings(self, group: str, **extra) -> dict:
         """Settings of a consumer that reads in short cycles or bounded ranges.
 
-        The embedded broker holds a fetch for the whole fetch.wait.max.ms even when data is there,
-        and librdkafka pauses a full prefetch queue for fetch.queue.backoff.ms (1 s by default): both
-        are kept low. Offsets are never auto-committed and reading never creates a topic."""
+        librdkafka pauses a full prefetch queue for fetch.queue.backoff.ms (1 s by default): kept
+        low. fetch.wait.max.ms stays at its default (500 ms): Kafka answers a fetch as soon as
+        records are there, and a shorter wait only makes an idle reader ask more often (one reader
+        at 5 ms cost the embedded broker ~50 % of a CPU on an idle topic, at 500 ms nothing
+        measurable). Offsets are never auto-committed and reading never creates a topic."""
         return {
             "group.id": group,
             "enable.auto.commit": False,
             "allow.auto.create.topics": False,
-            "fetch.wait.max.ms": 5,
             "fetch.queue.backoff.ms": 5,
             **extra,
         }

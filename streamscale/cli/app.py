@@ -24,7 +24,7 @@ root = typer.Typer(
     pretty_exceptions_enable=False,
     help="Benchmark how PySpark Structured Streaming pipelines scale over a Kafka-protocol broker.",
 )
-broker_app = typer.Typer(no_args_is_help=True, help="The embedded Kafka-protocol broker (Tansu).")
+broker_app = typer.Typer(no_args_is_help=True, help="The embedded broker (Apache Kafka, KRaft mode, one node).")
 topic_app = typer.Typer(no_args_is_help=True, help="Topics on the broker.")
 root.add_typer(broker_app, name="broker")
 root.add_typer(topic_app, name="topic")

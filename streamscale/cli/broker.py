@@ -11,18 +11,24 @@ from streamscale.cli.app import Bootstrap, KafkaConfig, KafkaProperty, broker_ap
 
 # -- broker --------------------------------------------------------------------------------
 @broker_app.command("start")
-def broker_start(port: int = typer.Option(None, help="Port on 127.0.0.1 (default: a free one)")):
-    """Start the embedded broker in the background; prints its bootstrap address."""
+def broker_start(
+    port: int = typer.Option(None, help="Port on 127.0.0.1 (default: a free one)"),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Keep the broker's storage here (default: a temporary directory removed on stop)"
+    ),
+):
+    """Start the embedded broker (Apache Kafka) in the background; prints its bootstrap address."""
     from streamscale.broker.embedded import daemon_start
 
-    info = daemon_start(port)
+    info = daemon_start(port, data_dir)
     out.print(f"broker running at [bold]{info.bootstrap}[/] (pid {info.pid}, log {info.log_path})")
-    out.print("data is kept in memory only; stop it with `streamscale broker stop`")
+    kept = "removed when it stops" if info.temporary else "kept"
+    out.print(f"data in {info.data_dir} ({kept}); stop it with `streamscale broker stop`")
 
 
 @broker_app.command("stop")
 def broker_stop():
-    """Stop the embedded broker started by `broker start` (its data is lost)."""
+    """Stop the embedded broker started by `broker start` (its data is removed unless --data-dir kept it)."""
     from streamscale.broker.embedded import daemon_stop
 
     info = daemon_stop()
@@ -69,7 +75,7 @@ def topic_delete(
     kafka_property: list[str] = KafkaProperty,
     kafka_config: Path = KafkaConfig,
 ):
-    """Delete topics (on the embedded broker this frees their memory)."""
+    """Delete topics."""
     from streamscale.broker import BrokerAccess
 
     with BrokerAccess(kafka_connection(bootstrap, kafka_property, kafka_config)) as access:

@@ -11,10 +11,10 @@ from streamscale.cli.app import out, root
 
 @root.command("doctor")
 def doctor():
-    """Check what streamscale needs: Java 17+, PySpark, the embedded broker binary."""
+    """Check what streamscale needs: Java 17+, PySpark, Apache Kafka's jars for the embedded broker."""
     import platform
 
-    from streamscale.broker.embedded import resolve_tansu_binary
+    from streamscale.broker.kafka_server import kafka_libs, kafka_version
     from streamscale.sparkio.session import java_version
 
     ok = True
@@ -22,7 +22,7 @@ def doctor():
         ("java", lambda: f"Java {java_version()}"),
         ("pyspark", lambda: __import__("pyspark").__version__),
         ("confluent-kafka", lambda: __import__("confluent_kafka").version()[0]),
-        ("tansu", resolve_tansu_binary),
+        ("kafka", lambda: f"Apache Kafka {kafka_version()} in {kafka_libs()}"),
     ]:
         try:
             out.print(f"[green]ok[/]   {name}: {check()}")

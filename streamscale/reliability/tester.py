@@ -28,6 +28,7 @@ from streamscale.errors import KafkaClientError, WaitTimeout
 from streamscale.observe import prometheus
 from streamscale.reliability.spec import BrokerRestart, ProxyFault
 from streamscale.reliability.testbeds import Testbed
+from streamscale.waiting import wait_for
 
 log = logging.getLogger("streamscale.reliability")
 
@@ -221,6 +222,14 @@ def receive(bootstrap: KafkaConnection | str, topic: str, isolation: str, timeou
     """Every id in the topic (read from the start up to the end offsets, at ``isolation``)."""
     conn = KafkaConnection.of(bootstrap)
     with BrokerAccess(conn) as access:
+        if isolation == "read_committed":
+            # the coordinator writes a transaction's markers after its commit (or abort) returned:
+            # the last stable offset reaches the log end once every transaction is decided
+            wait_for(
+                lambda: access.end_offsets(topic, isolation) == access.end_offsets(topic),
+                timeout_s,
+                f"every transaction in {topic} to be decided",
+            )
         ends = access.end_offsets(topic, isolation)
     c = conn.consumer(
         conn.reader_settings(
@@ -349,8 +358,5 @@ def run_trial(
     result.producer_errors = ", ".join(f"{k}:{v}" for k, v in sorted(sender.errors.items()))
     result.aborted_transactions = sender.aborted
     if result.broker_restarted:
-        result.note = (
-            "broker restarted mid-run; the embedded broker keeps data in memory only, so what it held "
-            "before the restart is gone"
-        )
+        result.note = "broker restarted mid-run (stopped and started again on its storage)"
     return result

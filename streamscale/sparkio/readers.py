@@ -1,6 +1,6 @@
 """Worker-side Kafka readers of the source: one consumer per task group, kept across micro-batches.
 
-Why it is built this way (measured on the embedded broker, issue 13):
+Why it is built this way (measured with librdkafka 2.x):
 
 * Pausing and resuming a partition costs librdkafka 0.7-1 s before the next record arrives (the
   resume waits out a backoff that started at the pause), and a fresh assignment about as long. A
@@ -10,7 +10,7 @@ Why it is built this way (measured on the embedded broker, issue 13):
 * A Spark task reads one *group* of Kafka partitions (see :func:`group_of`), and a Python worker
   keeps one consumer per group. The broker then sees one fetch request per group and
   ``fetch.wait.max.ms`` per worker, whatever the number of partitions, and idle readers at the
-  log end cost it little (50 ms wait: ~0.006 of a core per reader, records ~11 ms after they land).
+  log end cost it little (the broker holds their fetch until records land or 500 ms pass).
 * Spark gives a task to whichever Python worker is free, so a worker's reader may be behind the
   range it is asked for (another worker read the ranges in between). Up to ``SKIP_LIMIT`` records
   are skipped from the queue (cheaper than a seek, which drops the prefetched records); beyond
@@ -217,10 +217,9 @@ class GroupReader:
 
 
 def reader_conf(conn: KafkaConnection) -> dict:
-    """The short-fetch reader settings of the connection (the one place for broker workarounds),
-    with the source's own: an idle reader at the log end asks again every fetch.wait.max.ms, and
-    the embedded broker answers as soon as records are there, so 50 ms rather than 5 keeps idle
-    readers cheap (measured: ~0.006 of a core per reader instead of ~0.03) at ~11 ms latency.
+    """The reader settings of the connection, with the source's own. An idle reader at the log end
+    asks again every fetch.wait.max.ms (the default, 500 ms: the broker answers as soon as records
+    are there, so a longer wait costs no latency and keeps idle readers cheap for the broker).
     Defaults: the source's ``kafka.*`` options (the connection's properties) override them."""
     return conn.reader_settings(
         f"streamscale-reader-{uuid.uuid4().hex[:12]}",
@@ -228,7 +227,6 @@ def reader_conf(conn: KafkaConnection) -> dict:
             "enable.auto.offset.store": False,
             "enable.partition.eof": True,
             "auto.offset.reset": "error",
-            "fetch.wait.max.ms": 50,
             "max.partition.fetch.bytes": 8 * 1024 * 1024,
             "queued.max.messages.kbytes": 32 * 1024,
         },

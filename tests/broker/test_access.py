@@ -1,17 +1,14 @@
 import pytest
 
 from streamscale.broker import TopicNotFound
-from streamscale.errors import UnsupportedByBroker
+from streamscale.waiting import wait_for
 from tests.conftest import produce
 
 
 def test_end_offsets_exact_after_batched_idempotent_production(broker, access, topic_factory):
-    # The measured gap: 25,005 records in one partition, ListOffsets answered 25,001.
     topic = topic_factory(1)
     n = produce(broker.bootstrap, topic, ((b"k", b"v%d" % i, 0) for i in range(25_005)))
     assert access.end_offsets(topic) == {0: n}
-    listed = access.listed_end_offsets(topic)[0]
-    assert listed <= n  # on Tansu strictly less: the workaround is what makes the line above hold
 
 
 def test_end_offsets_exact_on_many_partitions(broker, access, topic_factory):
@@ -22,28 +19,17 @@ def test_end_offsets_exact_on_many_partitions(broker, access, topic_factory):
     assert access.start_offsets(topic) == {p: 0 for p in range(5)}
 
 
-def test_end_offsets_pull_a_few_records_whatever_the_batches_hold(broker, access, topic_factory):
-    # The probe fetches from ListOffsets' answer, inside each partition's last stored batch, and
-    # Tansu answers with the whole batch. Answered partitions used to stay assigned and their
-    # records came out of the probe's one queue ahead of the next partition's: 26,000 records per
-    # lag sample at 150,000 records/s, and under load a partition unanswered for 15 s (a capacity
-    # run's lag sampler died of it). Each partition must cost a handful of records, however large
-    # its last batch.
-    topic = topic_factory(8)
-    counts = {p: 5000 + 11 * p for p in range(8)}
-    produce(
-        broker.bootstrap,
-        topic,
-        ((None, b"x" * 50, p) for p, c in counts.items() for _ in range(c)),
-        **{"linger.ms": 500, "batch.num.messages": 10_000},
-    )
-    listed = access.listed_end_offsets(topic)
-    assert sum(counts[p] - listed[p] for p in counts) > 1000  # the last batches are large: the case
-    assert access.end_offsets(topic) == counts
-    # a round of the probe takes at most 4 records per pending partition, and every round that
-    # takes a partition's records answers it (its response has come): at most 4 x (8 + 7 + ... + 1).
-    # The old probe pulled every record after `listed`: 35,228.
-    assert access.last_probe_records <= 4 * 36
+def test_start_offsets_follow_deleted_records(broker, access, topic_factory):
+    # the log start moves when records are deleted (retention, DeleteRecords): a query from
+    # "earliest" must start there, not at 0
+    from confluent_kafka import TopicPartition
+
+    topic = topic_factory(2)
+    produce(broker.bootstrap, topic, ((None, b"x", i % 2) for i in range(200)))
+    for fut in access.admin.delete_records([TopicPartition(topic, 0, 40)]).values():
+        fut.result()
+    assert access.start_offsets(topic) == {0: 40, 1: 0}
+    assert access.end_offsets(topic) == {0: 100, 1: 100}
 
 
 def test_end_offsets_count_transaction_markers(broker, access, topic_factory):
@@ -56,8 +42,8 @@ def test_end_offsets_count_transaction_markers(broker, access, topic_factory):
     for i in range(10):
         p.produce(topic, value=b"%d" % i)
     p.commit_transaction(30)
-    # 10 records + 1 commit marker
-    assert access.end_offsets(topic) == {0: 11}
+    # 10 records + 1 commit marker; the coordinator writes the marker after the commit returns
+    wait_for(lambda: access.end_offsets(topic) == {0: 11}, 30, "the commit marker")
     assert access.end_offsets(topic, "read_committed") == {0: 11}
 
 
@@ -89,15 +75,11 @@ def test_committed_offsets_and_lag(broker, access, topic_factory):
     assert access.lag("g-lag", topic) == {0: 30, 1: 0}
 
 
-def test_unsupported_apis_degrade_clearly(access, topic_factory):
+def test_partitions_can_be_added(access, topic_factory):
     topic = topic_factory(1)
-    assert access.supports_log_dirs() is False
-    try:
-        access.create_partitions(topic, 3)
-    except UnsupportedByBroker as exc:
-        assert "CreatePartitions" in str(exc)
-    else:  # an external Kafka cluster does support it
-        assert access.topics()[topic] == 3
+    access.create_partitions(topic, 3)
+    assert access.topics()[topic] == 3
+    assert access.end_offsets(topic) == {0: 0, 1: 0, 2: 0}
 
 
 @pytest.mark.parametrize("name", ["", "bad topic", "a/b", "x" * 250, ".", "..", "ü"])
@@ -114,28 +96,62 @@ def test_creating_no_topics_is_a_no_op(access):
     access.create_topics({})  # a second autoscaler run with nothing new to create used to crash here
 
 
-def test_start_offsets_corrected_when_listed_earliest_is_inside_the_log(broker, access, topic_factory, monkeypatch):
-    # Tansu sometimes answers ListOffsets(earliest) with an offset inside the log (1,345 for a
-    # partition starting at 0); a query from "earliest" skipped the records before it. Replay
-    # such answers and check that the records a consumer can read from 0 win.
-    from confluent_kafka.admin import OffsetSpec
+def test_read_committed_reads_skip_aborted_transactions_at_the_broker(broker, access, topic_factory):
+    # Kafka filters the records of aborted transactions out of read_committed fetches (the fetch
+    # response lists them): a consumer sees the committed records only, in order
+    from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-    from streamscale.broker.access import BrokerAccess
+    topic = topic_factory(1)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"tx-{topic}"})
+    p.init_transactions(30)
+    expected = []
+    for t in range(4):
+        p.begin_transaction()
+        values = [b"t%d-%d" % (t, i) for i in range(25)]
+        for v in values:
+            p.produce(topic, value=v)
+        p.flush(30)  # in the log before the abort (an abort purges what is still queued locally)
+        if t % 2:
+            p.abort_transaction(30)
+        else:
+            p.commit_transaction(30)
+            expected += values
+    # 100 records and 4 markers (written by the coordinator after each commit or abort returns);
+    # then the last stable offset is the end (no transaction open)
+    wait_for(lambda: access.end_offsets(topic, "read_committed") == {0: 104}, 30, "the last marker")
+    assert access.end_offsets(topic) == {0: 104}
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"rc-{topic}",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    try:
+        while True:
+            m = c.poll(10)
+            assert m is not None, "no end of partition within 10 s"
+            if m.error() is not None:
+                assert m.error().code() == KafkaError._PARTITION_EOF
+                break
+            got.append(m.value())
+    finally:
+        c.close()
+    assert got == expected
 
-    topic = topic_factory(3)
-    produce(broker.bootstrap, topic, ((None, b"x%d" % i, i % 2) for i in range(3000)))  # partition 2 empty
-    real = BrokerAccess._list_offsets
 
-    def inflated(self, t, parts, spec, isolation):
-        got = real(self, t, parts, spec, isolation)
-        if isinstance(spec, type(OffsetSpec.earliest())):
-            return {p: {0: 1345, 1: 7, 2: 0}[p] for p in got}
-        return got
+def test_producing_to_a_missing_topic_is_an_error_not_a_new_topic(broker, access):
+    # the embedded broker never creates a topic on a metadata request or a produce
+    from confluent_kafka import KafkaError, Producer
 
-    monkeypatch.setattr(BrokerAccess, "_list_offsets", inflated)
-    assert access._list_offsets(topic, access.partitions(topic), OffsetSpec.earliest(), "read_uncommitted") == {
-        0: 1345,
-        1: 7,
-        2: 0,
-    }  # the replayed wrong answers are in place
-    assert access.start_offsets(topic) == {0: 0, 1: 0, 2: 0}
+    errors = []
+    p = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 3000})
+    p.produce("typo-topic-never-created", value=b"x", on_delivery=lambda e, m: errors.append(e))
+    p.flush(10)
+    assert errors and errors[0] is not None
+    assert errors[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._MSG_TIMED_OUT, KafkaError._UNKNOWN_TOPIC)
+    assert not access.topic_exists("typo-topic-never-created")

@@ -20,13 +20,55 @@ def _alive(pid: int) -> bool:
 
 def test_context_manager_starts_on_free_loopback_port_and_stops(tmp_path):
     with EmbeddedBroker(log_dir=tmp_path) as b:
-        pid = b.proc.pid
+        pid, data = b.proc.pid, b.data_dir
         assert b.bootstrap.startswith("127.0.0.1:")
         with BrokerAccess(b.bootstrap) as a:
             a.create_topic("x", 2)
             assert a.topics() == {"x": 2}
-        assert (tmp_path / f"tansu-{b.port}.log").exists()
+        log = (tmp_path / f"kafka-{b.port}.log").read_text()
+        assert "Kafka Server started" in log  # Kafka's own log goes to the file
+        props = (data / "server.properties").read_text()
+        assert "auto.create.topics.enable=false" in props and "process.roles=broker,controller" in props
     assert not _alive(pid)
+    assert not data.exists()  # the temporary storage goes with the broker
+
+
+def test_a_kept_data_dir_keeps_topics_and_records_across_starts(tmp_path):
+    from tests.conftest import produce
+
+    data = tmp_path / "data"
+    with EmbeddedBroker(log_dir=tmp_path, data_dir=data) as b:
+        with BrokerAccess(b.bootstrap) as a:
+            a.create_topic("kept", 2)
+        produce(b.bootstrap, "kept", ((None, b"x", i % 2) for i in range(30)))
+    assert data.exists()
+    with EmbeddedBroker(log_dir=tmp_path, data_dir=data) as b, BrokerAccess(b.bootstrap) as a:
+        assert a.topics() == {"kept": 2}
+        assert a.end_offsets("kept") == {0: 15, 1: 15}
+        b.restart()  # same port and storage
+        assert a.end_offsets("kept") == {0: 15, 1: 15}
+
+
+def test_a_taken_port_is_one_clear_error(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(embedded.BrokerError, match=f"port {port} on 127.0.0.1 is already in use"):
+            EmbeddedBroker(port=port, log_dir=tmp_path).start()
+
+
+def test_missing_jars_and_a_bad_heap_are_one_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("STREAMSCALE_KAFKA_LIBS", str(tmp_path / "nothing-here"))
+    with pytest.raises(embedded.BrokerError, match="make install"):
+        EmbeddedBroker(log_dir=tmp_path).start()
+    monkeypatch.delenv("STREAMSCALE_KAFKA_LIBS")
+    monkeypatch.setenv("STREAMSCALE_BROKER_HEAP", "lots")
+    with pytest.raises(embedded.BrokerError, match="STREAMSCALE_BROKER_HEAP"):
+        EmbeddedBroker(log_dir=tmp_path).start()
+    assert not list(tmp_path.glob("streamscale-kafka-*"))
 
 
 def test_broker_is_stopped_when_the_body_raises(tmp_path):
@@ -74,13 +116,14 @@ def test_daemon_start_status_stop(tmp_path, monkeypatch):
     assert stopped.pid == info.pid
     assert not _alive(info.pid)
     assert embedded.daemon_status() is None
+    assert not os.path.exists(info.data_dir)
 
 
 def test_stale_state_file_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setenv("STREAMSCALE_STATE_DIR", str(tmp_path))
     # a pid that is not a broker (this test process) must never be signalled
     (tmp_path / "broker.json").write_text(
-        f'{{"pid": {os.getpid()}, "port": 1, "bootstrap": "127.0.0.1:1", "log_path": "x", "binary": "/nope", '
+        f'{{"pid": {os.getpid()}, "port": 1, "bootstrap": "127.0.0.1:1", "log_path": "x", "binary": "java", '
         '"started_at": 0}'
     )
     assert embedded.daemon_status() is None

@@ -126,7 +126,7 @@ def test_registry_command(tmp_path, state):
 def test_doctor(state):
     r = run("doctor", env=state)
     assert r.returncode == 0, r.stdout
-    assert "Java" in r.stdout and "tansu" in r.stdout
+    assert "Java" in r.stdout and "Apache Kafka 4." in r.stdout
 
 
 def test_benchmark_validate_and_bad_spec(tmp_path, state):
@@ -303,8 +303,12 @@ def _sigkill_and_expect_nothing_left(
         p.wait()
 
 
+def _spark(cmds) -> bool:
+    return any(b"org.apache.spark.deploy.SparkSubmit" in c for c in cmds)
+
+
 def _spark_and_generator(cmds) -> bool:
-    return any(b"java" in c for c in cmds) and any(b"multiprocessing.spawn" in c for c in cmds)
+    return _spark(cmds) and any(b"multiprocessing.spawn" in c for c in cmds)
 
 
 @pytest.mark.spark
@@ -327,14 +331,12 @@ def test_sigkilled_spark_commands_leave_no_process_behind(state, tmp_path, broke
         # the demo's probe: the broker and the JVM (its generator runs before the JVM starts)
         "demo": (
             ["demo", "--out", str(tmp_path / "demo")],
-            lambda cmds: any(b"java" in c for c in cmds) and any(b"tansu" in c for c in cmds),
+            lambda cmds: _spark(cmds) and any(b"kafka.Kafka" in c for c in cmds),
         ),
         # the pipeline runs in a process of its own session (stopped as a group by the command)
         "reliability pipeline": (
             ["reliability", "pipeline", "-n", "200000", "--out", str(tmp_path / "rp"), "-b", broker.bootstrap],
-            lambda cmds: (
-                any(b"streamscale.reliability.pipeline" in c for c in cmds) and any(b"java" in c for c in cmds)
-            ),
+            lambda cmds: any(b"streamscale.reliability.pipeline" in c for c in cmds) and _spark(cmds),
         ),
     }[command]
     _sigkill_and_expect_nothing_left(cmd, state, ready, f"{command}: its Spark application running")
@@ -345,7 +347,9 @@ def test_sigkilled_reliability_run_leaves_no_process_behind(state, tmp_path):
     _sigkill_and_expect_nothing_left(
         ["reliability", "run", str(spec), "--out", str(tmp_path / "rel")],
         state,
-        lambda cmds: any(b"tansu" in c for c in cmds) and any(b"streamscale.reliability.proxy" in c for c in cmds),
+        lambda cmds: (
+            any(b"kafka.Kafka" in c for c in cmds) and any(b"streamscale.reliability.proxy" in c for c in cmds)
+        ),
         "the broker and the fault proxy",
     )
 

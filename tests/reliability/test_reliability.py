@@ -90,7 +90,9 @@ def test_a_link_cut_is_survived_by_at_least_once(bed):
     assert r.lost == 0 and r.distinct == N
 
 
-def test_broker_restart_loses_what_the_in_memory_broker_held_and_says_so(bed):
+def test_a_broker_restart_loses_nothing_acknowledged_at_least_once(bed):
+    # Kafka keeps its log on disk across the restart: what it acknowledged (acks=all) is there
+    # after it, and the producer's retries carry the rest across the outage
     r = run_trial(
         bed,
         "at-least-once",
@@ -101,9 +103,9 @@ def test_broker_restart_loses_what_the_in_memory_broker_held_and_says_so(bed):
         rate=20_000,
         send_timeout_s=30,
     )
-    assert r.broker_restarted and "memory only" in r.note
-    assert r.acked_but_lost > 0  # acknowledged before the restart, gone after it
-    assert r.lost == N - r.distinct
+    assert r.broker_restarted and "restarted" in r.note
+    assert r.acked == N and r.acked_but_lost == 0
+    assert r.lost == 0 and r.distinct == N and r.duplicated == r.M - N
 
 
 def test_run_spec_writes_tables_and_figures(tmp_path):

@@ -1,0 +1,181 @@
+"""Apache Kafka as one local process: where its jars are, its settings, its command lines.
+
+``make install`` copies a pinned Apache Kafka release and its dependencies from Maven Central
+(``jvm/kafka/pom.xml``, ``mvn dependency:copy-dependencies``) into ``<venv>/share/streamscale/kafka``
+(or ``$STREAMSCALE_KAFKA_LIBS``). Nothing is fetched at run time: the tarball's ``bin/`` scripts only
+build ``java -cp libs/* kafka.Kafka server.properties``, which is what :func:`server_command` does.
+
+The server runs in KRaft mode as broker and controller at once (``process.roles=broker,controller``,
+one node id, a controller listener beside the client one), on storage formatted by Kafka's own
+``StorageTool`` before its first start. :data:`SINGLE_NODE_SETTINGS` holds every setting that suits
+one small machine, in one place.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from streamscale.errors import BrokerError
+from streamscale.processes import die_with_parent
+
+KAFKA_LIBS_ENV = "STREAMSCALE_KAFKA_LIBS"
+HEAP_ENV = "STREAMSCALE_BROKER_HEAP"
+DEFAULT_HEAP = "1g"
+NODE_ID = 1
+
+# One node: every internal topic with one replica, no wait for more group members before the first
+# rebalance, and no topic created by a metadata request (a typo in a topic name is an error, not a
+# new one-partition topic). Fewer partitions for the internal topics than Kafka's 50: each is a
+# log and a coordinator to load, and this broker serves a few groups at a time.
+SINGLE_NODE_SETTINGS: dict[str, str] = {
+    "process.roles": "broker,controller",
+    "node.id": str(NODE_ID),
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "min.insync.replicas": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "8",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "4",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "num.network.threads": "2",
+    "num.io.threads": "4",
+    "log.retention.hours": "-1",  # a benchmark's input stays until its topic is deleted
+}
+
+# Kafka's log to stdout, which the parent sends to the log file: one writer, never the terminal
+_LOG4J2 = """\
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = OUT
+appender.out.type = Console
+appender.out.name = OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.statechange.name = state.change.logger
+logger.statechange.level = WARN
+"""
+
+
+def kafka_libs() -> Path:
+    """The folder with Apache Kafka's jars (one clear error when the install has not put them there)."""
+    env = os.environ.get(KAFKA_LIBS_ENV)
+    libs = Path(env) if env else Path(sys.prefix) / "share" / "streamscale" / "kafka"
+    if not any(libs.glob("kafka_2.13-*.jar")):
+        where = f"${KAFKA_LIBS_ENV} ({libs})" if env else str(libs)
+        raise BrokerError(
+            f"Apache Kafka's jars are not in {where}: run `make install` (it fetches them with Maven), "
+            "or pass --bootstrap-servers HOST:PORT for an external Kafka cluster"
+        )
+    return libs
+
+
+def kafka_version(libs: Path | None = None) -> str:
+    jars = sorted((libs or kafka_libs()).glob("kafka_2.13-*.jar"))
+    return jars[-1].name[len("kafka_2.13-") : -len(".jar")] if jars else "unknown"
+
+
+def java_binary() -> str:
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise BrokerError(
+            "the embedded Kafka broker needs Java 17+: install it (e.g. apt-get install openjdk-17-jre-headless) "
+            "or set JAVA_HOME"
+        )
+    return java
+
+
+def heap() -> str:
+    value = os.environ.get(HEAP_ENV, DEFAULT_HEAP).strip()
+    if not value or not value[:-1].isdigit() or value[-1].lower() not in "kmg":
+        raise BrokerError(f"${HEAP_ENV} must be a Java heap size such as 512m or 1g, not {value!r}")
+    return value
+
+
+def server_properties(
+    data_dir: Path, host: str, port: int, controller_port: int, advertised: str, extra: dict | None = None
+) -> str:
+    props = {
+        **SINGLE_NODE_SETTINGS,
+        "log.dirs": str(data_dir / "logs"),
+        "metadata.log.dir": str(data_dir / "metadata"),
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{advertised}",
+        "controller.quorum.voters": f"{NODE_ID}@{host}:{controller_port}",
+        **(extra or {}),
+    }
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def _jvm(java: str, libs: Path, log4j: Path, heap_size: str) -> list[str]:
+    return [
+        java,
+        f"-Xmx{heap_size}",
+        "-Xms256m",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={log4j}",
+        "-cp",
+        str(libs / "*"),
+    ]
+
+
+def write_config(data_dir: Path, properties: str) -> tuple[Path, Path]:
+    """server.properties and the log4j2 configuration in ``data_dir`` -> their paths."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    props, log4j = data_dir / "server.properties", data_dir / "log4j2.properties"
+    props.write_text(properties)
+    log4j.write_text(_LOG4J2)
+    return props, log4j
+
+
+def is_formatted(data_dir: Path) -> bool:
+    return (data_dir / "metadata" / "meta.properties").exists()
+
+
+def format_storage(data_dir: Path, props: Path, log4j: Path, log, prefix: list[str] | None = None) -> None:
+    """Kafka's StorageTool: a new cluster id, formatted storage (once; a kept directory is reused)."""
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cmd = [
+        *(prefix or []),
+        *_jvm(java_binary(), kafka_libs(), log4j, "256m"),
+        "kafka.tools.StorageTool",
+        "format",
+        "--ignore-formatted",
+        "-t",
+        cluster_id,
+        "-c",
+        str(props),
+    ]
+    # dies with this process like the server (a SIGKILLed parent leaves no formatting JVM behind)
+    done = subprocess.run(
+        cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120, preexec_fn=die_with_parent
+    )
+    if done.returncode != 0 or not is_formatted(data_dir):
+        raise BrokerError(f"Kafka could not format its storage in {data_dir} (exit code {done.returncode})")
+
+
+def server_command(props: Path, log4j: Path, prefix: list[str] | None = None) -> list[str]:
+    return [*(prefix or []), *_jvm(java_binary(), kafka_libs(), log4j, heap()), "kafka.Kafka", str(props)]
+
+
+def is_server_cmdline(cmdline: list[str], props: str) -> bool:
+    """Whether a process's command line is a Kafka server started with ``props``."""
+    return "kafka.Kafka" in cmdline and props in cmdline
