@@ -1,11 +1,18 @@
-# Two commands on a fresh machine with Python 3.11+ and Java 17+: `make demo` and `make test`.
+# Two commands on a fresh machine with Python 3.11+, Java 17+ and Maven: `make demo` and `make test`.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+# Apache Kafka's jars (the embedded broker), copied from Maven Central by jvm/kafka/pom.xml
+KAFKA_LIBS  := $(VENV)/share/streamscale/kafka
+KAFKA_STAMP := $(KAFKA_LIBS)/.installed-stamp
+# Spark's Kafka connector at exactly the installed pyspark's version (jvm/spark-kafka/pom.xml)
+SPARK_KAFKA_LIBS  := $(VENV)/share/streamscale/spark-kafka
+SPARK_KAFKA_STAMP := $(SPARK_KAFKA_LIBS)/.installed-stamp
+MVN := mvn -q -B
 PYTEST_ARGS ?=
 
-.PHONY: install demo lint test test-all bench check-java clean
+.PHONY: install demo lint test test-all bench check-java check-mvn clean
 
 check-java:
 	@java_bin="$${JAVA_HOME:+$$JAVA_HOME/bin/}java"; \
@@ -22,7 +29,33 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	@touch $(STAMP)
 
-install: check-java $(STAMP)
+check-mvn:
+	@command -v mvn >/dev/null 2>&1 || { echo "streamscale fetches Apache Kafka's jars with Maven: install it, e.g. 'apt-get install maven'"; exit 1; }
+
+# Once: a second install finds the stamp and fetches nothing. Copied to a temporary folder first, so
+# an interrupted fetch leaves no half-filled one behind.
+$(KAFKA_STAMP): jvm/kafka/pom.xml | $(STAMP)
+	@$(MAKE) --no-print-directory check-mvn
+	@rm -rf $(KAFKA_LIBS).tmp
+	@echo "fetching Apache Kafka's jars with Maven into $(KAFKA_LIBS)"
+	@$(MVN) -f jvm/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	  -DoutputDirectory=$(abspath $(KAFKA_LIBS)).tmp > $(VENV)/maven-kafka.log 2>&1 \
+	  || { echo "Maven could not fetch Apache Kafka's jars (see $(VENV)/maven-kafka.log)"; exit 1; }
+	@rm -rf $(KAFKA_LIBS) && mv $(KAFKA_LIBS).tmp $(KAFKA_LIBS)
+	@touch $(KAFKA_STAMP)
+
+$(SPARK_KAFKA_STAMP): jvm/spark-kafka/pom.xml $(STAMP)
+	@$(MAKE) --no-print-directory check-mvn
+	@rm -rf $(SPARK_KAFKA_LIBS).tmp
+	@v=$$($(BIN)/python -c 'import pyspark; print(pyspark.__version__)'); \
+	echo "fetching Spark's Kafka connector $$v with Maven into $(SPARK_KAFKA_LIBS)"; \
+	$(MVN) -f jvm/spark-kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime -Dspark.version=$$v \
+	  -DoutputDirectory=$(abspath $(SPARK_KAFKA_LIBS)).tmp > $(VENV)/maven-spark-kafka.log 2>&1 \
+	  || { echo "Maven could not fetch spark-sql-kafka-0-10 $$v (see $(VENV)/maven-spark-kafka.log)"; exit 1; }
+	@rm -rf $(SPARK_KAFKA_LIBS) && mv $(SPARK_KAFKA_LIBS).tmp $(SPARK_KAFKA_LIBS)
+	@touch $(SPARK_KAFKA_STAMP)
+
+install: check-java $(STAMP) $(KAFKA_STAMP) $(SPARK_KAFKA_STAMP)
 
 demo: install
 	$(BIN)/streamscale demo

@@ -207,6 +207,7 @@ class Execution:
         summary = {
             "name": self.spec.name,
             "sut": self.spec.benchmark.sut,
+            "connector": spec_connector(self.spec),
             "metric": ex.metric,
             "answer": answer(metric, ex.metric, axes, self.spec.benchmark.sut, max(ex.resources.values), assumed),
             "load_label": axes.load_label,
@@ -223,6 +224,13 @@ class Execution:
         }
         (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
+
+
+def spec_connector(spec: Spec) -> str:
+    """The Kafka connector the spec's runs use: its ``connector`` parameter, else the default."""
+    from streamscale.sparkio.io import kafka_impl
+
+    return kafka_impl(spec.benchmark.params.get("connector"))
 
 
 def short_for_windows(spec: Spec) -> str | None:

@@ -50,7 +50,7 @@ def run_sut_cmd(
         out.print(
             f"  batch {b['batch_id']:>4}: {b['input_rows']:>8,} rows  in {b['input_rate']:>9,.0f}/s  "
             f"processed {b['processed_rate']:>9,.0f}/s  {b['batch_ms'] / 1000:5.2f} s  "
-            f"dropped {b['dropped_late']}{lat}"
+            f"dropped {b['dropped_late'] if b.get('late_counted', True) else 'not counted'}{lat}"
         )
 
     def on_lag(s) -> None:
@@ -75,12 +75,21 @@ def run_sut_cmd(
     out.print(
         f"\n{uc}: generated {r.generated:,} at {r.generator_rate:,.0f}/s (target {r.target_rate:,.0f}/s"
         f"{'' if r.generator_reached_target else ', NOT reached'}); processed {r.processed_records:,} "
-        f"at {r.processed_rate:,.0f}/s; final lag {r.final_lag:,}; dropped late {r.dropped_late:,}; "
+        f"at {r.processed_rate:,.0f}/s with the {r.connector} connector; final lag {r.final_lag:,}; "
+        f"dropped late {f'{r.dropped_late:,}' if r.late_counted else 'not counted (Spark connector)'}; "
         f"malformed {r.malformed:,}{f'; unregistered {r.unregistered:,}' if r.unregistered else ''}; "
         f"shuffle stages {r.shuffle_stages}"
     )
     if out_dir:
         out.print(f"wrote {out_dir}/summary.json, lag.csv, batches.csv")
+
+
+@bench_app.command("reference")
+def bench_reference():
+    """Print every spec field and pipeline parameter with its type, default, unit and meaning (Markdown)."""
+    from streamscale.benchmark.reference import reference_markdown
+
+    print(reference_markdown(), end="")
 
 
 @bench_app.command("validate")

@@ -65,6 +65,8 @@ class SutResult:
     input_topic: str = ""
     generator_cpu_s: float = 0.0  # the load generator's processes: its share of the machine
     machine_cpu_pct: float = float("nan")  # all CPUs busy (every process) while the load ran
+    connector: str = ""  # the Kafka connector the SUT read with: python or spark
+    late_counted: bool = True  # False: Spark's connector, whose rows carry no watermark to count with
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
 
@@ -294,6 +296,8 @@ def run_sut(
         input_topic=input_topic,
         generator_cpu_s=gres.cpu_s,
         machine_cpu_pct=machine,
+        connector=run.connector,
+        late_counted=all(b.late_counted for b in run.batches),
         lag=lag,
         batches=batches,
     )

@@ -10,12 +10,16 @@ from streamscale.pipelines.uc4 import UC4, UC4Params
 PIPELINES: dict[str, type[Pipeline]] = {"uc1": UC1, "uc2": UC2, "uc3": UC3, "uc4": UC4}
 
 
-def make_pipeline(name: str, params: dict | None = None) -> Pipeline:
+def make_pipeline(name: str, params: dict | None = None, connector: str | None = None) -> Pipeline:
+    """A pipeline by name with its parameters; ``connector`` ("spark" or "python") overrides the
+    parameter of that name (the Kafka connector its runs read and write with)."""
     cls = PIPELINES.get(name.lower())
     if cls is None:
         raise ConfigError(f"unknown pipeline '{name}': choose one of {sorted(PIPELINES)}")
     from pydantic import ValidationError
 
+    if connector is not None:
+        params = {**(params or {}), "connector": connector}
     try:
         return cls(params or {})
     except ValidationError as exc:

@@ -8,20 +8,24 @@ and writes results through the Kafka sink (or, for UC1, a side effect). ``start(
 
 from __future__ import annotations
 
-import atexit
-import os
-import re
-import shutil
 import tempfile
-import threading
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from streamscale.broker.connection import KafkaConnection
-from streamscale.errors import ConfigError, SparkError, WaitTimeout
+from streamscale.errors import ConfigError
+from streamscale.pipelines.run import (  # noqa: F401 - re-exported: the pipelines' API
+    _REMOVED_CHECKPOINTS,
+    _TEMP_CHECKPOINTS,
+    BatchMetrics,
+    PipelineRun,
+    count_shuffles,
+    remove_checkpoint,
+    remove_stopped_checkpoints,
+)
 from streamscale.sparkio.io import read_records
 
 MIN_EVENT_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: Spark's timestamp range, in epoch ms
@@ -32,6 +36,9 @@ class PipelineParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_offsets_per_trigger: int | None = None
+    # Kafka connector: "python" (streamscale's source and sink) or "spark" (Spark's own format("kafka"));
+    # None: $STREAMSCALE_KAFKA_IMPL, else python
+    connector: Literal["python", "spark"] | None = None
     trigger_interval_s: float = 1.0
     dead_letter_topic: str | None = None
     # seed 004's repartition merging (streamscale.topology.physical): None chooses per plan what is
@@ -86,170 +93,6 @@ def watermarked(records, lateness_s: float):
     return without_flush(event_time(records).withWatermark("event_time", f"{int(lateness_s * 1000)} milliseconds"))
 
 
-_EXCHANGE = re.compile(r"(?<![A-Za-z])(Exchange|ShuffleExchange)\s")
-
-
-def count_shuffles(plan: str) -> int:
-    """Shuffle stages in a physical plan: Exchange nodes that are not broadcasts."""
-    return len(_EXCHANGE.findall(plan))
-
-
-def _as_dict(row) -> dict:
-    if row is None:
-        return {}
-    return row.asDict() if hasattr(row, "asDict") else dict(row)
-
-
-@dataclass
-class BatchMetrics:
-    batch_id: int
-    timestamp: str
-    input_rows: int
-    input_rate: float
-    processed_rate: float
-    batch_ms: int
-    end_offsets: dict
-    dropped_late: int
-    malformed: int
-    output_records: int | None
-    max_latency_ms: float | None
-    avg_latency_ms: float | None
-    dropped_contributions: int = 0  # window contributions dropped (UC3: up to 3 per record)
-    unregistered: int = 0  # UC4: readings of sensors not in the registry (not late)
-    late_counted: bool = True  # False: no late accounting (Spark's builtin Kafka source)
-    latency_cdf: list | None = None  # output rows at or below each latency edge (pipelines.output)
-
-
-_TEMP_CHECKPOINTS: set[str] = set()  # checkpoints query_settings created, removed when their run stops
-# Removed when their run stopped; until its Spark session stops, the state-store maintenance thread
-# may still write a snapshot into one (the demo's test found state/0/0/.11.snapshot.crc left behind)
-_REMOVED_CHECKPOINTS: set[str] = set()
-
-
-def remove_checkpoint(path: str) -> None:
-    """Remove a temporary checkpoint now, and again in :func:`remove_stopped_checkpoints`."""
-    shutil.rmtree(path, ignore_errors=True)
-    _REMOVED_CHECKPOINTS.add(path)
-
-
-def remove_stopped_checkpoints() -> None:
-    """Remove again what late writers put into the temporary checkpoints of stopped runs: call
-    after the Spark session stopped (its maintenance thread is gone then); also at exit."""
-    for path in list(_REMOVED_CHECKPOINTS):
-        shutil.rmtree(path, ignore_errors=True)
-        if not os.path.exists(path):
-            _REMOVED_CHECKPOINTS.discard(path)
-
-
-atexit.register(remove_stopped_checkpoints)
-
-
-@dataclass
-class PipelineRun:
-    """A started pipeline: its Spark queries and metrics collected from their progress."""
-
-    name: str
-    queries: list
-    main_query: object
-    checkpoint: str = ""
-    writer: object | None = None
-    batches: list[BatchMetrics] = field(default_factory=list)
-    _seen: set = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def poll(self) -> list[BatchMetrics]:
-        """New batches since the last poll (also kept in ``batches``)."""
-        new = []
-        with self._lock:
-            for p in self.main_query.recentProgress:
-                if p["batchId"] in self._seen:
-                    continue
-                self._seen.add(p["batchId"])
-                m = self._metrics(p)
-                self.batches.append(m)
-                new.append(m)
-        return new
-
-    def _metrics(self, p: dict) -> BatchMetrics:
-        from streamscale.pipelines.accounting import ACCOUNTING_OBSERVATION
-
-        src = p["sources"][0] if p.get("sources") else {}
-        obs = p.get("observedMetrics") or {}
-        inp = _as_dict(obs.get("input"))
-        late = _as_dict(obs.get(ACCOUNTING_OBSERVATION))
-        out = self.writer.batches.pop(p["batchId"], None) if self.writer is not None else None
-        return BatchMetrics(
-            batch_id=p["batchId"],
-            timestamp=p["timestamp"],
-            input_rows=p.get("numInputRows", 0),
-            input_rate=float(p.get("inputRowsPerSecond") or 0.0),
-            processed_rate=float(p.get("processedRowsPerSecond") or 0.0),
-            batch_ms=int(p.get("durationMs", {}).get("triggerExecution", 0)),
-            end_offsets=src.get("endOffset") or {},
-            dropped_late=int(late.get("dropped_records") or 0),
-            malformed=int(inp.get("malformed") or 0),
-            output_records=out.output_records if out else None,
-            max_latency_ms=out.max_latency_ms if out else None,
-            avg_latency_ms=out.avg_latency_ms if out else None,
-            dropped_contributions=int(late.get("dropped_contributions") or 0),
-            unregistered=int(late.get("unregistered") or 0),
-            late_counted=self.writer is None or bool(late) or not p.get("numInputRows"),
-            latency_cdf=out.latency_cdf if out else None,
-        )
-
-    def totals(self) -> dict:
-        self.poll()
-        return {
-            "batches": len(self.batches),
-            "input_rows": sum(b.input_rows for b in self.batches),
-            "dropped_late": sum(b.dropped_late for b in self.batches),
-            "dropped_contributions": sum(b.dropped_contributions for b in self.batches),
-            "unregistered": sum(b.unregistered for b in self.batches),
-            "malformed": sum(b.malformed for b in self.batches),
-            "late_counted": all(b.late_counted for b in self.batches),
-        }
-
-    def shuffle_stages(self) -> int:
-        return count_shuffles(self.physical_plan())
-
-    def physical_plan(self) -> str:
-        # what StreamingQuery.explain() prints, as a string; known once a batch has run
-        plan = self.main_query._jsq.explainInternal(False)
-        if "No physical plan" in plan:
-            raise SparkError("no batch has run yet: the physical plan is known after the first")
-        return plan
-
-    def exception(self):
-        for q in self.queries:
-            if q.exception() is not None:
-                return q.exception()
-        return None
-
-    def await_available(self, timeout: float = 600) -> None:
-        """For availableNow runs: wait until every query finished, raise if one failed."""
-        deadline = time.monotonic() + timeout
-        for q in self.queries:
-            q.awaitTermination(max(1.0, deadline - time.monotonic()))
-            if q.isActive:
-                raise WaitTimeout(f"{self.name}: query still running after {timeout} s")
-        self.poll()
-        if self.writer is not None:
-            self.writer.close()
-
-    def stop(self) -> None:
-        for q in self.queries:
-            try:
-                q.stop()
-            except Exception:  # noqa: BLE001 - stopping a failed query
-                pass
-        self.poll()
-        if self.writer is not None:
-            self.writer.close()
-        if self.checkpoint in _TEMP_CHECKPOINTS:  # ours, not the user's: nothing left in $TMPDIR
-            _TEMP_CHECKPOINTS.discard(self.checkpoint)
-            remove_checkpoint(self.checkpoint)
-
-
 class Pipeline(ABC):
     """One benchmark use case. Subclasses define ``build`` and ``describe``."""
 
@@ -297,7 +140,11 @@ class Pipeline(ABC):
         checkpoint) each row carries its micro-batch's watermark, for the late-record count."""
         from pyspark.sql import functions as F
 
-        opts = {"commitGroup": commit_group} if commit_group else {}
+        from streamscale.sparkio.io import kafka_impl as resolve_impl
+
+        # the Python source commits each batch's offsets to the group itself; for Spark's connector
+        # the run does (PipelineRun.commit_to)
+        opts = {"commitGroup": commit_group} if commit_group and resolve_impl(kafka_impl) == "python" else {}
         if watermark_from:
             opts["batchWatermarkFrom"] = watermark_from
         df = read_records(
@@ -396,7 +243,7 @@ class Pipeline(ABC):
         from streamscale.sparkio.io import kafka_impl as resolve_impl
 
         checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
-        impl = resolve_impl(kafka_impl)
+        impl = resolve_impl(kafka_impl or self.params.connector)
         records = self.read(
             spark,
             bootstrap,
@@ -426,4 +273,21 @@ class Pipeline(ABC):
             .queryName(query_name)
             .start()
         )
-        return PipelineRun(self.name, [query], query, checkpoint, writer)
+        return PipelineRun(
+            self.name,
+            [query],
+            query,
+            checkpoint,
+            writer,
+            connector=impl,
+            commit_to=self.committer(bootstrap, commit_group, impl),
+        )
+
+    @staticmethod
+    def committer(bootstrap, commit_group: str | None, impl: str) -> tuple | None:
+        """Where a run with Spark's connector commits its batches' offsets (see PipelineRun.commit_to)."""
+        if not commit_group or impl == "python":
+            return None
+        from streamscale.broker.access import BrokerAccess
+
+        return BrokerAccess(bootstrap), commit_group

@@ -129,6 +129,9 @@ class UC1(Pipeline):
         commit_group: str | None = None,
         kafka_impl: str | None = None,
     ) -> PipelineRun:
+        from streamscale.sparkio.io import kafka_impl as resolve_impl
+
+        kafka_impl = resolve_impl(kafka_impl or self.params.connector)
         checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
         df = self.build(spark, self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, kafka_impl))
         w = df.writeStream.option("checkpointLocation", checkpoint).trigger(**trigger).queryName(query_name)
@@ -156,7 +159,14 @@ class UC1(Pipeline):
             q = w.foreachBatch(jdbc).start()
         else:  # pragma: no cover - validated by the params model
             raise ConfigError(f"unknown UC1 sink {p.sink}")
-        return PipelineRun(self.name, [q], q, checkpoint)
+        return PipelineRun(
+            self.name,
+            [q],
+            q,
+            checkpoint,
+            connector=kafka_impl,
+            commit_to=self.committer(bootstrap, commit_group, kafka_impl),
+        )
 
     def sink(self, out_df, bootstrap, output_topic, checkpoint, trigger, kafka_impl, query_name):
         from pyspark.sql import functions as F

@@ -1,8 +1,10 @@
-"""Read/write Kafka from Spark with either our Python data source or Spark's built-in connector.
+"""Read/write Kafka from Spark with either our Python data source or Spark's own connector.
 
-The implementation is chosen by ``impl`` or, when not given, ``$STREAMSCALE_KAFKA_IMPL``:
-``python`` (default, :mod:`streamscale.sparkio.kafka`) or ``builtin`` (``format("kafka")``, which
-needs the spark-sql-kafka jar on the classpath, e.g. ``spark.jars.packages``).
+The connector is chosen by ``impl`` (a pipeline's ``connector`` parameter) or, when not given,
+``$STREAMSCALE_KAFKA_IMPL``: ``python`` (default, :mod:`streamscale.sparkio.kafka`: exact
+late-record counts, dead letters) or ``spark`` (``format("kafka")``, Spark's
+``spark-sql-kafka-0-10``, which ``make install`` puts on every session's classpath; ``builtin`` is
+the same).
 """
 
 from __future__ import annotations
@@ -14,15 +16,18 @@ from streamscale.errors import ConfigError
 from streamscale.sparkio import formats
 from streamscale.sparkio.kafka import ERROR_COLUMN, FORMAT_NAME
 
-IMPLS = ("python", "builtin")
+IMPLS = ("python", "spark")
+_ALIASES = {"builtin": "spark"}
 
 ACTIVE_POWER_DDL = "identifier STRING, timestamp BIGINT, valueInW DOUBLE"
 
 
 def kafka_impl(impl: str | None = None) -> str:
+    """The connector to use: ``python`` or ``spark`` (one clear error for anything else)."""
     impl = (impl or os.environ.get("STREAMSCALE_KAFKA_IMPL") or "python").lower()
+    impl = _ALIASES.get(impl, impl)
     if impl not in IMPLS:
-        raise ConfigError(f"Kafka implementation must be one of {IMPLS}, not '{impl}'")
+        raise ConfigError(f"the Kafka connector must be one of {IMPLS}, not '{impl}'")
     return impl
 
 
@@ -111,9 +116,9 @@ def read_records(
             opts["deadLetterTopic"] = dead_letter_topic
         return read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, opts)
     if dead_letter_topic:
-        raise ConfigError("a dead-letter topic needs the python Kafka source (STREAMSCALE_KAFKA_IMPL=python)")
+        raise ConfigError("a dead-letter topic needs the python connector (connector=python)")
     if value_format != "json":
-        raise ConfigError("the builtin Kafka source supports valueFormat=json only")
+        raise ConfigError("with Spark's connector records are decoded from JSON only")
     from pyspark.sql import functions as F
 
     raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, options)

@@ -129,7 +129,13 @@ def build_session(
         # A cluster's slots are not known before the session exists: twice the driver's cores.
         shuffle_partitions = _cores(master) if master.startswith("local") else max(2, _cores(master) * 2)
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    for k, v in (conf or {}).items():
+    conf = dict(conf or {})
+    jars = spark_kafka_jars()
+    if jars:
+        # Spark's Kafka connector for format("kafka"), installed by `make install`: on the driver's
+        # classpath and shipped to every executor (a standalone cluster's workers too)
+        conf["spark.jars"] = ",".join([*([conf["spark.jars"]] if conf.get("spark.jars") else []), *map(str, jars)])
+    for k, v in conf.items():
         builder = builder.config(k, str(v))
     _quiet_accumulator_servers()
     if os.environ.get("STREAMSCALE_SPARK_LOG") == "-" or SparkContext._gateway is not None:
@@ -143,6 +149,20 @@ def build_session(
     spark.sparkContext.setLogLevel(os.environ.get("STREAMSCALE_SPARK_LOG_LEVEL", "WARN"))
     spark.dataSource.register(KafkaDataSource)
     return spark
+
+
+SPARK_KAFKA_LIBS_ENV = "STREAMSCALE_SPARK_KAFKA_LIBS"
+
+
+def spark_kafka_jars() -> list[Path]:
+    """Spark's Kafka connector and its runtime dependencies as installed (``make install``), or none."""
+    env = os.environ.get(SPARK_KAFKA_LIBS_ENV)
+    libs = Path(env) if env else Path(sys.prefix) / "share" / "streamscale" / "spark-kafka"
+    return sorted(libs.glob("*.jar")) if libs.is_dir() else []
+
+
+def has_spark_kafka_connector() -> bool:
+    return any(j.name.startswith("spark-sql-kafka-0-10_") for j in spark_kafka_jars())
 
 
 def _quiet_accumulator_servers() -> None:

@@ -178,15 +178,33 @@ def test_malformed_values_counted_and_dead_lettered(spark, broker, topic_factory
     assert sorted(bytes(r["value"]) for r in dead) == sorted(bad)
 
 
-def test_builtin_switch_uses_sparks_own_kafka_format(spark, broker, topic_factory, monkeypatch):
-    # Without the spark-sql-kafka jar on the classpath Spark's own format is missing: the switch
-    # must really hand over to format("kafka") (and say so), not silently use ours.
+def test_the_spark_connector_is_sparks_own_kafka_format(spark, broker, topic_factory, tmp_path, monkeypatch):
+    # make install puts spark-sql-kafka-0-10 on every session's classpath: the switch hands over to
+    # Spark's format("kafka") (its progress names Spark's KafkaV2 source, not our data source), which
+    # reads every record; an unknown connector is one clear error
     from streamscale.sparkio.io import read_records
+    from streamscale.sparkio.session import has_spark_kafka_connector
 
-    topic = topic_factory(1)
-    monkeypatch.setenv("STREAMSCALE_KAFKA_IMPL", "builtin")
-    with pytest.raises(Exception, match="DATA_SOURCE_NOT_(FOUND|ENABLED)|Failed to find (the )?data source: kafka"):
-        _ = read_records(spark, broker.bootstrap, topic, starting_offsets="earliest").schema
+    assert has_spark_kafka_connector()
+    topic = topic_factory(2)
+    produce(
+        broker.bootstrap,
+        topic,
+        ((None, b'{"identifier": "s_%d", "timestamp": %d, "valueInW": 1.5}' % (i, i), i % 2) for i in range(500)),
+    )
+    monkeypatch.setenv("STREAMSCALE_KAFKA_IMPL", "spark")
+    df = read_records(spark, broker.bootstrap, topic, starting_offsets="earliest")
+    q = (
+        df.writeStream.format("memory")
+        .queryName("spark_connector_read")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination(120)
+    assert q.lastProgress["sources"][0]["description"].startswith("KafkaV2")  # Spark's own source
+    rows = spark.sql("SELECT identifier, timestamp FROM spark_connector_read").collect()
+    assert sorted((r["identifier"], r["timestamp"]) for r in rows) == sorted((f"s_{i}", i) for i in range(500))
     monkeypatch.setenv("STREAMSCALE_KAFKA_IMPL", "carrier-pigeon")
     with pytest.raises(Exception, match="must be one of"):
         read_kafka(spark, broker.bootstrap, topic)

@@ -1,0 +1,206 @@
+"""A running pipeline: its Spark queries, and the metrics the benchmark needs from their progress
+(rows, batch times, late and malformed records, output latency), batch by batch; and the temporary
+checkpoints runs leave behind, removed when they stop."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+
+from streamscale.errors import SparkError, WaitTimeout
+
+_EXCHANGE = re.compile(r"(?<![A-Za-z])(Exchange|ShuffleExchange)\s")
+
+
+def count_shuffles(plan: str) -> int:
+    """Shuffle stages in a physical plan: Exchange nodes that are not broadcasts."""
+    return len(_EXCHANGE.findall(plan))
+
+
+def _offsets(value) -> dict:
+    """A source's end offsets in a progress report: a dict (streamscale's source) or the JSON text
+    of one (Spark's Kafka source), as {topic: {partition: offset}}."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _as_dict(row) -> dict:
+    if row is None:
+        return {}
+    return row.asDict() if hasattr(row, "asDict") else dict(row)
+
+
+@dataclass
+class BatchMetrics:
+    batch_id: int
+    timestamp: str
+    input_rows: int
+    input_rate: float
+    processed_rate: float
+    batch_ms: int
+    end_offsets: dict
+    dropped_late: int
+    malformed: int
+    output_records: int | None
+    max_latency_ms: float | None
+    avg_latency_ms: float | None
+    dropped_contributions: int = 0  # window contributions dropped (UC3: up to 3 per record)
+    unregistered: int = 0  # UC4: readings of sensors not in the registry (not late)
+    late_counted: bool = True  # False: no late accounting (Spark's builtin Kafka source)
+    latency_cdf: list | None = None  # output rows at or below each latency edge (pipelines.output)
+
+
+_TEMP_CHECKPOINTS: set[str] = set()  # checkpoints query_settings created, removed when their run stops
+# Removed when their run stopped; until its Spark session stops, the state-store maintenance thread
+# may still write a snapshot into one (the demo's test found state/0/0/.11.snapshot.crc left behind)
+_REMOVED_CHECKPOINTS: set[str] = set()
+
+
+def remove_checkpoint(path: str) -> None:
+    """Remove a temporary checkpoint now, and again in :func:`remove_stopped_checkpoints`."""
+    shutil.rmtree(path, ignore_errors=True)
+    _REMOVED_CHECKPOINTS.add(path)
+
+
+def remove_stopped_checkpoints() -> None:
+    """Remove again what late writers put into the temporary checkpoints of stopped runs: call
+    after the Spark session stopped (its maintenance thread is gone then); also at exit."""
+    for path in list(_REMOVED_CHECKPOINTS):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            _REMOVED_CHECKPOINTS.discard(path)
+
+
+atexit.register(remove_stopped_checkpoints)
+
+
+@dataclass
+class PipelineRun:
+    """A started pipeline: its Spark queries and metrics collected from their progress."""
+
+    name: str
+    queries: list
+    main_query: object
+    checkpoint: str = ""
+    writer: object | None = None
+    connector: str = ""  # the Kafka connector the run reads (and writes) with: python or spark
+    # (BrokerAccess, group): each finished batch's end offsets are committed to the group, so a lag
+    # sampler sees the query's progress (Spark's connector commits nothing of its own; ours does)
+    commit_to: tuple | None = None
+    batches: list[BatchMetrics] = field(default_factory=list)
+    _seen: set = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def poll(self) -> list[BatchMetrics]:
+        """New batches since the last poll (also kept in ``batches``)."""
+        new = []
+        with self._lock:
+            for p in self.main_query.recentProgress:
+                if p["batchId"] in self._seen:
+                    continue
+                self._seen.add(p["batchId"])
+                m = self._metrics(p)
+                self.batches.append(m)
+                new.append(m)
+        if new and self.commit_to is not None:
+            self._commit(new[-1].end_offsets)
+        return new
+
+    def _commit(self, end_offsets: dict) -> None:
+        access, group = self.commit_to
+        for topic, parts in (end_offsets or {}).items():
+            if isinstance(parts, dict) and parts:
+                access.commit_offsets(group, topic, {int(p): int(o) for p, o in parts.items()})
+
+    def _metrics(self, p: dict) -> BatchMetrics:
+        from streamscale.pipelines.accounting import ACCOUNTING_OBSERVATION
+
+        src = p["sources"][0] if p.get("sources") else {}
+        obs = p.get("observedMetrics") or {}
+        inp = _as_dict(obs.get("input"))
+        late = _as_dict(obs.get(ACCOUNTING_OBSERVATION))
+        out = self.writer.batches.pop(p["batchId"], None) if self.writer is not None else None
+        return BatchMetrics(
+            batch_id=p["batchId"],
+            timestamp=p["timestamp"],
+            input_rows=p.get("numInputRows", 0),
+            input_rate=float(p.get("inputRowsPerSecond") or 0.0),
+            processed_rate=float(p.get("processedRowsPerSecond") or 0.0),
+            batch_ms=int(p.get("durationMs", {}).get("triggerExecution", 0)),
+            end_offsets=_offsets(src.get("endOffset")),
+            dropped_late=int(late.get("dropped_records") or 0),
+            malformed=int(inp.get("malformed") or 0),
+            output_records=out.output_records if out else None,
+            max_latency_ms=out.max_latency_ms if out else None,
+            avg_latency_ms=out.avg_latency_ms if out else None,
+            dropped_contributions=int(late.get("dropped_contributions") or 0),
+            unregistered=int(late.get("unregistered") or 0),
+            late_counted=self.writer is None or bool(late) or not p.get("numInputRows"),
+            latency_cdf=out.latency_cdf if out else None,
+        )
+
+    def totals(self) -> dict:
+        self.poll()
+        return {
+            "batches": len(self.batches),
+            "input_rows": sum(b.input_rows for b in self.batches),
+            "dropped_late": sum(b.dropped_late for b in self.batches),
+            "dropped_contributions": sum(b.dropped_contributions for b in self.batches),
+            "unregistered": sum(b.unregistered for b in self.batches),
+            "malformed": sum(b.malformed for b in self.batches),
+            "late_counted": all(b.late_counted for b in self.batches),
+            "connector": self.connector,
+        }
+
+    def shuffle_stages(self) -> int:
+        return count_shuffles(self.physical_plan())
+
+    def physical_plan(self) -> str:
+        # what StreamingQuery.explain() prints, as a string; known once a batch has run
+        plan = self.main_query._jsq.explainInternal(False)
+        if "No physical plan" in plan:
+            raise SparkError("no batch has run yet: the physical plan is known after the first")
+        return plan
+
+    def exception(self):
+        for q in self.queries:
+            if q.exception() is not None:
+                return q.exception()
+        return None
+
+    def await_available(self, timeout: float = 600) -> None:
+        """For availableNow runs: wait until every query finished, raise if one failed."""
+        deadline = time.monotonic() + timeout
+        for q in self.queries:
+            q.awaitTermination(max(1.0, deadline - time.monotonic()))
+            if q.isActive:
+                raise WaitTimeout(f"{self.name}: query still running after {timeout} s")
+        self.poll()
+        if self.writer is not None:
+            self.writer.close()
+
+    def stop(self) -> None:
+        for q in self.queries:
+            try:
+                q.stop()
+            except Exception:  # noqa: BLE001 - stopping a failed query
+                pass
+        self.poll()
+        if self.writer is not None:
+            self.writer.close()
+        if self.commit_to is not None:
+            self.commit_to[0].close()
+            self.commit_to = None
+        if self.checkpoint in _TEMP_CHECKPOINTS:  # ours, not the user's: nothing left in $TMPDIR
+            _TEMP_CHECKPOINTS.discard(self.checkpoint)
+            remove_checkpoint(self.checkpoint)
