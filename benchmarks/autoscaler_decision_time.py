@@ -4,7 +4,7 @@
 
 Speeds are uniform in [0, 0.4 C] (a fifth of a consumer each on average); each timed call gets the
 previous iteration's assignment, as in the running controller. Targets: MWF < 50 ms for 1,000
-partitions (issue 5), < 100 ms for 10,000 (issue 19).
+partitions, < 100 ms for 10,000.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Load capacity of UC1-UC4 per resource amount: the highest load each core (or executor) count
-sustains, searched upwards from issue 15's targets (issue 15: "sustainable throughput of UC1-UC4
-on local[1] and local[2] and on the standalone cluster with 2 workers").
+sustains, searched upwards from the verdict targets (UC1 60,000/s, UC2 20,000/s, UC3 and UC4
+10,000/s on 2 cores; on local[1] and local[2] and on a standalone cluster of 2 workers).
 
     .venv/bin/python benchmarks/capacity.py [--uc uc1 uc2 uc3 uc4] [--standalone]
         [--duration S] [--warmup S] [--repetitions 3] [--out results/capacity]
@@ -21,11 +21,11 @@ To re-check points of a search rather than search: ``--loads`` (one UC) replaces
 ``--resources`` the resource amounts, and ``--every-run`` runs every load x resource point
 ``--repetitions`` times, with no early stop and no runs added (``metric: demand``, full search),
 so a point's agreement is seen whole: e.g. ``--uc uc3 --loads 30000 65000 --resources 1
---every-run`` (docs/performance.md, round 5).
+--every-run``.
 
 ``--latency-ms`` adds an SLO on the p95 output latency: a query without a cap per batch reads
 larger batches as the load grows, so its lag can stay flat far beyond any useful latency (UC3 on
-1 core held 120,000/s by the lag alone with 9 s batches, round 6).
+1 core held 120,000/s by the lag alone with 9 s batches).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from streamscale.benchmark.spec import parse_spec
 from streamscale.broker import EmbeddedBroker
 from streamscale.experiment.standalone import StandaloneCluster
 
-# (pipeline parameters, load ladder, run seconds, warm-up seconds): ladders from below issue 15's
+# (pipeline parameters, load ladder, run seconds, warm-up seconds): ladders from below the verdict
 # local[2] targets (UC1 60,000, UC2 20,000, UC3 10,000 records/s, UC4 10,000 sensors) to beyond
 # what 2 CPUs shared with the generator hold (the binary search runs ~3-4 points per resource
 # amount). UC2 and UC4 close 60 s windows: their runs leave two whole window periods after the
@@ -64,7 +64,7 @@ SETTINGS = {
     # UC3's batches take 2-3 s: 40 s after the warm-up give ~15 points, an interval too wide for
     # 1 % of the load (runs of 60 s disagreed at 12,500/s, 3 of 5); 150 s narrow it ~5x (width ~ span^-1.5).
     # Up to 120,000: 2 standalone executors held the former top, 65,000, in 4 runs of 4, and one
-    # core the new top, 80,000, in 2 runs of 2 (docs/performance.md, round 5).
+    # core the new top, 80,000, in 2 runs of 2.
     "uc3": (
         {},
         {

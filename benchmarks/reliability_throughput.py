@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/reliability_throughput.py [--messages 500000] [--size 100]
 
 Runs each semantics once through the fault proxy (passing everything through) in front of the
-embedded broker, as `streamscale reliability run` does. Target (issue 6): >= 50,000 messages/s
+embedded broker, as `streamscale reliability run` does. Target: >= 50,000 messages/s
 accounted; N = 500,000 (the paper's run size, 26 minutes there) in minutes.
 """
 

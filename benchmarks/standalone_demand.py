@@ -1,4 +1,4 @@
-"""Resource demand of UC1-UC4 on a Spark standalone cluster of 2 one-core workers (issue 15).
+"""Resource demand of UC1-UC4 on a Spark standalone cluster of 2 one-core workers.
 
     .venv/bin/python benchmarks/standalone_demand.py [--uc uc1 uc2 uc3 uc4] [--duration 60]
         [--warmup 20] [--repetitions 3] [--out results/standalone]
@@ -6,7 +6,7 @@
 Starts a standalone cluster on loopback from pyspark's own jars (master + 2 workers with 1 core
 each; streamscale.experiment.standalone) and the embedded broker, then runs one benchmark
 execution per UC with ``resources: {type: executors, values: [1, 2]}`` (1-core executors on that
-master), two loads per UC (half of issue 15's local[2] target, and the target), the linear
+master), two loads per UC (half of the local[2] verdict target, and the target), the linear
 search with lower bound, 3 repetitions per point (majority; ``stop_at_majority``), lag SLO 1 % of
 the load. The driver, the broker and the generator share the machine's 2 CPUs with the executors.
 Results (experiments.csv, report.html, demand.png) per UC under ``--out``; a table at the end.
@@ -26,7 +26,7 @@ from streamscale.benchmark.spec import parse_spec
 from streamscale.broker import EmbeddedBroker
 from streamscale.experiment.standalone import StandaloneCluster
 
-# (pipeline parameters, loads): issue 15's local[2] targets and half of each
+# (pipeline parameters, loads): the local[2] verdict targets and half of each
 SETTINGS = {
     "uc1": ({"sink": "none"}, {"type": "sensors", "values": [30_000, 60_000]}),
     "uc2": ({"window_s": 60, "lateness_s": 5}, {"type": "sensors", "values": [10_000, 20_000]}),

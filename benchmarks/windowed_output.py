@@ -27,7 +27,7 @@ rate of ``--repeat`` runs (min-max), the ratio of the medians, the pairs' ratios
 min-max), the ratio from each batch's median time (``batch_median_ratio``), and where the
 difference lies: the median time of a batch that wrote rows (full) and of the same batch into
 ``noop``, and the median of the other batches.
-Issue 14's targets: full >= 80 % of noop at 100,000 sensors, >= 95 % at 10,000.
+Targets: full >= 80 % of noop at 100,000 sensors, >= 95 % at 10,000.
 """
 
 from __future__ import annotations

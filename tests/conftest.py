@@ -38,7 +38,7 @@ def _created_topics(access):
     created: list[str] = []
     yield created
     # Deleted only at the end, after the Spark workers (set up later, so torn down earlier) are
-    # gone: a librdkafka client that still knows a deleted topic crashes (see broker.access).
+    # gone: no reader of a topic outlives it.
     access.delete_topics(created)
 
 

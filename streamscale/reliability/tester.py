@@ -341,7 +341,7 @@ def run_trial(
     isolation = "read_committed" if semantics == "exactly-once" else "read_uncommitted"
     ids = receive(testbed.connection, topic, isolation, receive_timeout_s)
     result.receive_s = time.monotonic() - t1
-    access.delete_topics([topic])  # all clients of the topic are closed (see broker.access)
+    access.delete_topics([topic])  # after every client of the topic is closed
     access.close()
     result.M, result.distinct, result.lost, result.duplicated = account(ids, n)
     result.alpha, result.beta = result.lost / n, result.duplicated / n

@@ -1,5 +1,5 @@
-"""The README's Python example runs as written, on topics of our own (in a fresh interpreter: it
-builds and stops its own SparkSession)."""
+"""The Python examples of docs/pipelines.md run as written, on topics of our own (each in a fresh
+interpreter: they build and stop their own SparkSession)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,17 @@ import pytest
 from tests.pipelines.helpers import T0, read_topic, send
 
 pytestmark = pytest.mark.spark
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "pipelines.md"
+
+
+def page_example(after: str) -> str:
+    text = PAGE.read_text()
+    part = text[text.index(after) :]
+    return re.search(r"```python\n(.*?)```", part, re.S).group(1)
 
 
 def readme_example() -> str:
-    text = README.read_text()
-    part = text[text.index("From Python, on your own topics:") :]
-    return re.search(r"```python\n(.*?)```", part, re.S).group(1)
+    return page_example("A use case on your own topics:")
 
 
 def test_the_readme_python_example_runs_on_a_users_topics(broker, topic_factory, tmp_path):
@@ -45,3 +49,24 @@ def test_the_readme_python_example_runs_on_a_users_topics(broker, topic_factory,
         {(i, t - t % 60_000) for i, t, _ in readings}
     )
     assert all(d["final"] for d in docs) and sum(d["count"] for d in docs) == len(readings)
+
+
+def test_the_own_pipeline_example_runs_on_a_users_topics(broker, topic_factory, tmp_path):
+    src, out = topic_factory(2), topic_factory(1)
+    readings = [(f"s_{i % 3}", T0 + i * 1000, float(i % 100)) for i in range(300)]
+    send(broker.bootstrap, src, readings, 2)
+    code = (
+        page_example("Your own pipeline:")
+        .replace("127.0.0.1:9092", broker.bootstrap)
+        .replace("my-high-readings", out)
+        .replace("my-readings", src)
+        .replace("/tmp/high-checkpoint", str(tmp_path / "ck"))
+    )
+    env = {**os.environ, "STREAMSCALE_SPARK_LOG": str(tmp_path / "spark.log")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = sorted(
+        (d["identifier"], d["timestamp"], d["valueInW"])
+        for d in (json.loads(v) for *_, v in read_topic(broker.bootstrap, out, 1))
+    )
+    assert got == sorted(r for r in readings if r[2] > 50)
