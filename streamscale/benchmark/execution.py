@@ -226,6 +226,27 @@ class Execution:
         return summary
 
 
+def broker_change_note(out_dir: Path, env: dict) -> str | None:
+    """One line when the results already in ``out_dir`` were measured on another kind of broker
+    (e.g. the embedded Tansu of older streamscale versions), else None."""
+    path = Path(out_dir) / "environment.json"
+    try:
+        before = str(json.loads(path.read_text()).get("broker", ""))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+    def kind(text: str) -> str:
+        return text.split(" at ", 1)[0].strip()
+
+    now = str(env.get("broker", ""))
+    if not before or kind(before) == kind(now):
+        return None
+    return (
+        f"the experiments already in {out_dir} ran on {kind(before)}; the ones run now run on {kind(now)}: "
+        "their figures are not directly comparable"
+    )
+
+
 def spec_connector(spec: Spec) -> str:
     """The Kafka connector the spec's runs use: its ``connector`` parameter, else the default."""
     from streamscale.sparkio.io import kafka_impl
@@ -286,7 +307,11 @@ def run_execution(
         runner = ExperimentRunner(spec, out_dir, conn, sessions)
         stack.callback(runner.close)  # a kept session stops before the broker it reads
         execution = Execution(spec, out_dir, runner, live=live)
-        (out_dir / "environment.json").write_text(json.dumps(environment(spec, conn.bootstrap, embedded), indent=2))
+        env = environment(spec, conn.bootstrap, embedded)
+        changed = broker_change_note(out_dir, env)
+        if changed and execution.done:
+            console.print(f"note: {changed}", highlight=False)
+        (out_dir / "environment.json").write_text(json.dumps(env, indent=2))
         summary = execution.run(search)
     summary["report"] = str(write_report(out_dir))
     return summary

@@ -149,3 +149,22 @@ def test_a_run_failed_without_output_is_one_a_latency_slo_failed_with_no_p95():
     assert not failed_without_output(SimpleNamespace(latency_p95_ms=nan, latency_slo=True))  # no SLO failed
     assert not failed_without_output(SimpleNamespace(latency_p95_ms=4871.0, latency_slo=False))  # too slow
     assert not failed_without_output(SimpleNamespace(latency_p95_ms=nan))  # rows from before the SLO
+
+
+def test_results_of_another_broker_are_said_so_in_one_line(tmp_path):
+    import json
+
+    from streamscale.benchmark.execution import broker_change_note
+
+    now = {"broker": "embedded Apache Kafka 4.1.1 (KRaft, one node) at 127.0.0.1:4242"}
+    assert broker_change_note(tmp_path, now) is None  # nothing there yet
+    (tmp_path / "environment.json").write_text(json.dumps({"broker": "embedded Tansu (memory only) at 127.0.0.1:1"}))
+    note = broker_change_note(tmp_path, now)
+    assert note is not None and "\n" not in note
+    assert "embedded Tansu (memory only)" in note and "embedded Apache Kafka 4.1.1" in note
+    (tmp_path / "environment.json").write_text(
+        json.dumps({"broker": "embedded Apache Kafka 4.1.1 (KRaft, one node) at 127.0.0.1:9"})
+    )
+    assert broker_change_note(tmp_path, now) is None  # another port, the same broker
+    (tmp_path / "environment.json").write_text("{not json")
+    assert broker_change_note(tmp_path, now) is None  # unreadable: not a crash
