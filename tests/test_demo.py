@@ -51,8 +51,11 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium): 
     tail = r.stdout.strip().splitlines()
     assert tail[-1] == f"report: {d / 'report.html'}"
     assert any(line.startswith(summary["answer"]["sentence"]) for line in tail[-2 - len(rows) :])
-    for row in rows:  # every point decided by the benchmark's trend through the batch commits
-        assert row["valid"] == "True" and row["lag_basis"] == "batches", row
+    for row in rows:  # every point decided by the benchmark's trend through the batch commits, but
+        # an overloaded run: its micro-batches grow until too few commit after the warm-up, and the
+        # sampler's 1 s readings decide (a fail either way)
+        assert row["valid"] == "True", row
+        assert row["lag_basis"] == "batches" or (row["lag_basis"] == "seconds" and row["passed"] == "False"), row
         assert float(row["sampler_cpu_pct"]) < 5.0  # harness overhead: under 5 % of one core
     # one Spark session per run of equal core counts, the probe's (one core) the first experiments'
     cores = [1] + [int(x["resources"]) for x in rows]

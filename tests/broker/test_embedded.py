@@ -34,13 +34,19 @@ def test_context_manager_starts_on_free_loopback_port_and_stops(tmp_path):
 
 
 def test_a_kept_data_dir_keeps_topics_and_records_across_starts(tmp_path):
-    from tests.conftest import produce
+    from confluent_kafka import Producer
 
     data = tmp_path / "data"
     with EmbeddedBroker(log_dir=tmp_path, data_dir=data) as b:
         with BrokerAccess(b.bootstrap) as a:
             a.create_topic("kept", 2)
-        produce(b.bootstrap, "kept", ((None, b"x", i % 2) for i in range(30)))
+        # a producer of its own, gone with this broker (the suite's cached ones would go on
+        # reconnecting to it, and librdkafka would say so on stderr)
+        p = Producer({"bootstrap.servers": b.bootstrap, "log_level": 0})
+        for i in range(30):
+            p.produce("kept", b"x", partition=i % 2)
+        assert p.flush(30) == 0
+        del p
     assert data.exists()
     with EmbeddedBroker(log_dir=tmp_path, data_dir=data) as b, BrokerAccess(b.bootstrap) as a:
         assert a.topics() == {"kept": 2}

@@ -24,25 +24,25 @@ def page_example(after: str) -> str:
     return re.search(r"```python\n(.*?)```", part, re.S).group(1)
 
 
-def readme_example() -> str:
-    return page_example("A use case on your own topics:")
+def run_example(after: str, replacements: dict, tmp_path) -> str:
+    """Run the example after ``after`` with names replaced, in a fresh interpreter -> its stdout."""
+    code = page_example(after)
+    for old, new in replacements.items():
+        code = code.replace(old, new)
+    env = {**os.environ, "STREAMSCALE_SPARK_LOG": str(tmp_path / "spark.log")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout
 
 
 def test_the_readme_python_example_runs_on_a_users_topics(broker, topic_factory, tmp_path):
     src, out = topic_factory(2), topic_factory(2)
     readings = [(f"s_{i % 3}", T0 + i * 1000, 0.5 * i) for i in range(150)]  # 150 s of 3 sensors
     send(broker.bootstrap, src, readings, 2)
-    code = (
-        readme_example()
-        .replace("127.0.0.1:9092", broker.bootstrap)
-        .replace("my-readings", src)
-        .replace("my-stats", out)
-        .replace("/tmp/uc2-checkpoint", str(tmp_path / "ck"))
-    )
-    env = {**os.environ, "STREAMSCALE_SPARK_LOG": str(tmp_path / "spark.log")}
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "'dropped_late': 0" in p.stdout
+    replacements = {"127.0.0.1:9092": broker.bootstrap, "my-readings": src, "my-stats": out}
+    replacements["/tmp/uc2-checkpoint"] = str(tmp_path / "ck")
+    stdout = run_example("A use case on your own topics:", replacements, tmp_path)
+    assert "'dropped_late': 0" in stdout
     docs = [json.loads(v) for *_, v in read_topic(broker.bootstrap, out, 2)]
     # emit=final and finish(): every 60 s window of every sensor once, all final, nothing lost
     assert sorted((d["identifier"], d["windowStartMs"]) for d in docs) == sorted(
@@ -55,16 +55,10 @@ def test_the_own_pipeline_example_runs_on_a_users_topics(broker, topic_factory, 
     src, out = topic_factory(2), topic_factory(1)
     readings = [(f"s_{i % 3}", T0 + i * 1000, float(i % 100)) for i in range(300)]
     send(broker.bootstrap, src, readings, 2)
-    code = (
-        page_example("Your own pipeline:")
-        .replace("127.0.0.1:9092", broker.bootstrap)
-        .replace("my-high-readings", out)
-        .replace("my-readings", src)
-        .replace("/tmp/high-checkpoint", str(tmp_path / "ck"))
-    )
-    env = {**os.environ, "STREAMSCALE_SPARK_LOG": str(tmp_path / "spark.log")}
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
-    assert p.returncode == 0, p.stderr[-3000:]
+    # the output topic's name first: the input's is a prefix of it
+    replacements = {"127.0.0.1:9092": broker.bootstrap, "my-high-readings": out, "my-readings": src}
+    replacements["/tmp/high-checkpoint"] = str(tmp_path / "ck")
+    run_example("Your own pipeline:", replacements, tmp_path)
     got = sorted(
         (d["identifier"], d["timestamp"], d["valueInW"])
         for d in (json.loads(v) for *_, v in read_topic(broker.bootstrap, out, 1))
