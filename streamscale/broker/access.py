@@ -37,7 +37,6 @@ _LEADER_ERRORS = (
     KafkaError.NOT_LEADER_FOR_PARTITION,
     KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.UNKNOWN_TOPIC_OR_PART,
-    KafkaError.NOT_COORDINATOR,
 )
 
 

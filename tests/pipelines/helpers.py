@@ -13,6 +13,16 @@ from tests.conftest import produce
 T0 = 1_700_000_000_000  # a multiple of every window size used here (ms since the epoch)
 
 
+def windows(ts: int, size: int, slide: int) -> list[tuple[int, int]]:
+    """Spark's windows of a reading at ``ts``: the last starts at ts - ts mod slide, the others back
+    by the slide while they still contain ts; (start, end), newest first."""
+    out, start = [], ts - ts % slide
+    while start + size > ts:
+        out.append((start, start + size))
+        start -= slide
+    return out
+
+
 def rec(ident: str, ts: int, value: float) -> bytes:
     return json.dumps({"identifier": ident, "timestamp": ts, "valueInW": value}).encode()
 

@@ -28,18 +28,10 @@ import pytest
 from streamscale.pipelines import make_pipeline
 from streamscale.pipelines.accounting import FLUSH_SENSOR, flush_record
 from tests.conftest import produce
-from tests.pipelines.helpers import T0, assert_stats_equal, rec, reference_stats
+from tests.pipelines.helpers import T0, assert_stats_equal, rec, reference_stats, windows
 
 pytestmark = pytest.mark.spark
 PARTS = 3
-
-
-def windows_of(ts: int, size: int, slide: int) -> list[tuple[int, int]]:
-    out, start = [], ts - ts % slide
-    while start + size > ts:
-        out.append((start, start + size))
-        start -= slide
-    return out
 
 
 def offsets_log(ckpt: Path, topic: str) -> list[tuple[int, int, dict[int, int]]]:
@@ -82,7 +74,7 @@ def replay(log, per_partition, size, slide, lateness, keys_of):
                 unregistered += 1
                 continue
             lost_new = lost_old = 0
-            for w_start, w_end in windows_of(ts, size, slide):
+            for w_start, w_end in windows(ts, size, slide):
                 for k in keys:
                     if w_end <= late_wm:
                         lost_new += 1
@@ -228,8 +220,8 @@ def test_uc4_counts_one_contribution_per_ancestor_group(spark, broker, topic_fac
 
 def test_windows_helper_matches_hand_worked_examples():
     # 30 s windows sliding by 10 s: a reading at 25 s is in [0, 30), [10, 40), [20, 50)
-    assert windows_of(25_000, 30_000, 10_000) == [(20_000, 50_000), (10_000, 40_000), (0, 30_000)]
+    assert windows(25_000, 30_000, 10_000) == [(20_000, 50_000), (10_000, 40_000), (0, 30_000)]
     # tumbling: exactly one, a reading on a boundary starts the next window
-    assert windows_of(20_000, 10_000, 10_000) == [(20_000, 30_000)]
+    assert windows(20_000, 10_000, 10_000) == [(20_000, 30_000)]
     # a slide that does not divide the size: ceil(30 / 7) = 5 candidates, the reading in 5 of them
-    assert len(windows_of(5, 30_000, 7_000)) == math.ceil(30_000 / 7_000)
+    assert len(windows(5, 30_000, 7_000)) == math.ceil(30_000 / 7_000)

@@ -1,9 +1,11 @@
 """UC2-UC4 against an independent replay of Spark's watermark rules, micro-batch by micro-batch.
 
 Each phase of input is one micro-batch (one ``availableNow`` run, restarted from the checkpoint
-between phases). The replay: W(0) = 0; a reading of batch N is dropped from a window when the
-window ends at or before W(N); after the batch W(N+1) = max(W(N), newest event time of the batch -
-lateness). Windows are Spark's (last start = ts - ts mod slide, back by the slide while they
+between phases). The replay: W(0) = 0; a reading of a phase is dropped from a window when the
+window ends at or before W, the watermark when its batch starts; after it W = max(W, newest event
+time of the batch - lateness). Between two phases no reading lands between the previous batch's
+watermark (what Spark drops late rows with) and W: test_late_rule.py replays both watermarks on
+inputs where they differ. Windows are Spark's (last start = ts - ts mod slide, back by the slide while they
 contain ts). The output must equal pandas statistics over what the replay accepted, and the
 dropped counts must equal the replay's exactly.
 """
@@ -11,7 +13,6 @@ dropped counts must equal the replay's exactly.
 from __future__ import annotations
 
 import json
-import math
 import random
 
 import pandas as pd
@@ -20,20 +21,10 @@ import pytest
 from streamscale.pipelines import make_pipeline
 from streamscale.pipelines.accounting import FLUSH_SENSOR
 from tests.conftest import produce
-from tests.pipelines.helpers import T0, assert_stats_equal, read_topic, rec, reference_stats
+from tests.pipelines.helpers import T0, assert_stats_equal, read_topic, rec, reference_stats, windows
 
 pytestmark = pytest.mark.spark
 HOUR = 3_600_000
-
-
-def windows(ts: int, size: int, slide: int) -> list[tuple[int, int]]:
-    last = ts - ts % slide
-    out = []
-    for k in range(math.ceil(size / slide)):
-        start = last - k * slide
-        if start + size > ts:
-            out.append((start, start + size))
-    return out
 
 
 def replay(phases, size, slide, lateness, keys_of):
