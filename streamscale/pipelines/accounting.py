@@ -25,8 +25,10 @@ output emits the newest ones too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import threading
 
 from streamscale.broker.connection import KafkaConnection
 from streamscale.sparkio.kafka import WATERMARK_FIELD
@@ -55,36 +57,64 @@ def late_flags(window_ms: int, slide_ms: int, ts: str = "timestamp"):
     return out
 
 
-def observe_late(df, window_ms: int, slide_ms: int | None = None, registered=None, first=None):
-    """``df`` with the accounting observation attached (nothing attached without a watermark column).
+def late_metrics(df, window_ms: int, slide_ms: int | None = None, registered=None, first=None) -> list:
+    """The accounting's aggregate columns over rows that carry the late-events watermark column.
 
     Rows are readings (UC2, UC3) or, after a registry join, one row per (reading, ancestor group)
     (UC4): then ``registered`` is false on the row of an unregistered reading (left join) and
     ``first`` is true on one row per registered reading."""
     from pyspark.sql import functions as F
 
-    if not has_watermark(df):
-        return df
     flags = late_flags(window_ms, slide_ms or window_ms)
     as_int = [(F.when(c, 1).otherwise(0), F.when(x, 1).otherwise(0)) for c, x in flags]
     contributions = sum((c for c, _ in as_int), F.lit(0))
     dropped = sum((x for _, x in as_int), F.lit(0))
     any_dropped = dropped > 0
     if registered is None:
-        metrics = [
+        return [
             F.sum(contributions).alias("contributions"),
             F.sum(dropped).alias("dropped_contributions"),
             F.count(F.when(any_dropped, 1)).alias("dropped_records"),
             F.lit(0).alias("unregistered"),
         ]
-    else:
-        reg = F.coalesce(registered, F.lit(False))
-        metrics = [
-            F.sum(F.when(reg, contributions)).alias("contributions"),
-            F.sum(F.when(reg, dropped)).alias("dropped_contributions"),
-            F.count(F.when(reg & first & any_dropped, 1)).alias("dropped_records"),
-            F.count(F.when(~reg, 1)).alias("unregistered"),
-        ]
+    reg = F.coalesce(registered, F.lit(False))
+    return [
+        F.sum(F.when(reg, contributions)).alias("contributions"),
+        F.sum(F.when(reg, dropped)).alias("dropped_contributions"),
+        F.count(F.when(reg & first & any_dropped, 1)).alias("dropped_records"),
+        F.count(F.when(~reg, 1)).alias("unregistered"),
+    ]
+
+
+class _Capture(threading.local):
+    frames: list | None = None
+
+
+_capture = _Capture()
+
+
+@contextlib.contextmanager
+def capturing():
+    """Within: :func:`observe_late` attaches nothing and hands its (rows, aggregate columns) to the
+    yielded list instead, so that a replay can aggregate them as a batch job
+    (streamscale.pipelines.replay)."""
+    _capture.frames = frames = []
+    try:
+        yield frames
+    finally:
+        _capture.frames = None
+
+
+def observe_late(df, window_ms: int, slide_ms: int | None = None, registered=None, first=None):
+    """``df`` with the accounting observation attached (nothing attached without a watermark
+    column: Spark's connector, whose runs are counted by a replay). Arguments as in
+    :func:`late_metrics`."""
+    if not has_watermark(df):
+        return df
+    metrics = late_metrics(df, window_ms, slide_ms, registered, first)
+    if _capture.frames is not None:
+        _capture.frames.append((df, metrics))
+        return df
     return df.observe(ACCOUNTING_OBSERVATION, *metrics)
 
 

@@ -151,21 +151,28 @@ class Pipeline(ABC):
             spark,
             bootstrap,
             input_topic,
-            dead_letter_topic=self.params.dead_letter_topic,
+            dead_letter_topic=self.params.dead_letter_topic if resolve_impl(kafka_impl) == "python" else None,
             starting_offsets=starting_offsets,
             max_offsets_per_trigger=self.params.max_offsets_per_trigger,
             impl=kafka_impl,
             options=opts,
         )
+        decoded = self.decoded()
+        # the late-record count is taken further on (accounting.py): only malformed ones here
+        df = df.observe("input", F.count(F.when(~decoded, 1)).alias("malformed"))
+        return df.where(decoded)
+
+    def decoded(self):
+        """Column: the row is a reading the pipeline can use (else it counts as malformed)."""
+        from pyspark.sql import functions as F
+
         decoded = F.col("value_error").isNull()
         if self.windowed:
             # A window needs a timestamp Spark can hold: one outside years 1-9999 (a valid int64
             # all the same) made the window arithmetic overflow and killed the query, again on
             # every restart. Such a reading counts as malformed.
             decoded = decoded & F.coalesce(F.col("timestamp").between(MIN_EVENT_MS, MAX_EVENT_MS), F.lit(False))
-        # the late-record count is taken further on (accounting.py): only malformed ones here
-        df = df.observe("input", F.count(F.when(~decoded, 1)).alias("malformed"))
-        return df.where(decoded)
+        return decoded
 
     def logical_plan(self):
         """The pipeline as a logical plan (streamscale.topology), from which ``build`` compiles."""
@@ -275,13 +282,47 @@ class Pipeline(ABC):
         )
         return PipelineRun(
             self.name,
-            [query],
+            [
+                query,
+                *self.dead_letter_queries(spark, bootstrap, input_topic, checkpoint, trigger, starting_offsets, impl),
+            ],
             query,
             checkpoint,
             writer,
             connector=impl,
             commit_to=self.committer(bootstrap, commit_group, impl),
+            replay=self.replayer(spark, bootstrap, impl),
         )
+
+    def dead_letter_queries(
+        self, spark, bootstrap, input_topic: str, checkpoint: str, trigger: dict, starting_offsets: str, impl: str
+    ) -> list:
+        """With Spark's connector and a dead-letter topic: the query that routes undecodable records
+        there (the Python source routes them itself). Its checkpoint lies inside the run's."""
+        if impl == "python" or not self.params.dead_letter_topic:
+            return []
+        from streamscale.sparkio.io import route_dead_letters
+
+        return [
+            route_dead_letters(
+                spark,
+                bootstrap,
+                input_topic,
+                self.params.dead_letter_topic,
+                f"{checkpoint.rstrip('/')}/dead-letters",
+                starting_offsets,
+                self.params.max_offsets_per_trigger,
+                trigger,
+            )
+        ]
+
+    def replayer(self, spark, bootstrap, impl: str):
+        """How a run on Spark's connector counts its late records (streamscale.pipelines.replay)."""
+        if impl == "python":
+            return None
+        from streamscale.pipelines.replay import count_late
+
+        return lambda ranges: count_late(spark, bootstrap, self, ranges)
 
     @staticmethod
     def committer(bootstrap, commit_group: str | None, impl: str) -> tuple | None:

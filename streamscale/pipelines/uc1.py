@@ -161,7 +161,12 @@ class UC1(Pipeline):
             raise ConfigError(f"unknown UC1 sink {p.sink}")
         return PipelineRun(
             self.name,
-            [q],
+            [
+                q,
+                *self.dead_letter_queries(
+                    spark, bootstrap, input_topic, checkpoint, trigger, starting_offsets, kafka_impl
+                ),
+            ],
             q,
             checkpoint,
             connector=kafka_impl,

@@ -71,6 +71,24 @@ def late_events_watermark_ms(checkpoint: str, batch_id: int) -> int:
     return _watermark(json.loads(lines[1]))
 
 
+def initial_offsets(checkpoint: str) -> dict:
+    """The offsets the query's (one) source started its first batch at, as Spark's Kafka source
+    wrote them to ``sources/0/0`` (a version line, then one JSON object); {} when absent."""
+    filesystem, root = _fs(checkpoint)
+    try:
+        lines = _lines(filesystem, f"{root}/sources/0/0")
+    except OSError:  # FileNotFoundError included: no such log (another source, a new checkpoint)
+        return {}
+    for line in reversed(lines):
+        try:
+            parsed = json.loads(line.strip().lstrip("\x00"))
+        except ValueError:
+            continue
+        if isinstance(parsed, dict):
+            return parsed
+    return {}
+
+
 def _missing(filesystem, path: str) -> bool:
     from pyarrow import fs
 

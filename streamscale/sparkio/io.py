@@ -9,12 +9,14 @@ the same).
 
 from __future__ import annotations
 
+import json
 import os
 
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
 from streamscale.sparkio import formats
 from streamscale.sparkio.kafka import ERROR_COLUMN, FORMAT_NAME
+from streamscale.sparkio.offsets import EARLIEST
 
 IMPLS = ("python", "spark")
 _ALIASES = {"builtin": "spark"}
@@ -116,12 +118,22 @@ def read_records(
             opts["deadLetterTopic"] = dead_letter_topic
         return read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, opts)
     if dead_letter_topic:
-        raise ConfigError("a dead-letter topic needs the python connector (connector=python)")
+        raise ConfigError(
+            "with Spark's connector dead letters are routed by a query of their own (route_dead_letters), "
+            "not by the source"
+        )
     if value_format != "json":
         raise ConfigError("with Spark's connector records are decoded from JSON only")
+    raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, options)
+    return decode_json(raw, value_ddl, include_raw)
+
+
+def decode_json(raw, value_ddl: str = ACTIVE_POWER_DDL, include_raw: bool = False):
+    """Rows of Spark's Kafka columns (a stream or a batch) -> the decoded value's fields, the Kafka
+    metadata as ``kafka_*`` and ``value_error`` where the value is not a JSON object holding every
+    field (the columns the Python source gives)."""
     from pyspark.sql import functions as F
 
-    raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, options)
     parsed = raw.withColumn("_v", F.from_json(F.col("value").cast("string"), value_ddl))
     fields = formats.parse_ddl(value_ddl).names
     bad = None
@@ -134,6 +146,63 @@ def read_records(
         *[F.col(f"_v.{f}").alias(f) for f in fields],
         F.when(bad, F.lit("malformed JSON value")).alias(ERROR_COLUMN),
     )
+
+
+def read_kafka_ranges(spark, bootstrap: KafkaConnection | str, start: dict, end: dict):
+    """A batch DataFrame (Spark's connector) of the records in [start, end) per partition, offsets
+    as {topic: {partition: offset}}; a partition missing from ``start`` is read from its earliest."""
+    assign = {t: sorted(int(p) for p in parts) for t, parts in end.items()}
+    starting = {t: {str(p): int((start.get(t) or {}).get(str(p), EARLIEST)) for p in ps} for t, ps in assign.items()}
+    ending = {t: {str(p): int(end[t][str(p)]) for p in ps} for t, ps in assign.items()}
+    reader = spark.read.format("kafka")
+    for k, v in KafkaConnection.of(bootstrap).spark_options().items():
+        reader = reader.option(k, v)
+    return (
+        reader.option("assign", json.dumps(assign))
+        .option("startingOffsets", json.dumps(starting))
+        .option("endingOffsets", json.dumps(ending))
+        .option("failOnDataLoss", "true")
+        .load()
+    )
+
+
+def route_dead_letters(
+    spark,
+    bootstrap: KafkaConnection | str,
+    topic: str,
+    dead_letter_topic: str,
+    checkpoint: str,
+    starting_offsets: str = "latest",
+    max_offsets_per_trigger: int | None = None,
+    trigger: dict | None = None,
+    query_name: str | None = None,
+    value_ddl: str = ACTIVE_POWER_DDL,
+):
+    """Start a query (Spark's connector) that copies every record of ``topic`` whose value does not
+    decode to ``dead_letter_topic``, key and value unchanged, with the headers the Python source
+    gives a dead letter (``error``, ``source.topic``, ``source.partition``, ``source.offset``).
+
+    Spark's connector has no dead-letter path, and one query cannot write two outputs, so this one
+    reads the input a second time. Delivery is at-least-once, as the Python source's."""
+    from pyspark.sql import functions as F
+
+    raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, "spark")
+    rows = decode_json(raw, value_ddl, include_raw=True).where(F.col(ERROR_COLUMN).isNotNull())
+
+    def header(name: str, col):
+        return F.struct(F.lit(name).alias("key"), col.cast("string").cast("binary").alias("value"))
+
+    letters = rows.select(
+        F.col("kafka_key").alias("key"),
+        F.col("kafka_value").alias("value"),
+        F.array(
+            header("error", F.col(ERROR_COLUMN)),
+            header("source.topic", F.col("kafka_topic")),
+            header("source.partition", F.col("kafka_partition")),
+            header("source.offset", F.col("kafka_offset")),
+        ).alias("headers"),
+    )
+    return write_kafka(letters, bootstrap, dead_letter_topic, checkpoint, "spark", trigger, "append", query_name)
 
 
 def write_kafka(

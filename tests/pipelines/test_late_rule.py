@@ -128,6 +128,7 @@ def _run(spark, broker, topic_factory, tmp_path, name, pipe, size, slide, latene
         run = pipe.start(spark, broker.bootstrap, src, out, str(ckpt), available_now=True)
         run.await_available(300)
         assert run.exception() is None
+        assert all(b.late_counted for b in run.batches)
         assert sum(1 for b in run.batches if b.input_rows) >= 4  # several data batches in a row
         totals.append(run.totals())
     got = {k: sum(t[k] for t in totals) for k in ("dropped_late", "dropped_contributions", "unregistered")}
@@ -162,7 +163,9 @@ def _read(bootstrap, topic):
 
 def test_uc2_late_counts_follow_the_previous_batch_watermark(spark, broker, topic_factory, tmp_path):
     # update mode: a row per change (final mode: UC4's test below)
-    pipe = make_pipeline("uc2", {"window_s": 10, "lateness_s": 3, "emit": "update", "max_offsets_per_trigger": 60})
+    pipe = make_pipeline(
+        "uc2", {"window_s": 10, "lateness_s": 3, "emit": "update", "max_offsets_per_trigger": 60}, connector="python"
+    )
     idents = [f"s_{i}" for i in range(6)]
     _run(
         spark, broker, topic_factory, tmp_path, "uc2-update", pipe, 10_000, 10_000, 3_000, idents,
@@ -171,8 +174,11 @@ def test_uc2_late_counts_follow_the_previous_batch_watermark(spark, broker, topi
 
 
 def test_uc3_sliding_windows_lose_some_of_their_windows_by_the_same_rule(spark, broker, topic_factory, tmp_path):
+    # on Spark's connector: its late records are counted by a replay (streamscale.pipelines.replay)
     size, slide, lateness = 30_000, 10_000, 3_000
-    pipe = make_pipeline("uc3", {"window_s": 30, "slide_s": 10, "lateness_s": 3, "max_offsets_per_trigger": 60})
+    pipe = make_pipeline(
+        "uc3", {"window_s": 30, "slide_s": 10, "lateness_s": 3, "max_offsets_per_trigger": 60}, connector="spark"
+    )
     # T0 + up to ~5 min: one hour of day for every reading, so the key is the sensor and that hour
     hour = (T0 // 3_600_000) % 24
     assert ((T0 + 600_000) // 3_600_000) % 24 == hour
@@ -183,7 +189,8 @@ def test_uc3_sliding_windows_lose_some_of_their_windows_by_the_same_rule(spark, 
     )  # fmt: skip
 
 
-def test_uc4_counts_one_contribution_per_ancestor_group(spark, broker, topic_factory, tmp_path):
+@pytest.mark.parametrize("connector", ["python", "spark"])
+def test_uc4_counts_one_contribution_per_ancestor_group(connector, spark, broker, topic_factory, tmp_path):
     from streamscale.loadgen.registry import SensorRegistry
 
     # an irregular registry of depth 3: s_0..s_3 under g_a/g_b (under root), s_4 straight under root;
@@ -210,6 +217,7 @@ def test_uc4_counts_one_contribution_per_ancestor_group(spark, broker, topic_fac
             "emit": "final",
             "max_offsets_per_trigger": 60,
         },
+        connector=connector,
     )
     idents = [f"s_{i}" for i in range(6)]
     _run(
