@@ -66,8 +66,13 @@ lint: install
 	$(BIN)/ruff format --check streamscale tests benchmarks
 	$(BIN)/lint-imports
 
+# Two workers: most tests wait on a JVM (a broker's or Spark's start, a micro-batch's trigger)
+# for part of their time. The longest tests go first (tests/conftest.py), so that they overlap
+# with the many short ones instead of ending the run alone.
+TEST_WORKERS ?= 2
+
 test: install lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The long experiments (marked slow) as well.
 test-all: install

@@ -32,6 +32,7 @@ def run_demo(
     partitions: int = 4,
     execution: bool = True,
     source: bool = False,
+    connector: str | None = None,
 ) -> dict:
     """The scaling demo (probe, then a short UC2 benchmark whose demand rises from 1 to 2 cores);
     ``source``: first the PySpark source under load; ``execution=False``: only that."""
@@ -39,7 +40,7 @@ def run_demo(
     if source or not execution:
         result = run_source_demo(seconds, sensors, out_dir, master, partitions)
     if execution:
-        result["execution"] = run_scaling_demo(out_dir / f"{SUT}-scaling")
+        result["execution"] = run_scaling_demo(out_dir / f"{SUT}-scaling", connector=connector)
     return result
 
 
@@ -172,7 +173,9 @@ def replace_previous_demo(out_dir: Path) -> None:
         shutil.rmtree(out_dir)
 
 
-def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 5.0) -> dict:
+def run_scaling_demo(
+    out_dir: Path, duration_s: float = 24.0, warmup_s: float = 5.0, connector: str | None = None
+) -> dict:
     """Embedded broker, a quick capacity probe, then the UC2 resource demand of loads chosen from
     it (mostly three experiments), each point decided by the benchmark's own SLO machinery; the
     answer in one paragraph."""
@@ -184,8 +187,10 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
     from streamscale.broker import EmbeddedBroker
     from streamscale.broker.connection import kafka_log_path
     from streamscale.experiment.sessions import SparkSessions
+    from streamscale.sparkio.io import kafka_impl
     from streamscale.sparkio.session import spark_log_path
 
+    params = {**PARAMS, "connector": kafka_impl(connector)}  # the run's connector, in its spec
     replace_previous_demo(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -209,7 +214,7 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
                 broker.bootstrap,
                 [1],
                 SUT,
-                PARAMS,
+                params,
                 records=PROBE_RECORDS,
                 batch_records=BATCH,
                 sensors=PROBE_SENSORS,
@@ -222,7 +227,7 @@ def run_scaling_demo(out_dir: Path, duration_s: float = 24.0, warmup_s: float = 
         spec = parse_spec(
             {
                 "name": f"demo-{SUT}-scaling",
-                "benchmark": {"sut": SUT, "params": PARAMS, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
+                "benchmark": {"sut": SUT, "params": params, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
                 "execution": {
                     "load": {"type": "sensors", "values": loads},
                     "resources": {"type": "cores", "values": [1, 2]},

@@ -10,6 +10,32 @@ import pytest
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 
+# The longest tests (a minute or more each on 2 CPUs), run first: with two workers (`make test`)
+# they then overlap with the short ones instead of ending the run alone.
+LONGEST_FIRST = (
+    "tests/test_demo.py::",
+    "tests/benchmark/test_execution.py::test_multi_executor_run_on_standalone_cluster",
+    "tests/reliability/test_reliability.py::test_pipeline_killed_and_restarted_loses_nothing",
+    "tests/cli/test_cli.py::test_sigkilled_",
+    "tests/pipelines/test_late_rule.py::",
+    "tests/pipelines/test_doc_examples.py::",
+    "tests/broker/test_embedded.py::test_a_kept_data_dir",
+    "tests/pipelines/test_dead_letters.py::",
+    "tests/cli/test_cli.py::test_a_property_given_once",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {prefix: i for i, prefix in enumerate(LONGEST_FIRST)}
+
+    def key(item):
+        for prefix, i in rank.items():
+            if item.nodeid.startswith(prefix):
+                return i
+        return len(rank)
+
+    items.sort(key=key)  # stable: the rest keep their order
+
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory):

@@ -55,12 +55,15 @@ _PARAM_MEANING: dict[str, tuple[str, str]] = {
         "records",
     ),
     "connector": (
-        "the Kafka connector: python (streamscale's source and sink: exact late counts, dead letters) "
-        'or spark (Spark\'s own format("kafka")); null: $STREAMSCALE_KAFKA_IMPL, else python',
+        'the Kafka connector: spark (Spark\'s own format("kafka"), what production jobs run) or python '
+        "(streamscale's source and sink, for clusters without Spark's); null: $STREAMSCALE_KAFKA_IMPL, else spark",
         "",
     ),
     "trigger_interval_s": ("processing-time trigger: a micro-batch starts at most this often", "s"),
-    "dead_letter_topic": ("topic for records that cannot be decoded (python connector); null: counted only", ""),
+    "dead_letter_topic": (
+        "topic for records that cannot be decoded (Spark's connector: a second query routes them); null: counted",
+        "",
+    ),
     "optimize_topology": ("merge repartitions (seed 004); null: where it is faster on Spark", ""),
     "sink": ("UC1's output: log lines, none (noop), SQLite, a JDBC table or a Kafka topic", ""),
     "db_path": ("UC1's SQLite file (sink sqlite)", "path"),

@@ -52,6 +52,9 @@ def reliability_pipeline(
     partitions: int = typer.Option(2, min=1),
     kill_at: float = typer.Option(0.3, min=0.01, max=0.99, help="Kill the query when this fraction is written"),
     master: str = typer.Option("local[1]"),
+    connector: str = typer.Option(
+        None, help="Kafka connector: spark (Spark's own) or python; default $STREAMSCALE_KAFKA_IMPL, else spark"
+    ),
     out_dir: Path = typer.Option(Path("results/reliability-pipeline"), "--out"),
     bootstrap: str = Bootstrap,
     kafka_property: list[str] = KafkaProperty,
@@ -62,12 +65,12 @@ def reliability_pipeline(
     from streamscale.reliability.pipeline import run_pipeline_trial
 
     conn = kafka_connection(bootstrap, kafka_property, kafka_config)
-    r = run_pipeline_trial(conn, out_dir, messages, size, partitions, kill_at, master)
+    r = run_pipeline_trial(conn, out_dir, messages, size, partitions, kill_at, master, connector=connector)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "pipeline.json").write_text(json.dumps(r.row(), indent=2))
     out.print(
         f"N={r.N} M={r.M} M'={r.distinct}: alpha={r.alpha:.6f} (L={r.lost}), beta={r.beta:.6f} (D={r.duplicated}); "
-        f"killed with {r.output_at_kill} records written; {out_dir}/pipeline.json"
+        f"killed with {r.output_at_kill} records written; {r.connector} connector; {out_dir}/pipeline.json"
     )
 
 

@@ -220,7 +220,7 @@ def run_sut(
             gen = run = sampler = None
             try:
                 if own_spark and not sessions.warmed:
-                    warm_up_workers(spark, access, bootstrap, run_id)
+                    warm_up_workers(spark, access, bootstrap, run_id, pipe.params.connector)
                     sessions.warmed = warmed = True
                 gen = LoadGenerator(
                     GeneratorConfig(
@@ -261,9 +261,13 @@ def run_sut(
                     sampler.stop(raise_error=False)  # raised above when the run got that far
                 if run is not None:
                     n_seen = len(run.batches)
+                    uncounted = {b.batch_id for b in run.batches if not b.late_counted}
                     run.stop()
                     for b in run.batches[n_seen:]:  # batches that finished while the query stopped
                         _export(b)
+                    for b in run.batches[:n_seen]:  # late records counted at the end (Spark's connector)
+                        if b.batch_id in uncounted and b.late_counted:
+                            prometheus.dropped_total.inc(b.dropped_late)
                 gres = gen.stop() if gen is not None else None
         if own_spark:
             # a stopped session's workers knew these topics; a kept session's readers of them are
@@ -306,13 +310,16 @@ def run_sut(
     return result
 
 
-def warm_up_workers(spark, access: BrokerAccess, bootstrap: KafkaConnection | str, run_id: str) -> None:
+def warm_up_workers(
+    spark, access: BrokerAccess, bootstrap: KafkaConnection | str, run_id: str, connector: str | None = None
+) -> None:
     """Start and warm Spark's Python workers (imports, Kafka clients) before the clock runs.
 
     A cold first micro-batch costs seconds of worker start-up, which would otherwise show up as
     a lag spike at the start of every experiment. The warm-up writes through the Kafka sink too:
     a worker's first idempotent producer waits 500 ms for its producer id, and a short run could
-    otherwise end before the first batch with rows was written.
+    otherwise end before the first batch with rows was written. ``connector``: the run's (with
+    Spark's, its Kafka clients in the JVM warm up instead).
     """
     import tempfile
 
@@ -327,10 +334,10 @@ def warm_up_workers(spark, access: BrokerAccess, bootstrap: KafkaConnection | st
     p.flush(30)
     del p
     with tempfile.TemporaryDirectory(prefix="streamscale-warmup-") as checkpoint:
-        records = read_records(spark, bootstrap, topic, starting_offsets="earliest")
+        records = read_records(spark, bootstrap, topic, starting_offsets="earliest", impl=connector)
         # back into the same topic: availableNow reads only what was there when it started
         value = records.select(records["identifier"].alias("value"))
-        q = write_kafka(value, bootstrap, topic, checkpoint, trigger={"availableNow": True})
+        q = write_kafka(value, bootstrap, topic, checkpoint, impl=connector, trigger={"availableNow": True})
         q.awaitTermination(180)
 
 

@@ -110,7 +110,14 @@ def observe_late(df, window_ms: int, slide_ms: int | None = None, registered=Non
     column: Spark's connector, whose runs are counted by a replay). Arguments as in
     :func:`late_metrics`."""
     if not has_watermark(df):
-        return df
+        if registered is None:
+            return df
+        # no late count here (a replay counts them), but the unregistered readings, which need no
+        # watermark: a batch the replay can skip keeps this count
+        from pyspark.sql import functions as F
+
+        reg = F.coalesce(registered, F.lit(False))
+        return df.observe(ACCOUNTING_OBSERVATION, F.count(F.when(~reg, 1)).alias("unregistered"))
     metrics = late_metrics(df, window_ms, slide_ms, registered, first)
     if _capture.frames is not None:
         _capture.frames.append((df, metrics))

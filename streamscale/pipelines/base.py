@@ -36,8 +36,8 @@ class PipelineParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_offsets_per_trigger: int | None = None
-    # Kafka connector: "python" (streamscale's source and sink) or "spark" (Spark's own format("kafka"));
-    # None: $STREAMSCALE_KAFKA_IMPL, else python
+    # Kafka connector: "spark" (Spark's own format("kafka")) or "python" (streamscale's source and sink);
+    # None: $STREAMSCALE_KAFKA_IMPL, else spark
     connector: Literal["python", "spark"] | None = None
     trigger_interval_s: float = 1.0
     dead_letter_topic: str | None = None

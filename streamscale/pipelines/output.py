@@ -112,7 +112,11 @@ class WindowedOutput:
         self.bootstrap, self.topic = bootstrap, topic
         self.key_cols, self.value_cols = key_cols, value_cols
         self.lateness_ms, self.emit_final = lateness_ms, emit_final
-        self.checkpoint, self.kafka_impl = checkpoint, kafka_impl
+        from streamscale.sparkio.io import kafka_impl as resolve_impl
+
+        # resolved once: which write reports its observation (the Python sink's) decides how rows
+        # are counted, and an unresolved default must not pick the other write
+        self.checkpoint, self.kafka_impl = checkpoint, resolve_impl(kafka_impl)
         self.window_grid_ms = window_grid_ms
         self.skipped_writes = 0  # append-mode batches that could not emit: counted, not written
         self.batches: dict[int, BatchOutput] = {}  # taken by PipelineRun.poll: a few batches at most

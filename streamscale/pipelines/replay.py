@@ -55,18 +55,38 @@ def _offsets(value) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
+def _epoch_ms(iso: str | None) -> int | None:
+    """A progress report's event time (``2026-11-26T07:00:00.123Z``) in epoch ms."""
+    if not iso:
+        return None
+    from datetime import datetime
+
+    try:
+        return round(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
 def batch_range(progress: dict, checkpoint: str) -> BatchRange | None:
-    """The range one progress report's batch read, or None when it read nothing."""
+    """The range one progress report's batch read, or None when no record of it can be late: it
+    read nothing, or its oldest event time (``eventTime.min``, over the rows entering the
+    watermark) is at or after its late-events watermark W(N-1). Every window of a reading ends
+    after the reading, so none of them then ends at or before W(N-1). In-order streams skip most
+    batches so."""
     rows = int(progress.get("numInputRows") or 0)
     src = progress["sources"][0] if progress.get("sources") else {}
     end = _offsets(src.get("endOffset"))
     if not rows or not end:
         return None
+    batch_id = int(progress["batchId"])
+    late_wm = late_events_watermark_ms(checkpoint, batch_id)
+    oldest = _epoch_ms((progress.get("eventTime") or {}).get("min"))
+    if oldest is not None and oldest >= late_wm:
+        return None
     start = _offsets(src.get("startOffset"))
     if start is None:
         start = initial_offsets(checkpoint)
-    batch_id = int(progress["batchId"])
-    return BatchRange(batch_id, start, end, late_events_watermark_ms(checkpoint, batch_id), rows)
+    return BatchRange(batch_id, start, end, late_wm, rows)
 
 
 def _bounds(ranges: list[BatchRange]) -> tuple[dict, dict]:

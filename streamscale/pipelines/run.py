@@ -159,7 +159,11 @@ class PipelineRun:
             avg_latency_ms=out.avg_latency_ms if out else None,
             dropped_contributions=int(late.get("dropped_contributions") or 0),
             unregistered=int(late.get("unregistered") or 0),
-            late_counted=replayed is None and (self.writer is None or bool(late) or not p.get("numInputRows")),
+            late_counted=(
+                replayed is None
+                if self.replay is not None
+                else (self.writer is None or bool(late) or not p.get("numInputRows"))
+            ),
             latency_cdf=out.latency_cdf if out else None,
         )
 

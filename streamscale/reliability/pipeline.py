@@ -38,6 +38,7 @@ class PipelineResult:
     output_at_kill: int
     first_run_s: float
     restart_run_s: float
+    connector: str = "spark"  # the Kafka connector the query read and wrote with
 
     def row(self) -> dict:
         return asdict(self)
@@ -53,15 +54,18 @@ def _spark_job(argv: list[str] | None = None) -> int:
     ap.add_argument("--master", default="local[1]")
     ap.add_argument("--max-offsets", type=int, default=2000)
     ap.add_argument("--available-now", action="store_true", help="process what is there, then exit")
+    ap.add_argument("--connector", default=None, help="Kafka connector: spark or python")
     a = ap.parse_args(argv)
     from streamscale.sparkio.io import read_kafka, write_kafka
     from streamscale.sparkio.session import build_session
 
     spark = build_session(a.master, "streamscale-reliability-pipeline", shuffle_partitions=1)
     conn = KafkaConnection.of(a.bootstrap, json.loads(a.kafka_properties))
-    df = read_kafka(spark, conn, a.input, starting_offsets="earliest", max_offsets_per_trigger=a.max_offsets)
+    df = read_kafka(
+        spark, conn, a.input, starting_offsets="earliest", max_offsets_per_trigger=a.max_offsets, impl=a.connector
+    )
     trigger = {"availableNow": True} if a.available_now else {"processingTime": "200 milliseconds"}
-    q = write_kafka(df.select("key", "value"), conn, a.output, a.checkpoint, trigger=trigger)
+    q = write_kafka(df.select("key", "value"), conn, a.output, a.checkpoint, impl=a.connector, trigger=trigger)
     q.awaitTermination()
     spark.stop()
     return 0
@@ -100,7 +104,11 @@ def run_pipeline_trial(
     master: str = "local[1]",
     timeout_s: float = 300,
     topics_out: list[str] | None = None,
+    connector: str | None = None,
 ) -> PipelineResult:
+    from streamscale.sparkio.io import kafka_impl
+
+    connector = kafka_impl(connector)  # checked here, not in the child process
     conn = KafkaConnection.of(bootstrap)
     work_dir.mkdir(parents=True, exist_ok=True)
     tag = uuid.uuid4().hex[:8]
@@ -132,6 +140,8 @@ def run_pipeline_trial(
             str(work_dir / f"checkpoint-{tag}"),
             "--master",
             master,
+            "--connector",
+            connector,
         ]
         # small batches before the kill (so it lands mid-run), one big catch-up batch after it
         first_args = [*args, "--max-offsets", str(max(100, n // 20))]
@@ -163,7 +173,7 @@ def run_pipeline_trial(
         restart = time.monotonic() - t1
     ids = receive(conn, dst, "read_uncommitted", timeout_s)
     m, distinct, lost, dup = account(ids, n)
-    return PipelineResult(n, m, distinct, lost, dup, lost / n, dup / n, at_kill, first, restart)
+    return PipelineResult(n, m, distinct, lost, dup, lost / n, dup / n, at_kill, first, restart, connector)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Read/write Kafka from Spark with either our Python data source or Spark's own connector.
 
 The connector is chosen by ``impl`` (a pipeline's ``connector`` parameter) or, when not given,
-``$STREAMSCALE_KAFKA_IMPL``: ``python`` (default, :mod:`streamscale.sparkio.kafka`: exact
-late-record counts, dead letters) or ``spark`` (``format("kafka")``, Spark's
-``spark-sql-kafka-0-10``, which ``make install`` puts on every session's classpath; ``builtin`` is
-the same).
+``$STREAMSCALE_KAFKA_IMPL``: ``spark`` (default: ``format("kafka")``, Spark's
+``spark-sql-kafka-0-10``, what production jobs run, which ``make install`` puts on every session's
+classpath; ``builtin`` is the same) or ``python`` (:mod:`streamscale.sparkio.kafka`, for clusters
+without that package).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ ACTIVE_POWER_DDL = "identifier STRING, timestamp BIGINT, valueInW DOUBLE"
 
 def kafka_impl(impl: str | None = None) -> str:
     """The connector to use: ``python`` or ``spark`` (one clear error for anything else)."""
-    impl = (impl or os.environ.get("STREAMSCALE_KAFKA_IMPL") or "python").lower()
+    impl = (impl or os.environ.get("STREAMSCALE_KAFKA_IMPL") or "spark").lower()
     impl = _ALIASES.get(impl, impl)
     if impl not in IMPLS:
         raise ConfigError(f"the Kafka connector must be one of {IMPLS}, not '{impl}'")
@@ -68,7 +68,15 @@ def read_kafka(
             options["claimGroups"] = "true"
     for k, v in options.items():
         reader = reader.option(k, str(v))
-    return reader.load()
+    try:
+        return reader.load()
+    except Exception as exc:
+        if impl == "spark" and "Failed to find data source: kafka" in str(exc):
+            raise ConfigError(
+                "Spark's Kafka connector (spark-sql-kafka-0-10) is not on this session's classpath: "
+                "run `make install`, add it with spark.jars, or choose connector=python"
+            ) from None
+        raise
 
 
 def _default_parallelism(spark) -> int | None:

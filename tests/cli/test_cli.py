@@ -34,8 +34,10 @@ def test_a_property_given_once_reaches_every_client_of_a_run(state, broker, tmp_
     trace = tmp_path / "clients.jsonl"
     env = {**state, "STREAMSCALE_KAFKA_TRACE": str(trace), "STREAMSCALE_METRICS_PORT": "-1"}
     p = subprocess.Popen(
-        [EXE, "run-sut", "uc1", "-p", "sink=kafka", "-d", "3", "--partitions", "2", "-b", broker.bootstrap]
-        + ["-X", "client.id=probe-7"],
+        # the Python connector: its source's and sink's clients are made (and traced) here; Spark's
+        # connector gets the same properties as kafka.* options (broker.connection.spark_options)
+        [EXE, "run-sut", "uc1", "-p", "sink=kafka", "-p", "connector=python", "-d", "3", "--partitions", "2"]
+        + ["-b", broker.bootstrap, "-X", "client.id=probe-7"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

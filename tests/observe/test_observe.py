@@ -103,9 +103,12 @@ def _scrape(port: int) -> dict[str, float]:
 
 
 @pytest.mark.spark
-def test_metrics_endpoint_and_live_page_follow_a_real_run(tmp_path, broker, spark, chromium):
-    from streamscale.experiment.sut import run_sut
+def test_metrics_endpoint_and_live_page_follow_a_real_run(tmp_path, broker, access, spark, chromium):
+    from streamscale.experiment.sut import run_sut, warm_up_workers
 
+    # the run is given the tests' session, which run_sut does not warm: its first micro-batch on a
+    # cold connector could take most of the run on a busy machine
+    warm_up_workers(spark, access, broker.bootstrap, "observe-test")
     port = prometheus.serve(0)
     live = LiveState()
     server = LiveServer(live).start()
