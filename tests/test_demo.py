@@ -74,6 +74,8 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium): 
         or "needs more than 2 cores" in summary["answer"]["sentence"]
     )
 
+    assert summary["connector"] == "spark"  # the default: Spark's own Kafka connector
+    assert "Kafka connector: spark" in (d / "report.html").read_text()
     dom = render(chromium, (d / "report.html").as_uri(), screenshot=ARTIFACTS / "demo-report.png")
     body = re.search(r"<body[^>]*>", dom).group(0)
     loaded = int(re.search(r'data-images-loaded="(\d+)"', body).group(1))

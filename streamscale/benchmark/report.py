@@ -97,7 +97,8 @@ def write_report(results_dir: Path) -> Path:
         *_answer(summary),
         f"<h2>Details</h2><p>{'Resource demand' if kind == 'demand' else 'Load capacity'} searched · "
         f"{len(experiments)} experiments · {sum(1 for e in experiments if not e.valid)} invalid · "
-        f"report written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>",
+        + (f"Kafka connector: {html.escape(str(summary['connector']))} · " if summary.get("connector") else "")
+        + f"report written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>",
         "<h3>Metric as searched</h3>",
         html_table(metric_rows, "metric"),
     ]

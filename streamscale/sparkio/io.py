@@ -23,6 +23,13 @@ _ALIASES = {"builtin": "spark"}
 
 ACTIVE_POWER_DDL = "identifier STRING, timestamp BIGINT, valueInW DOUBLE"
 
+# Spark's connector reads a task's range in polls of at most max.poll.records (kafka-clients: 500)
+# from fetches of at most max.partition.fetch.bytes (1 MiB) per partition. Larger ones took a
+# 100,000-record batch of 8 partitions from 719 to 440 ms (addBatch 540 -> 256 ms; whole runs
+# 89,000 -> 114,000 records/s; benchmarks/spark_connector_profile.py). The user's own kafka.*
+# properties and options override them.
+SPARK_READ_DEFAULTS = {"kafka.max.poll.records": "20000", "kafka.max.partition.fetch.bytes": str(8 << 20)}
+
 
 def kafka_impl(impl: str | None = None) -> str:
     """The connector to use: ``python`` or ``spark`` (one clear error for anything else)."""
@@ -46,7 +53,10 @@ def read_kafka(
     ``bootstrap``: a connection (its properties become ``kafka.*`` options) or bootstrap servers."""
     impl = kafka_impl(impl)
     reader = spark.readStream.format(FORMAT_NAME if impl == "python" else "kafka")
-    for k, v in KafkaConnection.of(bootstrap).spark_options().items():
+    for k, v in {
+        **(SPARK_READ_DEFAULTS if impl == "spark" else {}),
+        **KafkaConnection.of(bootstrap).spark_options(),
+    }.items():
         reader = reader.option(k, v)
     reader = reader.option("subscribe", topic).option("startingOffsets", starting_offsets)
     if max_offsets_per_trigger:

@@ -189,7 +189,8 @@ def test_uc3_sliding_windows_lose_some_of_their_windows_by_the_same_rule(spark, 
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("connector", ["python", "spark"])
+# the Python source's rule is checked on UC2 above; its UC4 run (the same accounting) on request
+@pytest.mark.parametrize("connector", [pytest.param("python", marks=pytest.mark.slow), "spark"])
 def test_uc4_counts_one_contribution_per_ancestor_group(connector, spark, broker, topic_factory, tmp_path):
     from streamscale.loadgen.registry import SensorRegistry
 

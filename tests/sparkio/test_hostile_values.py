@@ -139,7 +139,7 @@ def test_hostile_values_are_dead_lettered_once_and_valid_ones_exact(spark, broke
     produced: list[bytes] = []
 
     @settings(
-        max_examples=50,
+        max_examples=30,
         deadline=None,
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
@@ -161,7 +161,7 @@ def test_hostile_values_are_dead_lettered_once_and_valid_ones_exact(spark, broke
                 assert (r["identifier"], r["timestamp"], r["valueInW"]) == want, v
 
     through_the_reader()
-    assert len(produced) >= 10_000
+    assert len(produced) >= 6_000
 
     # the whole topic through a Spark query with a dead-letter topic: alive, exact, once
     name = f"q_{uuid.uuid4().hex[:8]}"

@@ -191,3 +191,13 @@ def test_read_kafka_claims_groups_on_local_masters_only():
     )
     with pytest.raises(ConfigError, match="claimGroups=true needs a local master"):
         read_kafka(session("spark://h:7077"), "x:1", "t", impl="python", options={"claimGroups": "true"})
+
+    # Spark's connector reads in larger polls and fetches than kafka-clients' defaults, unless the
+    # user's own properties say otherwise; the Python source has its own settings
+    from streamscale.broker.connection import KafkaConnection
+
+    tuned = read_kafka(session("local[2]"), "x:1", "t", impl="spark")
+    assert (tuned["kafka.max.poll.records"], tuned["kafka.max.partition.fetch.bytes"]) == ("20000", str(8 << 20))
+    own = read_kafka(session("local[2]"), KafkaConnection.of("x:1", {"max.poll.records": "50"}), "t", impl="spark")
+    assert own["kafka.max.poll.records"] == "50"
+    assert "kafka.max.poll.records" not in read_kafka(session("local[2]"), "x:1", "t", impl="python")

@@ -1,10 +1,11 @@
 """The monitor (seed 001 §V-A): each partition's write speed in bytes/s over a sliding window.
 
-The paper reads partition sizes with DescribeLogDirs. confluent-kafka does not expose that call and
-the embedded broker does not serve it (see :mod:`streamscale.broker.access`), so the size is
-estimated as end offset × mean record size, with the mean measured on the partition's newest
-records. Every sample is queued with its time; samples older than the window leave the front of
-the queue, and the speed is (newest − oldest) / (time between them), as in the paper.
+The paper reads partition sizes with DescribeLogDirs. Kafka serves it, but librdkafka (and so
+confluent-kafka's AdminClient) has no such call, and Kafka's own Java tool costs a JVM start (~1 s
+of CPU) per sample of a monitor that samples every second; so the size is estimated as end offset
+x mean record size, with the mean measured on the partition's newest records. Every sample is
+queued with its time; samples older than the window leave the front of the queue, and the speed
+is (newest - oldest) / (time between them), as in the paper.
 """
 
 from __future__ import annotations
