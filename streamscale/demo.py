@@ -45,8 +45,7 @@ def run_demo(
 
 
 # The demo's SUT: UC2 (per-sensor averages over 60 s windows), emitted once per window. UC1 (decode
-# and discard) is too light to need a second core at any load a 2-CPU machine can generate beside
-# Spark: the generator and the broker would take that core first (docs/performance.md).
+# and discard) is too light to need a second core at any load this machine can generate beside it.
 #
 # Micro-batches of at most BATCH records, in the probe and in the experiments alike: unbounded, an
 # overloaded query reads ever larger batches, amortizes their fixed cost and keeps a bounded (if
@@ -176,9 +175,8 @@ def replace_previous_demo(out_dir: Path) -> None:
 def run_scaling_demo(
     out_dir: Path, duration_s: float = 24.0, warmup_s: float = 5.0, connector: str | None = None
 ) -> dict:
-    """Embedded broker, a quick capacity probe, then the UC2 resource demand of loads chosen from
-    it (mostly three experiments), each point decided by the benchmark's own SLO machinery; the
-    answer in one paragraph."""
+    """Embedded broker, a quick capacity probe, then UC2's resource demand at loads chosen from it,
+    each point decided by the benchmark's SLOs (``connector``: the Kafka connector, default spark)."""
     from streamscale.benchmark.execution import run_execution
     from streamscale.benchmark.probe import probe_capacity
     from streamscale.benchmark.results import read_results
@@ -190,7 +188,7 @@ def run_scaling_demo(
     from streamscale.sparkio.io import kafka_impl
     from streamscale.sparkio.session import spark_log_path
 
-    params = {**PARAMS, "connector": kafka_impl(connector)}  # the run's connector, in its spec
+    params = {**PARAMS, "connector": kafka_impl(connector)}  # named in the spec the results keep
     replace_previous_demo(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
