@@ -175,7 +175,8 @@ class PipelineRun:
         try:
             counted = self.replay(pending)
         except Exception as exc:  # noqa: BLE001 - the run's results stand; its late records stay "not counted"
-            log.warning("late records of %s not counted: the replay failed: %s", self.name, exc)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]  # not a JVM stack trace
+            log.warning("late records of %s not counted: the replay failed: %s", self.name, first[:300])
             return
         for b in self.batches:
             c = counted.get(b.batch_id)

@@ -46,3 +46,30 @@ def test_the_first_batch_starts_where_the_source_log_says(tmp_path):
     ck = _checkpoint(tmp_path, {0: 0}, initial={"in": {"0": 3, "1": 0}})
     r = batch_range(_progress(0, 5, None, '{"in":{"0":5,"1":3}}', "1969-12-31T23:59:59.000Z"), ck)
     assert r == BatchRange(0, {"in": {"0": 3, "1": 0}}, {"in": {"0": 5, "1": 3}}, 0, 5)
+
+
+def test_a_failed_replay_leaves_its_batches_not_counted_and_says_so_in_one_line(tmp_path, caplog):
+    from streamscale.pipelines.run import PipelineRun
+
+    ck = _checkpoint(tmp_path, {0: 5_000, 1: 6_000})
+    progress = _progress(1, 4, '{"in":{"0":0}}', '{"in":{"0":4}}', "1970-01-01T00:00:01.000Z")
+    progress.update(timestamp="2026-11-26T00:00:00.000Z", durationMs={"triggerExecution": 5})
+
+    class Query:
+        recentProgress = [progress]
+
+        def stop(self):
+            pass
+
+        def exception(self):
+            return None
+
+    def replay(ranges):
+        assert [r.batch_id for r in ranges] == [1]
+        raise RuntimeError("the topic is gone\n\tat org.apache.spark.sql.kafka010.Foo(Foo.scala:1)")
+
+    run = PipelineRun("uc2", [Query()], Query(), ck, replay=replay)
+    run.stop()  # the run's other results stand
+    assert [(b.batch_id, b.late_counted) for b in run.batches] == [(1, False)]
+    assert not run.totals()["late_counted"]
+    assert "the topic is gone" in caplog.text and "Foo.scala" not in caplog.text
