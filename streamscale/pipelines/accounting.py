@@ -4,10 +4,12 @@ Spark drops a row of micro-batch N from a window aggregation when the row's wind
 before the batch's *late-events* watermark: since Spark 3.5 that is the previous batch's watermark
 (``batchWatermarkMs`` of ``offsets/<N-1>`` in the checkpoint, 0 for the first batch), while state
 is evicted with batch N's own (see :mod:`streamscale.sparkio.checkpoint`). A window ending between
-the two keeps the rows of batch N and closes in the same batch. The Kafka source adds the
+the two keeps the rows of batch N and closes in the same batch. The Python Kafka source adds the
 late-events watermark to every row (option ``batchWatermarkFrom``), so the count is an
 ``observe()`` metric over the rows entering the aggregation, whatever the number of keys or open
-windows, and the same after a restart (a replayed batch reads the same offsets files). Spark's own
+windows, and the same after a restart (a replayed batch reads the same offsets files). Spark's
+connector has no such column: its runs are counted after the fact from the same columns
+(:func:`capturing`, streamscale.pipelines.replay). Spark's own
 ``numRowsDroppedByWatermark`` counts rows after partial aggregation (ten late readings of one
 sensor and window in one task count once): not records.
 
