@@ -88,8 +88,9 @@ def write_batch_files(rows: list, directory: Path, batch: int | None) -> None:
         pq.write_table(table.slice(start, size), directory / f"part-{i:06d}.parquet")
 
 
-def run_query(df, total: int) -> tuple[float, float, float]:
-    """(steady records/s, median steady batch ms, whole-run records/s)"""
+def drain(df, total: int) -> list[dict]:
+    """Run ``df`` into ``noop`` with ``availableNow`` -> the progress of its batches with rows,
+    which must hold ``total`` records."""
     ckpt = tempfile.mkdtemp(prefix="bench-ckpt-")
     try:
         q = df.writeStream.format("noop").option("checkpointLocation", ckpt).trigger(availableNow=True).start()
@@ -100,6 +101,13 @@ def run_query(df, total: int) -> tuple[float, float, float]:
     rows = sum(p["numInputRows"] for p in progress)
     if rows != total:
         raise SystemExit(f"query read {rows:,} of {total:,} records")
+    return progress
+
+
+def run_query(df, total: int) -> tuple[float, float, float]:
+    """(steady records/s, median steady batch ms, whole-run records/s)"""
+    progress = drain(df, total)
+    rows = total
     whole = rows / (sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000)
     if len(progress) > 1:
         # the first batch of a query carries its start (the file source lists its directory, the

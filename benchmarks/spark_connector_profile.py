@@ -12,9 +12,9 @@ offsets and commit logs, the same for any source).
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
+
+from source_throughput import drain
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.loadgen import GeneratorConfig, generate
@@ -42,20 +42,10 @@ def run_query(spark, bootstrap: str, topic: str, total: int, opts: dict) -> dict
     )
     for k, v in opts.items():
         reader = reader.option(k, v)
-    ckpt = tempfile.mkdtemp(prefix="bench-ckpt-")
-    try:
-        q = reader.load().writeStream.format("noop").option("checkpointLocation", ckpt)
-        q = q.trigger(availableNow=True).start()
-        q.awaitTermination()
-        batches = [p for p in q.recentProgress if p["numInputRows"]]
-    finally:
-        shutil.rmtree(ckpt, ignore_errors=True)
-    rows = sum(p["numInputRows"] for p in batches)
-    if rows != total:
-        raise SystemExit(f"query read {rows:,} of {total:,} records")
+    batches = drain(reader.load(), total)
     steady = batches[1:] or batches
     return {
-        "whole": rows / (sum(p["durationMs"]["triggerExecution"] for p in batches) / 1000),
+        "whole": total / (sum(p["durationMs"]["triggerExecution"] for p in batches) / 1000),
         "steady_ms": statistics.median(p["durationMs"]["triggerExecution"] for p in steady),
         "first_ms": batches[0]["durationMs"]["triggerExecution"],
         **{k: statistics.median(p["durationMs"].get(k, 0) for p in steady) for k in PHASES},

@@ -84,8 +84,15 @@ def late_metrics(df, window_ms: int, slide_ms: int | None = None, registered=Non
         F.sum(F.when(reg, contributions)).alias("contributions"),
         F.sum(F.when(reg, dropped)).alias("dropped_contributions"),
         F.count(F.when(reg & first & any_dropped, 1)).alias("dropped_records"),
-        F.count(F.when(~reg, 1)).alias("unregistered"),
+        _unregistered(registered),
     ]
+
+
+def _unregistered(registered):
+    """Column: readings of sensors the registry does not know (left join: no group)."""
+    from pyspark.sql import functions as F
+
+    return F.count(F.when(~F.coalesce(registered, F.lit(False)), 1)).alias("unregistered")
 
 
 class _Capture(threading.local):
@@ -116,10 +123,7 @@ def observe_late(df, window_ms: int, slide_ms: int | None = None, registered=Non
             return df
         # no late count here (a replay counts them), but the unregistered readings, which need no
         # watermark: a batch the replay can skip keeps this count
-        from pyspark.sql import functions as F
-
-        reg = F.coalesce(registered, F.lit(False))
-        return df.observe(ACCOUNTING_OBSERVATION, F.count(F.when(~reg, 1)).alias("unregistered"))
+        return df.observe(ACCOUNTING_OBSERVATION, _unregistered(registered))
     metrics = late_metrics(df, window_ms, slide_ms, registered, first)
     if _capture.frames is not None:
         _capture.frames.append((df, metrics))

@@ -20,10 +20,10 @@ counted". Costs one more read of the run's input, after the run.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 
+from streamscale.pipelines.run import progress_offsets
 from streamscale.sparkio.checkpoint import initial_offsets, late_events_watermark_ms
 
 log = logging.getLogger(__name__)
@@ -42,17 +42,6 @@ class BatchRange:
     end: dict
     late_watermark_ms: int
     rows: int
-
-
-def _offsets(value) -> dict | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    return value if isinstance(value, dict) else None
 
 
 def _epoch_ms(iso: str | None) -> int | None:
@@ -75,7 +64,7 @@ def batch_range(progress: dict, checkpoint: str) -> BatchRange | None:
     batches so."""
     rows = int(progress.get("numInputRows") or 0)
     src = progress["sources"][0] if progress.get("sources") else {}
-    end = _offsets(src.get("endOffset"))
+    end = progress_offsets(src.get("endOffset"))
     if not rows or not end:
         return None
     batch_id = int(progress["batchId"])
@@ -83,9 +72,8 @@ def batch_range(progress: dict, checkpoint: str) -> BatchRange | None:
     oldest = _epoch_ms((progress.get("eventTime") or {}).get("min"))
     if oldest is not None and oldest >= late_wm:
         return None
-    start = _offsets(src.get("startOffset"))
-    if start is None:
-        start = initial_offsets(checkpoint)
+    # Spark reports no startOffset for a checkpoint's first batch
+    start = progress_offsets(src.get("startOffset")) or initial_offsets(checkpoint)
     return BatchRange(batch_id, start, end, late_wm, rows)
 
 

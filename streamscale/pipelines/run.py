@@ -26,8 +26,8 @@ def count_shuffles(plan: str) -> int:
     return len(_EXCHANGE.findall(plan))
 
 
-def _offsets(value) -> dict:
-    """A source's end offsets in a progress report: a dict (streamscale's source) or the JSON text
+def progress_offsets(value) -> dict:
+    """A source's offsets in a progress report: a dict (streamscale's source) or the JSON text
     of one (Spark's Kafka source), as {topic: {partition: offset}}."""
     if isinstance(value, str):
         try:
@@ -151,7 +151,7 @@ class PipelineRun:
             input_rate=float(p.get("inputRowsPerSecond") or 0.0),
             processed_rate=float(p.get("processedRowsPerSecond") or 0.0),
             batch_ms=int(p.get("durationMs", {}).get("triggerExecution", 0)),
-            end_offsets=_offsets(src.get("endOffset")),
+            end_offsets=progress_offsets(src.get("endOffset")),
             dropped_late=int(late.get("dropped_records") or 0),
             malformed=int(inp.get("malformed") or 0),
             output_records=out.output_records if out else None,

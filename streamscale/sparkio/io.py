@@ -53,10 +53,7 @@ def read_kafka(
     ``bootstrap``: a connection (its properties become ``kafka.*`` options) or bootstrap servers."""
     impl = kafka_impl(impl)
     reader = spark.readStream.format(FORMAT_NAME if impl == "python" else "kafka")
-    for k, v in {
-        **(SPARK_READ_DEFAULTS if impl == "spark" else {}),
-        **KafkaConnection.of(bootstrap).spark_options(),
-    }.items():
+    for k, v in _read_options(bootstrap, impl).items():
         reader = reader.option(k, v)
     reader = reader.option("subscribe", topic).option("startingOffsets", starting_offsets)
     if max_offsets_per_trigger:
@@ -87,6 +84,12 @@ def read_kafka(
                 "run `make install`, add it with spark.jars, or choose connector=python"
             ) from None
         raise
+
+
+def _read_options(bootstrap: KafkaConnection | str, impl: str) -> dict:
+    """The ``kafka.*`` options of a read: the connection's properties over, for Spark's connector,
+    streamscale's read settings (``SPARK_READ_DEFAULTS``)."""
+    return {**(SPARK_READ_DEFAULTS if impl == "spark" else {}), **KafkaConnection.of(bootstrap).spark_options()}
 
 
 def _default_parallelism(spark) -> int | None:
@@ -173,7 +176,7 @@ def read_kafka_ranges(spark, bootstrap: KafkaConnection | str, start: dict, end:
     starting = {t: {str(p): int((start.get(t) or {}).get(str(p), EARLIEST)) for p in ps} for t, ps in assign.items()}
     ending = {t: {str(p): int(end[t][str(p)]) for p in ps} for t, ps in assign.items()}
     reader = spark.read.format("kafka")
-    for k, v in KafkaConnection.of(bootstrap).spark_options().items():
+    for k, v in _read_options(bootstrap, "spark").items():
         reader = reader.option(k, v)
     return (
         reader.option("assign", json.dumps(assign))
