@@ -50,7 +50,15 @@ def wait_until_ready(
     raise BrokerError(f"broker at {bootstrap} was not ready after {timeout:.0f} s{_tail(log_path)}")
 
 
-_COORDINATOR_WAIT = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")
+# Retried until the deadline: the coordinator still loading, or a request that timed out on a busy
+# machine (the broker answers later; a dead one fails the deadline).
+_COORDINATOR_WAIT = (
+    "NOT_COORDINATOR",
+    "COORDINATOR_NOT_AVAILABLE",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "_TIMED_OUT",
+    "_TRANSPORT",
+)
 
 
 def wait_for_group_coordinator(bootstrap: str, timeout: float = 60.0) -> None:

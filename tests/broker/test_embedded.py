@@ -108,23 +108,6 @@ def test_broker_dies_with_a_killed_parent(tmp_path):
         parent.kill()
 
 
-def test_daemon_start_status_stop(tmp_path, monkeypatch):
-    monkeypatch.setenv("STREAMSCALE_STATE_DIR", str(tmp_path))
-    assert embedded.daemon_status() is None
-    info = embedded.daemon_start()
-    try:
-        assert embedded.daemon_status().pid == info.pid
-        assert embedded.resolve_bootstrap(None) == info.bootstrap
-        with pytest.raises(embedded.BrokerError, match="already running"):
-            embedded.daemon_start()
-    finally:
-        stopped = embedded.daemon_stop()
-    assert stopped.pid == info.pid
-    assert not _alive(info.pid)
-    assert embedded.daemon_status() is None
-    assert not os.path.exists(info.data_dir)
-
-
 def test_stale_state_file_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setenv("STREAMSCALE_STATE_DIR", str(tmp_path))
     # a pid that is not a broker (this test process) must never be signalled
@@ -150,3 +133,65 @@ def test_bootstrap_resolution_order(tmp_path, monkeypatch):
     assert embedded.resolve_bootstrap(None) == "kafka:9092"
     assert embedded.resolve_bootstrap("other:1") == "other:1"
     assert probed == ["kafka:9092", "other:1"]  # whichever wins is checked to answer
+
+
+class _Future:
+    def __init__(self, error):
+        self.error = error
+
+    def result(self):
+        if self.error:
+            raise self.error
+
+
+class _Admin:
+    """Answers describe_consumer_groups with the given errors in turn, then success."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        self.calls = 0
+
+    def describe_consumer_groups(self, groups, request_timeout):
+        self.calls += 1
+        return {groups[0]: _Future(self.errors.pop(0) if self.errors else None)}
+
+
+def _fake_connection(monkeypatch, admin):
+    class _Conn:
+        def __init__(self, bootstrap):
+            pass
+
+        def admin(self, overrides):
+            return admin
+
+    monkeypatch.setattr(embedded, "KafkaConnection", _Conn)
+
+
+def test_coordinator_wait_retries_a_timed_out_request_and_a_loading_coordinator(monkeypatch):
+    from confluent_kafka import KafkaError, KafkaException
+
+    # a busy machine: the first request times out, then the offsets topic is still loading
+    admin = _Admin(
+        [
+            KafkaException(KafkaError(KafkaError._TIMED_OUT)),
+            KafkaException(KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS)),
+        ]
+    )
+    _fake_connection(monkeypatch, admin)
+    embedded.wait_for_group_coordinator("127.0.0.1:1", timeout=30)
+    assert admin.calls == 3
+
+
+def test_coordinator_wait_fails_at_once_on_another_error_and_at_the_deadline(monkeypatch):
+    from confluent_kafka import KafkaError, KafkaException
+
+    admin = _Admin([KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED))])
+    _fake_connection(monkeypatch, admin)
+    with pytest.raises(embedded.BrokerError, match="no group coordinator"):
+        embedded.wait_for_group_coordinator("127.0.0.1:1", timeout=30)
+    assert admin.calls == 1
+    admin = _Admin([KafkaException(KafkaError(KafkaError._TIMED_OUT))] * 3)
+    _fake_connection(monkeypatch, admin)
+    with pytest.raises(embedded.BrokerError, match="Timed out"):
+        embedded.wait_for_group_coordinator("127.0.0.1:1", timeout=0)
+    assert admin.calls == 1

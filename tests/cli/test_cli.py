@@ -108,7 +108,10 @@ def test_broker_lifecycle_topic_and_generate(state):
     assert run("broker", "status", env=state).returncode == 1
     r = run("broker", "start", env=state)
     assert r.returncode == 0, r.stderr
+    info = json.loads((Path(state["STREAMSCALE_STATE_DIR"]) / "broker.json").read_text())
     assert run("broker", "status", env=state).returncode == 0
+    r = run("broker", "start", env=state)
+    assert r.returncode != 0 and "already running" in r.stderr and "Traceback" not in r.stderr
     assert run("topic", "create", "input", "-p", "3", env=state).returncode == 0
     r = run("generate", "-n", "3000", "-s", "1000", "-w", "2", "--unthrottled", env=state)
     assert r.returncode == 0, r.stderr
@@ -117,6 +120,9 @@ def test_broker_lifecycle_topic_and_generate(state):
     assert re.search(r"total\s+end=3000", r.stdout), r.stdout
     assert run("broker", "stop", env=state).returncode == 0
     assert run("broker", "status", env=state).returncode == 1
+    stat = Path(f"/proc/{info['pid']}/stat")
+    assert not stat.exists() or stat.read_text().split()[2] == "Z"  # gone (or only not yet reaped)
+    assert not os.path.exists(info["data_dir"])  # its temporary storage with it
 
 
 def test_registry_command(tmp_path, state):
@@ -415,7 +421,9 @@ def test_autoscale_runs_side_by_side_and_in_a_row(state, broker, topic_factory, 
     load.start()
 
     def autoscale(name: str) -> subprocess.Popen:
-        args = ["autoscale", "run", "-t", topic, "--consumer-capacity", "20KB", "--duration", "5"]
+        # 12 s: on a machine busy with other tests, a consumer process takes seconds to start and
+        # join its group before it reads
+        args = ["autoscale", "run", "-t", topic, "--consumer-capacity", "20KB", "--duration", "12"]
         args += ["--state-dir", str(tmp_path / name), "--group", f"{name}-{tmp_path.name}"[:60], "-b", broker.bootstrap]
         args += ["--interval", "1", "--window", "2", "--sample-interval", "0.25", "--wait-time", "0.2"]
         e = {**os.environ, **state, "STREAMSCALE_METRICS_PORT": "-1"}
