@@ -5,8 +5,8 @@ watermark (latest, read_uncommitted) and the last stable offset (latest, read_co
 
 Topic existence is answered by listing all topics, never by a metadata request naming the topic:
 a cluster with ``auto.create.topics.enable=true`` (Kafka's default, though not the embedded
-broker's) would create it. confluent-kafka's AdminClient has no DescribeLogDirs, so per-partition
-log sizes are not asked for (:meth:`BrokerAccess.supports_log_dirs`).
+broker's) would create it. Per-partition log sizes (DescribeLogDirs, which librdkafka lacks) are
+in :mod:`streamscale.broker.log_dirs`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka.admin import NewPartitions, NewTopic, OffsetSpec
 
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import (
@@ -181,11 +181,6 @@ class BrokerAccess:
                 ) from exc
             raise KafkaClientError(f"could not add partitions to '{topic}': {exc.args[0].str()}") from exc
         self._await(lambda: self._served({topic: total}), f"topic '{topic}' to have {total} partitions with leaders")
-
-    @staticmethod
-    def supports_log_dirs() -> bool:
-        """Whether the client can ask DescribeLogDirs (confluent-kafka's AdminClient cannot, up to 2.16)."""
-        return hasattr(AdminClient, "describe_log_dirs")
 
     # -- offsets --------------------------------------------------------------------------
     def _list_offsets(self, topic: str, parts: list[int], spec, isolation: str) -> dict[int, int]:

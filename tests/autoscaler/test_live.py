@@ -20,6 +20,7 @@ from streamscale.autoscaler.live.load import PartitionLoad
 from streamscale.autoscaler.live.monitor import WriteSpeedMonitor
 from streamscale.autoscaler.live.protocol import LiveConfig
 from streamscale.autoscaler.live.sink import FencingError, SQLiteSink, overlapping_readers
+from streamscale.broker.log_dirs import LogDirsUnavailable
 from streamscale.errors import ConfigError
 from streamscale.waiting import wait_for
 
@@ -83,9 +84,42 @@ def test_sink_fences_a_second_reader_and_logs_overlaps(tmp_path):
     sink.close()
 
 
-def test_monitor_measures_bytes_per_second(broker, live_cfg):
+def _log_bytes(broker, topic: str, partition: int) -> int:
+    """What the broker holds for a partition, read off its disk: its segment files' sizes."""
+    return sum(f.stat().st_size for f in (broker.data_dir / "logs" / f"{topic}-{partition}").glob("*.log"))
+
+
+def test_monitor_measures_bytes_per_second_from_the_log_sizes(broker, live_cfg):
+    if not hasattr(broker, "data_dir"):
+        pytest.skip("the reference reads the embedded broker's segment files")
     cfg = live_cfg(partitions=2)
     mon = WriteSpeedMonitor(cfg)
+    topic = cfg.topics[0]
+    with PartitionLoad(broker.bootstrap, topic, 2, value_bytes=92) as load:
+        load.set_rate([0.0, 0.0])
+        mon.sample(now=100.0)
+        before = [_log_bytes(broker, topic, p) for p in (0, 1)]
+        load.set_rate([200.0, 0.0])
+        wait_for(lambda: len(load.delivered) >= 150, 20, "150 records delivered")
+        load.set_rate([0.0, 0.0])
+    mon.sample(now=110.0)
+    after = [_log_bytes(broker, topic, p) for p in (0, 1)]
+    speeds = mon.speeds()
+    mon.close()
+    assert mon.size_source == "log-dirs"
+    assert after[0] > before[0] + 150 * 100  # records with their batch headers
+    assert speeds[f"{topic}:0"] == pytest.approx((after[0] - before[0]) / 10.0)
+    assert speeds[f"{topic}:1"] == 0
+
+
+def test_monitor_estimates_the_sizes_where_log_dirs_are_refused(broker, live_cfg, monkeypatch, caplog):
+    cfg = live_cfg(partitions=2)
+    mon = WriteSpeedMonitor(cfg)
+
+    def refuse(topics):
+        raise LogDirsUnavailable("DescribeLogDirs failed: CLUSTER_AUTHORIZATION_FAILED")
+
+    monkeypatch.setattr(mon.log_dirs, "sizes", refuse)
     with PartitionLoad(broker.bootstrap, cfg.topics[0], 2, value_bytes=92) as load:
         load.set_rate([0.0, 0.0])
         mon.sample(now=100.0)
@@ -97,6 +131,8 @@ def test_monitor_measures_bytes_per_second(broker, live_cfg):
     speeds = mon.speeds()
     mon.close()
     key0, key1 = f"{cfg.topics[0]}:0", f"{cfg.topics[0]}:1"
+    assert mon.size_source == "estimate"
+    assert "log sizes unavailable (DescribeLogDirs failed: CLUSTER_AUTHORIZATION_FAILED)" in caplog.text
     assert mon.record_size[key0] == 100.0  # 8-byte key + 92-byte value, measured on the records
     assert speeds[key0] == pytest.approx(n * 100 / 10.0)
     assert speeds[key1] == 0

@@ -1,11 +1,12 @@
 """The monitor (seed 001 §V-A): each partition's write speed in bytes/s over a sliding window.
 
-The paper reads partition sizes with DescribeLogDirs. Kafka serves it, but librdkafka (and so
-confluent-kafka's AdminClient) has no such call, and Kafka's own Java tool costs a JVM start (~1 s
-of CPU) per sample of a monitor that samples every second; so the size is estimated as end offset
-x mean record size, with the mean measured on the partition's newest records. Every sample is
-queued with its time; samples older than the window leave the front of the queue, and the speed
-is (newest - oldest) / (time between them), as in the paper.
+As in the paper, the size of each partition's log is read with DescribeLogDirs (the bytes the
+brokers hold: records with their batch headers) every sample. Where the cluster refuses that call
+(it needs DESCRIBE on the cluster) or the client cannot pass the connection's security settings,
+the monitor says so once in its log and estimates the size instead: end offset x mean key+value
+size, the mean measured on the partition's newest records. Every sample is queued with its time;
+samples older than the window leave the front of the queue, and the speed is
+(newest - oldest) / (time between them), as in the paper.
 """
 
 from __future__ import annotations
@@ -20,14 +21,21 @@ from confluent_kafka import KafkaError, Producer, TopicPartition
 
 from streamscale.autoscaler.live.protocol import LiveConfig, encode, parse_tp, tp_key
 from streamscale.broker.access import BrokerAccess
+from streamscale.broker.log_dirs import LogDirSizes, LogDirsUnavailable
 
 log = logging.getLogger("streamscale.autoscaler.monitor")
 
 
 class WriteSpeedMonitor:
-    def __init__(self, cfg: LiveConfig, sample_records: int = 50, size_refresh_secs: float = 10.0):
+    def __init__(
+        self, cfg: LiveConfig, sample_records: int = 50, size_refresh_secs: float = 10.0, log_dirs: bool = True
+    ):
         self.cfg = cfg
         self.access = BrokerAccess(cfg.connection)
+        # "log-dirs": samples hold log sizes in bytes; "estimate": end offsets (x record_size)
+        self.log_dirs: LogDirSizes | None = LogDirSizes(cfg.connection) if log_dirs else None
+        self.size_source = "log-dirs" if log_dirs else "estimate"
+        self._partitions: dict[str, list[int]] = {}  # each topic's partitions, asked once
         self.samples: deque[tuple[float, dict[str, int]]] = deque()
         self.record_size: dict[str, float] = {}
         self._size_at: dict[str, tuple[float, int]] = {}  # when, at which end offset, sizes were measured
@@ -43,13 +51,33 @@ class WriteSpeedMonitor:
                 ends[tp_key(topic, p)] = o
         return ends
 
+    def log_sizes(self) -> dict[str, int] | None:
+        """Every partition's log size in bytes, or None once the cluster has refused to say."""
+        if self.log_dirs is None:
+            return None
+        try:
+            if set(self._partitions) != set(self.cfg.topics):
+                self._partitions = {t: self.access.partitions(t) for t in self.cfg.topics}
+            sizes = self.log_dirs.sizes(self._partitions)
+        except LogDirsUnavailable as exc:
+            log.warning("per-partition log sizes unavailable (%s): estimated from offsets and record sizes", exc)
+            self.log_dirs.close()
+            self.log_dirs, self.size_source = None, "estimate"
+            self.samples.clear()  # sizes and offsets do not mix in one window
+            return None
+        return {tp_key(t, p): size for (t, p), size in sizes.items()}
+
     def sample(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
-        ends = self.end_offsets()
-        self.samples.append((now, ends))
+        sizes = self.log_sizes()
+        if sizes is None:
+            ends = self.end_offsets()
+            self.samples.append((now, ends))
+            self._refresh_sizes(now, ends)
+        else:
+            self.samples.append((now, sizes))
         while len(self.samples) > 2 and self.samples[1][0] <= now - self.cfg.window_secs:
             self.samples.popleft()
-        self._refresh_sizes(now, ends)
 
     def _refresh_sizes(self, now: float, ends: dict[str, int]) -> None:
         stale = [
@@ -106,6 +134,9 @@ class WriteSpeedMonitor:
         (t0, first), (t1, last) = self.samples[0], self.samples[-1]
         if t1 <= t0:
             return {}
+        # a log's size can also fall (retention deleted a segment): no write speed below 0
+        if self.size_source == "log-dirs":
+            return {k: max(0, last[k] - first.get(k, 0)) / (t1 - t0) for k in last}
         return {k: max(0, last[k] - first.get(k, 0)) / (t1 - t0) * self.record_size.get(k, 0.0) for k in last}
 
     def publish(self) -> dict:
@@ -138,4 +169,6 @@ class WriteSpeedMonitor:
     def close(self) -> None:
         if self.producer is not None:
             self.producer.flush(5)
+        if self.log_dirs is not None:
+            self.log_dirs.close()
         self.access.close()
