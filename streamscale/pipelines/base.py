@@ -272,14 +272,22 @@ class Pipeline(ABC):
             impl,
             window_grid_ms=self.window_grid_ms(),
         )
-        query = (
-            out_df.writeStream.outputMode("append" if self.emit_final else "update")
-            .foreachBatch(writer)
-            .option("checkpointLocation", checkpoint)
-            .trigger(**trigger)
-            .queryName(query_name)
-            .start()
-        )
+        if impl == "spark" and self.emit_final:
+            # straight into Spark's streaming Kafka sink: one job per batch (see pipelines.output)
+            from streamscale.sparkio.io import write_kafka
+
+            query = write_kafka(
+                writer.streamed(out_df), bootstrap, output_topic, checkpoint, "spark", trigger, "append", query_name
+            )
+        else:
+            query = (
+                out_df.writeStream.outputMode("append" if self.emit_final else "update")
+                .foreachBatch(writer)
+                .option("checkpointLocation", checkpoint)
+                .trigger(**trigger)
+                .queryName(query_name)
+                .start()
+            )
         return PipelineRun(
             self.name,
             [

@@ -1,11 +1,15 @@
 """Output of the windowed pipelines (UC2-UC4), written by the executors.
 
-``foreachBatch`` hands each micro-batch of window rows to the Kafka batch writer (the
-streamscale-kafka sink, or Spark's ``kafka`` with the builtin switch): the rows are encoded by
-Spark (``to_json``) and produced by the tasks, so the driver holds nothing that grows with keys or
-open windows. What comes back to the driver is one small observation per batch (rows written,
-latency). A replayed batch (restart) writes the same rows again: the output is at-least-once, and
-the rows of a window are idempotent updates keyed by (key, window).
+With ``emit: final`` on Spark's connector the window rows go straight into Spark's streaming Kafka
+sink, observed on the way (rows, latency; :func:`streamed`): one job per micro-batch, as a
+production job writes. Otherwise ``foreachBatch`` hands each micro-batch of window rows to the
+Kafka batch writer (the streamscale-kafka sink, or Spark's ``kafka``): update mode needs the
+batch's own next watermark for its ``final`` flags, which only a pass over the batch gives. Either
+way the rows are encoded by Spark (``to_json``) and produced by the tasks, so the driver holds
+nothing that grows with keys or open windows. What comes back to the driver is one small
+observation per batch (rows written, latency). A replayed batch (restart) writes the same rows
+again: the output is at-least-once, and the rows of a window are idempotent updates keyed by
+(key, window).
 
 Each row carries ``final``: true when no later row for its window can follow. With ``emit:
 final`` (Spark's append mode) every row is final, one per window, emitted when the watermark
@@ -96,6 +100,41 @@ def _cumulative(buckets) -> list[int] | None:
     return out
 
 
+OUTPUT_OBSERVATION = "streamscale-output"
+
+
+def _metrics(latency):
+    from pyspark.sql import functions as F
+
+    # bucket k holds latencies in (edge k-1, edge k]: one index per row, counted by one histogram
+    # over at most 101 distinct values with 128 bins, which keeps every value in a bin of its own
+    # (exact counts); 100 conditional counts per row cost ~30 % of a batch
+    return (
+        F.count(F.lit(1)).alias("rows"),
+        F.max(latency).alias("max_latency_ms"),
+        F.avg(latency).alias("avg_latency_ms"),
+        F.histogram_numeric(latency_bucket(latency), F.lit(128)).alias("latency_buckets"),
+    )
+
+
+def batch_output(got: dict, written_ms: float) -> BatchOutput:
+    """A batch's output from its observation; latencies grow by ``written_ms``, the time from the
+    clock they were taken against until the rows were written."""
+    return BatchOutput(
+        output_records=int(got.get("rows") or 0),
+        max_latency_ms=None if got.get("max_latency_ms") is None else float(got["max_latency_ms"]) + written_ms,
+        avg_latency_ms=None if got.get("avg_latency_ms") is None else float(got["avg_latency_ms"]) + written_ms,
+        latency_cdf=shifted_cdf(_cumulative(got.get("latency_buckets")), written_ms),
+    )
+
+
+def streamed_written_ms(progress: dict) -> float:
+    """For :func:`streamed` rows: their clock is the batch's timestamp (taken as the batch starts),
+    and they are written when the sink's ``addBatch`` ends: everything but the commit after it."""
+    d = progress.get("durationMs") or {}
+    return max(0.0, float(d.get("triggerExecution", 0)) - float(d.get("commitOffsets", 0)))
+
+
 class WindowedOutput:
     def __init__(
         self,
@@ -183,21 +222,8 @@ class WindowedOutput:
             cached = batch_df = batch_df.persist()
             final = F.col("windowEndMs") <= F.lit(self.next_watermark(batch_df, batch_id))
         try:
-            latency = F.lit(now) - F.col("max_event_ms")
-            # bucket k holds latencies in (edge k-1, edge k]: one index per row, counted by one
-            # histogram over at most 101 distinct values with 128 bins, which keeps every value in
-            # a bin of its own (exact counts); 100 conditional counts per row cost ~30 % of a batch
-            bucket = latency_bucket(latency)
-            metrics = (
-                F.count(F.lit(1)).alias("rows"),
-                F.max(latency).alias("max_latency_ms"),
-                F.avg(latency).alias("avg_latency_ms"),
-                F.histogram_numeric(bucket, F.lit(128)).alias("latency_buckets"),
-            )
-            value = F.to_json(
-                F.struct(*[F.col(c) for c in self.value_cols], F.lit(now).alias("emittedAtMs"), final.alias("final"))
-            )
-            key = F.concat_ws(";", *[F.col(c).cast("string") for c in self.key_cols])
+            metrics = _metrics(F.lit(now) - F.col("max_event_ms"))
+            key, value = self.record(F.lit(now), final)
             if self.kafka_impl == "spark":
                 # Spark's Kafka sink is a V1 write, whose inner query does not report an
                 # observe() (Observation.get would wait for ever): the batch's rows (one per window)
@@ -226,12 +252,28 @@ class WindowedOutput:
                 cached.unpersist()
         if expected is not None and int(got.get("rows") or 0) != expected:
             raise SparkError(f"batch {batch_id}: {expected} window rows, {got.get('rows')} when computed again")
-        self.batches[batch_id] = BatchOutput(
-            output_records=int(got.get("rows") or 0),
-            max_latency_ms=None if got.get("max_latency_ms") is None else float(got["max_latency_ms"]) + written_ms,
-            avg_latency_ms=None if got.get("avg_latency_ms") is None else float(got["avg_latency_ms"]) + written_ms,
-            latency_cdf=shifted_cdf(_cumulative(got.get("latency_buckets")), written_ms),
+        self.batches[batch_id] = batch_output(got, written_ms)
+
+    def record(self, now, final):
+        """The (key, value) columns of a window row: its keys joined by ``;``, and its value
+        columns, ``emittedAtMs`` and ``final`` as JSON."""
+        from pyspark.sql import functions as F
+
+        value = F.to_json(
+            F.struct(*[F.col(c) for c in self.value_cols], now.alias("emittedAtMs"), final.alias("final"))
         )
+        return F.concat_ws(";", *[F.col(c).cast("string") for c in self.key_cols]), value
+
+    def streamed(self, out_df):
+        """``emit: final`` on Spark's connector: the rows as the streaming Kafka sink takes them,
+        observed as :data:`OUTPUT_OBSERVATION`. Their clock is ``current_timestamp()``, which a
+        streaming query fixes per micro-batch (the batch's timestamp)."""
+        from pyspark.sql import functions as F
+
+        now = F.unix_millis(F.current_timestamp())
+        key, value = self.record(now, F.lit(True))
+        observed = out_df.observe(OUTPUT_OBSERVATION, *_metrics(now - F.col("max_event_ms")))
+        return observed.select(key.alias("key"), value.alias("value"))
 
     def close(self) -> None:
         """Nothing to flush: the executors' producers deliver before their tasks end."""

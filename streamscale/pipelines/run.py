@@ -131,12 +131,15 @@ class PipelineRun:
 
     def _metrics(self, p: dict) -> BatchMetrics:
         from streamscale.pipelines.accounting import ACCOUNTING_OBSERVATION
+        from streamscale.pipelines.output import OUTPUT_OBSERVATION, batch_output, streamed_written_ms
 
         src = p["sources"][0] if p.get("sources") else {}
         obs = p.get("observedMetrics") or {}
         inp = _as_dict(obs.get("input"))
         late = _as_dict(obs.get(ACCOUNTING_OBSERVATION))
         out = self.writer.batches.pop(p["batchId"], None) if self.writer is not None else None
+        if out is None and obs.get(OUTPUT_OBSERVATION) is not None:  # rows streamed into the sink
+            out = batch_output(_as_dict(obs[OUTPUT_OBSERVATION]), streamed_written_ms(p))
         replayed = None
         if self.replay is not None:
             from streamscale.pipelines.replay import batch_range
