@@ -121,3 +121,55 @@ def test_a_batchs_latency_includes_its_processing(spark, broker, topic_factory, 
     assert got.output_records == 15 and len(read_topic(broker.bootstrap, out, 1)) == 15
     assert got.avg_latency_ms >= 1500 and got.max_latency_ms >= 1500
     assert latency_percentile_ms([got], 0.5) >= 1500  # every row, not only the slowest
+
+
+def test_streamed_written_ms_is_the_batch_up_to_its_commit():
+    from streamscale.pipelines.output import streamed_written_ms
+
+    assert streamed_written_ms({"durationMs": {"triggerExecution": 900, "addBatch": 600, "commitOffsets": 120}}) == 780
+    assert streamed_written_ms({"durationMs": {"triggerExecution": 40}}) == 40
+    assert streamed_written_ms({}) == 0
+
+
+def test_streamed_final_rows_are_counted_and_their_latency_runs_until_they_are_in_kafka(
+    spark, broker, topic_factory, tmp_path
+):
+    """Final rows on Spark's connector go straight into its streaming Kafka sink. The batch that
+    writes them counts them, and its latencies reach at least each row's Kafka create time (the
+    sink's producer stamps it as it writes, on the JVM's clock like the batch's) minus the newest
+    reading of the row's window."""
+    import time
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    from .helpers import send
+
+    src, out = topic_factory(2), topic_factory(2)
+    now = int(time.time() * 1000)
+    start = now - now % 10_000 - 20_000  # a 10 s window that ended 10-20 s ago
+    readings = [(f"s_{s}", start + 1_000 * i, 1.0 + i) for s in range(3) for i in range(10)]
+    readings.append(("s_0", start + 30_000, 1.0))  # moves the watermark past the window's end
+    send(broker.bootstrap, src, readings, 2)
+    newest = start + 9_000  # every sensor's newest reading in the window
+    pipe = make_pipeline("uc2", {"window_s": 10, "lateness_s": 1, "emit": "final"}, connector="spark")
+    run = pipe.start(spark, broker.bootstrap, src, out, str(tmp_path / "ck"), available_now=True)
+    run.await_available(300)
+    assert run.exception() is None
+    writing = [b for b in run.batches if b.output_records]
+    assert len(writing) == 1 and writing[0].output_records == 3
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "t", "enable.partition.eof": True})
+    c.assign([TopicPartition(out, p, 0) for p in range(2)])
+    stamps, eof = [], set()
+    deadline = time.monotonic() + 30
+    while len(eof) < 2 and time.monotonic() < deadline:
+        for m in c.consume(100, 0.5):
+            if m.error() is None:
+                stamps.append(m.timestamp()[1])
+            else:
+                eof.add(m.partition())
+    c.close()
+    assert len(stamps) == 3
+    b = writing[0]
+    assert b.max_latency_ms >= max(stamps) - newest - 5  # ms rounding of the progress' durations
+    assert b.avg_latency_ms >= sum(stamps) / 3 - newest - 5
