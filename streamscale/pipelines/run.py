@@ -69,6 +69,39 @@ _TEMP_CHECKPOINTS: set[str] = set()  # checkpoints query_settings created, remov
 _REMOVED_CHECKPOINTS: set[str] = set()
 
 
+def settle_jobs(queries, timeout: float = 30.0) -> None:
+    """Cancel what the stopped queries still run, and wait (up to ``timeout``) until it ended.
+
+    A query stopped while it submits a batch's job misses that job ("Failed to cancel job group
+    ... Cannot find active jobs"): its tasks run on, reading topics that the caller may delete
+    next. A Kafka read of a deleted topic then retries for a minute, holding a task slot, and on
+    one core the next query's first batch waited behind it for the whole of an experiment."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if not queries or sc is None:
+        return
+    try:
+        groups = [str(q.runId) for q in queries]
+        for g in groups:
+            sc.cancelJobGroup(g)
+        tracker = sc.statusTracker()
+
+        def running() -> bool:
+            for g in groups:
+                for j in tracker.getJobIdsForGroup(g):
+                    info = tracker.getJobInfo(j)
+                    if info is not None and info.status in ("RUNNING", "UNKNOWN"):
+                        return True
+            return False
+
+        deadline = time.monotonic() + timeout
+        while running() and time.monotonic() < deadline:
+            time.sleep(0.1)  # polling the scheduler's state, not waiting blindly
+    except Exception as exc:  # noqa: BLE001 - a context stopping meanwhile has nothing left running
+        log.debug("could not settle the stopped queries' jobs: %s", exc)
+
+
 def remove_checkpoint(path: str) -> None:
     """Remove a temporary checkpoint now, and again in :func:`remove_stopped_checkpoints`."""
     shutil.rmtree(path, ignore_errors=True)
@@ -236,6 +269,7 @@ class PipelineRun:
                 q.stop()
             except Exception:  # noqa: BLE001 - stopping a failed query
                 pass
+        settle_jobs(self.queries)
         self.poll()
         if self._to_replay and self.exception() is None:
             self.count_late()
