@@ -91,7 +91,7 @@ def settle_jobs(queries, timeout: float = 30.0) -> None:
             for g in groups:
                 for j in tracker.getJobIdsForGroup(g):
                     info = tracker.getJobInfo(j)
-                    if info is not None and info.status in ("RUNNING", "UNKNOWN"):
+                    if info is not None and info.status == "RUNNING":
                         return True
             return False
 
