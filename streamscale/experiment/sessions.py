@@ -12,7 +12,10 @@ the next with the same master, configuration and CPUs, and only a change of thos
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
+
+log = logging.getLogger(__name__)
 
 
 class SparkSessions:
@@ -26,6 +29,18 @@ class SparkSessions:
         self._cpus: int | None = None
         self.started = 0  # sessions started: what a test of the keeping can count
         self.warmed = False  # whether the current session's workers were warmed (warm_up_workers)
+        self._after_close: list = []  # run once the session is stopped (see :meth:`after_close`)
+
+    @property
+    def kept(self) -> bool:
+        """Whether a session lives on for the next use."""
+        return self._spark is not None
+
+    def after_close(self, fn) -> None:
+        """Run ``fn`` once the current session has stopped: e.g. delete the topics of a run whose
+        stopped queries may still have a task reading them, which a deleted topic would keep
+        retrying for a minute in a task slot the next run needs."""
+        self._after_close.append(fn)
 
     @contextlib.contextmanager
     def session(self, master: str, app_name: str, conf: dict | None = None, cpus: int | None = None) -> Iterator:
@@ -76,6 +91,7 @@ class SparkSessions:
         self._spark = self._key = self._cpus = None
         self.warmed = False
         if spark is None:
+            self._run_after_close()
             return
         from streamscale.pipelines.base import remove_stopped_checkpoints
 
@@ -87,6 +103,15 @@ class SparkSessions:
                 from streamscale.experiment.cpus import release_spark
 
                 release_spark()
+            self._run_after_close()
+
+    def _run_after_close(self) -> None:
+        pending, self._after_close = self._after_close, []
+        for fn in pending:
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - cleanup: the rest still runs
+                log.warning("cleanup after the Spark session failed: %s", exc)
 
     def __enter__(self) -> SparkSessions:
         return self

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import json
 import logging
 import threading
@@ -163,6 +164,11 @@ def _export(b) -> None:
     prometheus.dropped_total.inc(b.dropped_late)
 
 
+def _delete_topics(bootstrap, topics: list[str]) -> None:
+    with BrokerAccess(bootstrap) as access:
+        access.delete_topics(topics)
+
+
 def run_sut(
     uc: str,
     sensors: int = 1000,
@@ -270,9 +276,13 @@ def run_sut(
                             prometheus.dropped_total.inc(b.dropped_late)
                 gres = gen.stop() if gen is not None else None
         if own_spark:
-            # a stopped session's workers knew these topics; a kept session's readers of them are
-            # idle (the query stopped) and are closed after a while (sparkio.readers.IDLE_CLOSE_S)
-            access.delete_topics([input_topic, output_topic] + ([f"warmup-{run_id}"] if warmed else []))
+            topics = [input_topic, output_topic] + ([f"warmup-{run_id}"] if warmed else [])
+            if sessions.kept:
+                # a task of a stopped query may still read them: deleted, a topic is retried for
+                # a minute in a task slot that the next run on the kept session needs
+                sessions.after_close(functools.partial(_delete_topics, bootstrap, topics))
+            else:
+                access.delete_topics(topics)
     batches = [asdict(b) for b in run.batches]
     steady = [b for b in run.batches[1:] if b.input_rows]
     processed = sum(b.input_rows for b in run.batches)

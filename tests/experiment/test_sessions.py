@@ -80,3 +80,21 @@ def test_a_session_confined_later_is_kept_as_one_on_those_cpus(spark_log):
 def test_confining_without_a_session_is_an_error():
     with pytest.raises(RuntimeError, match="no Spark session"):
         SparkSessions(keep=True).confine(1)
+
+
+def test_work_after_close_runs_once_when_the_session_is_gone_and_survives_a_failure(caplog):
+    calls = []
+
+    def fails():
+        calls.append("fails")
+        raise RuntimeError("broker gone")
+
+    s = SparkSessions(keep=True)
+    s.after_close(fails)
+    s.after_close(lambda: calls.append("deleted"))
+    assert calls == [] and not s.kept
+    s.close()
+    assert calls == ["fails", "deleted"]  # the second ran although the first failed
+    assert "cleanup after the Spark session failed: broker gone" in caplog.text
+    s.close()
+    assert calls == ["fails", "deleted"]  # once
