@@ -293,7 +293,7 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
         console.print(f"[bold]1/4[/] embedded broker (Apache Kafka) at {broker.bootstrap}")
         access.create_topic("input", partitions)
         console.print(f"[bold]2/4[/] Spark session on {master} (the first micro-batch starts Python workers)")
-        spark = build_session(master, "streamscale-demo")
+        spark = build_session(master, "streamscale-demo", python_source=False)
         if spark.streamscale_log:
             console.print(f"    Spark's and Java's own log: {spark.streamscale_log}", highlight=False)
         gen = None

@@ -63,7 +63,7 @@ class SparkSessions:
     def _start(self, master: str, app_name: str, conf: dict | None, cpus: int | None, key: tuple) -> None:
         from streamscale.sparkio.session import build_session
 
-        spark = build_session(master, app_name, conf=conf)
+        spark = build_session(master, app_name, conf=conf, python_source=False)
         self._spark, self._key, self._cpus, self.warmed = spark, key, cpus, False
         self.started += 1
         if cpus is not None:

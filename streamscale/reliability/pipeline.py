@@ -59,7 +59,7 @@ def _spark_job(argv: list[str] | None = None) -> int:
     from streamscale.sparkio.io import read_kafka, write_kafka
     from streamscale.sparkio.session import build_session
 
-    spark = build_session(a.master, "streamscale-reliability-pipeline", shuffle_partitions=1)
+    spark = build_session(a.master, "streamscale-reliability-pipeline", shuffle_partitions=1, python_source=False)
     conn = KafkaConnection.of(a.bootstrap, json.loads(a.kafka_properties))
     df = read_kafka(
         spark, conn, a.input, starting_offsets="earliest", max_offsets_per_trigger=a.max_offsets, impl=a.connector

@@ -17,6 +17,7 @@ from streamscale.errors import ConfigError
 from streamscale.sparkio import formats
 from streamscale.sparkio.kafka import ERROR_COLUMN, FORMAT_NAME
 from streamscale.sparkio.offsets import EARLIEST
+from streamscale.sparkio.session import use_python_source
 
 IMPLS = ("python", "spark")
 _ALIASES = {"builtin": "spark"}
@@ -52,6 +53,8 @@ def read_kafka(
     """A streaming DataFrame with Spark's Kafka columns (key, value, topic, partition, offset, ...).
     ``bootstrap``: a connection (its properties become ``kafka.*`` options) or bootstrap servers."""
     impl = kafka_impl(impl)
+    if impl == "python":
+        use_python_source(spark)
     reader = spark.readStream.format(FORMAT_NAME if impl == "python" else "kafka")
     for k, v in _read_options(bootstrap, impl).items():
         reader = reader.option(k, v)
@@ -244,6 +247,8 @@ def write_kafka(
     ``foreachBatch``: the same producer, the same failure semantics.
     """
     impl = kafka_impl(impl)
+    if impl == "python":
+        use_python_source(df.sparkSession)
     opts = {**KafkaConnection.of(bootstrap).spark_options(), "topic": topic, **(options or {})}
     w = df.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
     if impl == "python" and output_mode == "update":
@@ -272,6 +277,8 @@ def write_kafka_batch(
     """Write a (batch) DataFrame's ``value`` (and ``key``) columns to ``topic`` from the executors,
     e.g. one micro-batch inside ``foreachBatch``."""
     impl = kafka_impl(impl)
+    if impl == "python":
+        use_python_source(df.sparkSession)
     w = df.write.format(FORMAT_NAME if impl == "python" else "kafka").mode("append")
     for k, v in {**KafkaConnection.of(bootstrap).spark_options(), "topic": topic, **(options or {})}.items():
         w = w.option(k, str(v))

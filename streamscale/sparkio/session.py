@@ -89,8 +89,10 @@ def build_session(
     conf: dict | None = None,
     shuffle_partitions: int | None = None,
     ui: bool = False,
+    python_source: bool = True,
 ):
-    """A SparkSession with the streamscale Kafka data source registered.
+    """A SparkSession with the streamscale Kafka data source registered (``python_source=False``:
+    registered on first use by :mod:`streamscale.sparkio.io` instead, see :func:`use_python_source`).
 
     Spark's and Java's output goes to :func:`spark_log_path` (``spark.streamscale_log`` on the
     session), unless ``STREAMSCALE_SPARK_LOG=-`` keeps it on stderr.
@@ -99,8 +101,6 @@ def build_session(
     prepare_environment()
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
-
-    from streamscale.sparkio.kafka import KafkaDataSource
 
     active = SparkContext._active_spark_context
     if active is not None and active.master != master:
@@ -147,8 +147,21 @@ def build_session(
         _JVM_LOG[0] = str(log)
     spark.streamscale_log = _JVM_LOG[0]  # the JVM outlives a stopped session: its log stays the same
     spark.sparkContext.setLogLevel(os.environ.get("STREAMSCALE_SPARK_LOG_LEVEL", "WARN"))
-    spark.dataSource.register(KafkaDataSource)
+    if python_source:
+        use_python_source(spark)
     return spark
+
+
+def use_python_source(spark) -> None:
+    """Register the ``streamscale-kafka`` data source on ``spark`` once. Registration costs ~2 s
+    (measured on 2 CPUs) however early it runs, so a session of Spark's own connector skips it."""
+    from streamscale.sparkio.kafka import KafkaDataSource
+
+    jsession = spark._jsparkSession
+    if getattr(spark, "_streamscale_python_source", None) is jsession:
+        return
+    spark.dataSource.register(KafkaDataSource)
+    spark._streamscale_python_source = jsession
 
 
 SPARK_KAFKA_LIBS_ENV = "STREAMSCALE_SPARK_KAFKA_LIBS"

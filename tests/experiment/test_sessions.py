@@ -21,7 +21,8 @@ class FakeSpark:
 def spark_log(monkeypatch):
     log = []
 
-    def build(master, app_name, conf=None):
+    def build(master, app_name, conf=None, python_source=True):
+        assert not python_source  # registered when a run reads with it (sparkio.io), not for every session
         s = FakeSpark(master, conf)
         log.append(("start", master, s))
         return s

@@ -177,11 +177,27 @@ def test_read_kafka_claims_groups_on_local_masters_only():
 
         Context.master = master
 
+        class Registry:
+            registered: list = []
+
+            def register(self, source):
+                self.registered.append(source.name())
+
         class Spark:
             readStream = Reader()
             sparkContext = Context()
+            dataSource = Registry()
+            _jsparkSession = object()
 
         return Spark()
+
+    # the Python source is registered on a session when it is first read with, and only then
+    spark = session("local[2]")
+    read_kafka(spark, "x:1", "t", impl="spark")
+    assert spark.dataSource.registered == []
+    read_kafka(spark, "x:1", "t", impl="python")
+    read_kafka(spark, "x:1", "t", impl="python")
+    assert spark.dataSource.registered == ["streamscale-kafka"]
 
     assert read_kafka(session("local[2]"), "x:1", "t", impl="python")["claimGroups"] == "true"
     assert "claimGroups" not in read_kafka(session("spark://h:7077"), "x:1", "t", impl="python")
