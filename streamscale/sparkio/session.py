@@ -15,6 +15,7 @@ from pathlib import Path
 
 from streamscale.broker.connection import kafka_log_path
 from streamscale.errors import JavaMissing, SparkError
+from streamscale.sparkio.classdata import with_driver_options
 
 MIN_JAVA = 17
 
@@ -129,7 +130,7 @@ def build_session(
         # A cluster's slots are not known before the session exists: twice the driver's cores.
         shuffle_partitions = _cores(master) if master.startswith("local") else max(2, _cores(master) * 2)
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    conf = dict(conf or {})
+    conf = with_driver_options(dict(conf or {}))  # the class-data archive, when installed
     jars = spark_kafka_jars()
     if jars:
         # Spark's Kafka connector for format("kafka"), installed by `make install`: on the driver's

@@ -1,0 +1,35 @@
+"""The Spark driver's class-data archive: written by the install, used by every session."""
+
+from pathlib import Path
+
+import pytest
+
+from streamscale.sparkio import classdata
+
+
+def test_the_archive_options_come_first_and_a_users_own_follow(monkeypatch, tmp_path):
+    jsa = tmp_path / "spark-driver.jsa"
+    monkeypatch.setattr(classdata, "archive_path", lambda: jsa)
+    monkeypatch.delenv(classdata.ARCHIVE_ENV, raising=False)
+    assert classdata.with_driver_options({"a": 1}) == {"a": 1}  # none installed: nothing added
+    jsa.write_bytes(b"x")
+    got = classdata.with_driver_options({"spark.driver.extraJavaOptions": "-Dmine=1"})
+    opts = got["spark.driver.extraJavaOptions"].split()
+    assert opts[0] == f"-XX:SharedArchiveFile={jsa}" and opts[-1] == "-Dmine=1"
+    # the JVM's warnings (an archive that does not fit) go to stderr, which is the Spark log
+    assert "-Xlog:all=warning:stderr" in opts
+    monkeypatch.setenv(classdata.ARCHIVE_ENV, "0")
+    assert classdata.with_driver_options({}) == {}
+
+
+@pytest.mark.spark
+def test_the_installed_archive_is_mapped_by_the_sessions_jvm(spark):
+    path = classdata.archive_path()
+    if not path.is_file():
+        pytest.fail(f"`make install` writes {path}; it is missing (see .venv/spark-cds.log)")
+    jvm = spark.sparkContext._jvm
+    args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert f"-XX:SharedArchiveFile={path}" in args
+    # a JVM that cannot use the archive says so in this one line (and starts without it)
+    log = Path(spark.streamscale_log).read_text(errors="replace") if spark.streamscale_log else ""
+    assert "Unable to use shared archive" not in log
