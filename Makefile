@@ -55,17 +55,20 @@ $(SPARK_KAFKA_STAMP): jvm/spark-kafka/pom.xml $(STAMP)
 	@rm -rf $(SPARK_KAFKA_LIBS) && mv $(SPARK_KAFKA_LIBS).tmp $(SPARK_KAFKA_LIBS)
 	@touch $(SPARK_KAFKA_STAMP)
 
-# Java's class-data archive of what a Spark session loads first (streamscale/sparkio/classdata.py):
-# session starts take ~4 s and ~10 CPU-s less. An optimization only: without it, sessions start as
-# before, so a failure is one line and the install goes on (the stamp keeps it from retrying).
-SPARK_CDS_STAMP := $(VENV)/.spark-cds-stamp
-$(SPARK_CDS_STAMP): $(STAMP) $(SPARK_KAFKA_STAMP)
-	@echo "writing a class-data archive of Spark's driver JVM (faster session starts)"
-	@$(BIN)/python -m streamscale.sparkio.classdata > $(VENV)/spark-cds.log 2>&1 \
-	  || echo "no class-data archive (see $(VENV)/spark-cds.log): Spark sessions start without one"
-	@touch $(SPARK_CDS_STAMP)
+# Java's class-data archives of what a Spark session and a Kafka broker load first
+# (streamscale/sparkio/classdata.py, streamscale/broker/classdata.py): starts take ~40 % less time
+# and CPU. An optimization only: without them, JVMs start as before, so a failure is one line and
+# the install goes on (the stamp keeps it from retrying).
+CDS_STAMP := $(VENV)/.class-data-stamp
+$(CDS_STAMP): $(STAMP) $(KAFKA_STAMP) $(SPARK_KAFKA_STAMP)
+	@echo "writing class-data archives of the broker's and Spark's JVMs (faster starts)"
+	@$(BIN)/python -m streamscale.broker.classdata > $(VENV)/class-data.log 2>&1 \
+	  || echo "no class-data archive for the broker (see $(VENV)/class-data.log): it starts without one"
+	@$(BIN)/python -m streamscale.sparkio.classdata >> $(VENV)/class-data.log 2>&1 \
+	  || echo "no class-data archive for Spark (see $(VENV)/class-data.log): sessions start without one"
+	@touch $(CDS_STAMP)
 
-install: check-java $(STAMP) $(KAFKA_STAMP) $(SPARK_KAFKA_STAMP) $(SPARK_CDS_STAMP)
+install: check-java $(STAMP) $(KAFKA_STAMP) $(SPARK_KAFKA_STAMP) $(CDS_STAMP)
 
 demo: install
 	$(BIN)/streamscale demo

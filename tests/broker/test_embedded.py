@@ -1,4 +1,5 @@
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -195,3 +196,17 @@ def test_coordinator_wait_fails_at_once_on_another_error_and_at_the_deadline(mon
     with pytest.raises(embedded.BrokerError, match="Timed out"):
         embedded.wait_for_group_coordinator("127.0.0.1:1", timeout=0)
     assert admin.calls == 1
+
+
+def test_the_installed_class_data_archive_is_mapped_by_the_broker(broker):
+    from streamscale.broker import kafka_server
+
+    if not hasattr(broker, "proc"):
+        pytest.skip("an external cluster: no broker of ours")
+    jsa = kafka_server.kafka_libs() / kafka_server.CLASS_DATA_FILE
+    if not jsa.is_file():
+        pytest.fail(f"`make install` writes {jsa}; it is missing (see .venv/class-data.log)")
+    assert f"-XX:SharedArchiveFile={jsa}" in broker.proc.args
+    # a JVM that cannot use the archive says so in this one line of the broker's log (and starts without it)
+    assert "Unable to use shared archive" not in pathlib.Path(broker.log_path).read_text(errors="replace")
+    assert kafka_server._class_data(jsa.parent, dump="/x.jsa")[0] == "-XX:ArchiveClassesAtExit=/x.jsa"

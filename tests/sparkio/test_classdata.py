@@ -26,7 +26,7 @@ def test_the_archive_options_come_first_and_a_users_own_follow(monkeypatch, tmp_
 def test_the_installed_archive_is_mapped_by_the_sessions_jvm(spark):
     path = classdata.archive_path()
     if not path.is_file():
-        pytest.fail(f"`make install` writes {path}; it is missing (see .venv/spark-cds.log)")
+        pytest.fail(f"`make install` writes {path}; it is missing (see .venv/class-data.log)")
     jvm = spark.sparkContext._jvm
     args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert f"-XX:SharedArchiveFile={path}" in args
