@@ -14,19 +14,17 @@ from streamscale.broker import kafka_server
 
 
 def _workload(bootstrap: str) -> None:
-    from confluent_kafka import Consumer, Producer
-
     from streamscale.broker.access import BrokerAccess
+    from streamscale.broker.connection import KafkaConnection
 
     with BrokerAccess(bootstrap) as access:
         access.create_topics({"class-data": 2})
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "log_level": 0})
+    connection = KafkaConnection.of(bootstrap)
+    producer = connection.producer({"enable.idempotence": True})
     for i in range(1000):
         producer.produce("class-data", b"%d" % i, key=b"%d" % (i % 10))
     producer.flush(30)
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "class-data", "auto.offset.reset": "earliest", "log_level": 0}
-    )
+    consumer = connection.consumer({"group.id": "class-data", "auto.offset.reset": "earliest"})
     consumer.subscribe(["class-data"])
     got, deadline = 0, time.monotonic() + 60
     try:

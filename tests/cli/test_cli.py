@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -294,10 +295,18 @@ def _sigkill_and_expect_nothing_left(
 
     from streamscale.waiting import wait_for
 
-    p = subprocess.Popen([EXE, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **env})
+    err = tempfile.TemporaryFile()
+    p = subprocess.Popen([EXE, *cmd], stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, **env})
     tree: set[int] = set()
+
+    def started() -> bool:
+        if p.poll() is not None:  # ended before it was ready: say why, not "timed out"
+            err.seek(0)
+            raise AssertionError(f"{cmd[:2]} exited with {p.returncode}: {err.read()[-2000:].decode(errors='replace')}")
+        return ready([_cmdline(x) for x in _descendants(p.pid)])
+
     try:
-        wait_for(lambda: ready([_cmdline(x) for x in _descendants(p.pid)]), start_s, what)
+        wait_for(started, start_s, what)
         tree = _descendants(p.pid)
         p.send_signal(signal.SIGKILL)
         p.wait()
@@ -309,6 +318,7 @@ def _sigkill_and_expect_nothing_left(
             except ProcessLookupError:
                 pass
         p.wait()
+        err.close()
 
 
 def _spark(cmds) -> bool:

@@ -34,8 +34,17 @@ def test_accounting_matches_the_papers_definitions():
 @pytest.mark.parametrize("semantics", ["at-most-once", "at-least-once", "exactly-once"])
 def test_without_faults_nothing_is_lost_or_duplicated(bed, semantics):
     r = run_trial(bed, semantics, N, 100, NoFault(), partitions=2, send_timeout_s=30)
+    assert r.acked == N
+    if semantics == "at-most-once":
+        # acks=0 promises nothing even without a fault: once, on a saturated machine, one record
+        # of 20,000 was lost (a produce request the broker dropped without an answer). What
+        # must hold is the accounting: every lost record counted, none duplicated.
+        assert (r.duplicated, r.beta, r.M) == (0, 0.0, r.distinct)
+        assert r.lost == N - r.distinct == r.acked_but_lost and r.alpha == r.lost / N
+        assert r.lost <= N // 1000
+        return
     assert (r.M, r.distinct, r.lost, r.duplicated, r.alpha, r.beta) == (N, N, 0, 0, 0.0, 0.0)
-    assert r.acked == N and r.acked_but_lost == 0
+    assert r.acked_but_lost == 0
 
 
 def test_connection_resets_at_least_once_loses_nothing_exactly_once_is_exact(bed):
