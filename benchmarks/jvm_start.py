@@ -1,0 +1,88 @@
+"""JVM start costs with and without the class-data archives ``make install`` writes.
+
+    .venv/bin/python benchmarks/jvm_start.py [--repeat 3]
+
+Alternating runs, each in a fresh process:
+
+* Spark: ``build_session("local[1]")`` and its first trivial job (``spark.range(10).count()``):
+  seconds to the session, seconds of the job, and the driver JVM's CPU seconds by then;
+* the embedded broker: seconds from ``start()`` to a broker answering (storage format included)
+  and the broker JVM's CPU seconds by then.
+
+Each with the archive (``STREAMSCALE_SPARK_CDS`` / ``STREAMSCALE_KAFKA_CDS`` unset) and without
+(``=0``); median and min-max over ``--repeat`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+SPARK = """
+import json, os, time
+t = time.monotonic()
+from streamscale.sparkio.session import build_session
+spark = build_session("local[1]", python_source=False)
+t1 = time.monotonic()
+spark.range(10).count()
+t2 = time.monotonic()
+pid = spark.sparkContext._gateway.proc.pid  # spark-submit execs the driver's JVM: the same process
+fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+print(json.dumps({"session_s": t1 - t, "first_job_s": t2 - t1, "jvm_cpu_s": cpu}))
+spark.stop()
+"""
+
+BROKER = """
+import json, os
+from streamscale.broker import EmbeddedBroker
+with EmbeddedBroker() as b:
+    fields = open(f"/proc/{b.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    print(json.dumps({"start_s": b.started_s, "jvm_cpu_s": cpu}))
+"""
+
+
+def measure(code: str, env: dict) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env}, timeout=300
+    )
+    if out.returncode != 0:
+        sys.exit(f"a measurement failed: {out.stderr.strip().splitlines()[-1:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def summary(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    rows = []
+    for what, code, var in (
+        ("Spark session", SPARK, "STREAMSCALE_SPARK_CDS"),
+        ("broker", BROKER, "STREAMSCALE_KAFKA_CDS"),
+    ):
+        got: dict[str, list[dict]] = {"archive": [], "none": []}
+        for i in range(args.repeat):
+            for mode in ("archive", "none"):
+                got[mode].append(measure(code, {var: "1" if mode == "archive" else "0"}))
+                print(f"{what} {mode} {i + 1}/{args.repeat}: {got[mode][-1]}", file=sys.stderr)
+        for mode, runs in got.items():
+            rows.append((what, mode, {k: summary([r[k] for r in runs]) for k in runs[0]}))
+    print(f"{'JVM':<14} {'archive':<8} figures: median (min-max) over {args.repeat} runs, seconds")
+    for what, mode, figures in rows:
+        print(f"{what:<14} {mode:<8} " + ", ".join(f"{k} {v}" for k, v in figures.items()))
+
+
+if __name__ == "__main__":
+    from _main import run
+
+    run(main)
