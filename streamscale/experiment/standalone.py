@@ -17,6 +17,7 @@ from pathlib import Path
 from streamscale.errors import SparkError
 from streamscale.ports import free_port, port_open
 from streamscale.processes import die_with_parent
+from streamscale.sparkio.classdata import driver_java_options
 
 
 def spark_home() -> Path:
@@ -53,6 +54,9 @@ class StandaloneCluster:
             "SPARK_HOME": str(spark_home()),
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
             "SPARK_WORKER_DIR": str(self.log_dir / "work"),
+            # the master and workers run on pyspark's own classpath, the driver's: its class-data
+            # archive serves them too (start 8.6-10.0 -> 5.2-7.0 s, 15-17 -> 8.5-12 CPU-s, one worker)
+            "SPARK_DAEMON_JAVA_OPTS": f"{driver_java_options()} {os.environ.get('SPARK_DAEMON_JAVA_OPTS', '')}".strip(),
         }
         log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - handed to the child
         try:

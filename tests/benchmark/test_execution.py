@@ -263,6 +263,9 @@ def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
         assert summary["results"][0]["load"] == 1000 and summary["experiments_run"] == 1
         apps = (tmp_path / "cluster" / "master.log").read_text()
         assert "Registered app" in apps and apps.count("Launching executor") >= 2
+        # the daemons map the driver's class-data archive (pyspark's classpath is theirs too)
+        assert "Unable to use shared archive" not in apps
+        assert "-XX:SharedArchiveFile=" in open(f"/proc/{c.procs[0].pid}/cmdline").read()
     assert all(p.poll() is not None for p in c.procs) or not c.procs
 
 
