@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 from streamscale.broker import kafka_server
 
@@ -50,14 +51,21 @@ def build_archive() -> int:
     finally:
         proc = broker.proc
         broker.stop()  # SIGTERM: Kafka's shutdown, then the JVM writes the archive as it exits
-    # a JVM killed while writing can leave a truncated file, which would crash the next JVM that
-    # maps it: only a whole one from a clean exit is kept
-    if proc is None or proc.returncode not in (0, 143) or not tmp.is_file() or tmp.stat().st_size == 0:
-        tmp.unlink(missing_ok=True)
+    if not keep_archive(tmp, path, proc is not None and proc.returncode in (0, 143)):
         print(f"the broker's JVM wrote no class-data archive (exit code {proc and proc.returncode})")
         return 1
-    tmp.replace(path)
     return 0
+
+
+def keep_archive(tmp: Path, path: Path, clean_exit: bool) -> bool:
+    """Move the archive a JVM wrote to ``tmp`` into ``path``, or remove it. A JVM killed while
+    writing can leave a truncated file, which crashes the next JVM that maps it: only a whole one
+    from a clean exit is kept."""
+    if not clean_exit or not tmp.is_file() or tmp.stat().st_size == 0:
+        tmp.unlink(missing_ok=True)
+        return False
+    tmp.replace(path)
+    return True
 
 
 if __name__ == "__main__":

@@ -84,6 +84,7 @@ def build_archive() -> int:
     the classes it loaded as it exits. Written beside its place and moved there when whole."""
     from pyspark import SparkContext
 
+    from streamscale.broker.classdata import keep_archive
     from streamscale.sparkio.session import build_session
 
     path = archive_path()
@@ -108,13 +109,9 @@ def build_archive() -> int:
         if proc is not None:  # the archive is written as the JVM exits: wait for it
             proc.stdin.close()
             code = proc.wait(300)
-    # a JVM that died while writing can leave a truncated file, which would crash the next JVM
-    # that maps it: only a whole one from a clean exit is kept
-    if code not in (0, None) or not tmp.is_file() or tmp.stat().st_size == 0:
-        tmp.unlink(missing_ok=True)
+    if not keep_archive(tmp, path, code in (0, None)):
         print(f"the JVM wrote no class-data archive; Spark sessions start without one ({tmp})")
         return 1
-    tmp.replace(path)
     return 0
 
 

@@ -210,3 +210,15 @@ def test_the_installed_class_data_archive_is_mapped_by_the_broker(broker):
     # a JVM that cannot use the archive says so in this one line of the broker's log (and starts without it)
     assert "Unable to use shared archive" not in pathlib.Path(broker.log_path).read_text(errors="replace")
     assert kafka_server._class_data(jsa.parent, dump="/x.jsa")[0] == "-XX:ArchiveClassesAtExit=/x.jsa"
+
+
+def test_only_a_whole_archive_from_a_clean_exit_is_kept(tmp_path):
+    from streamscale.broker.classdata import keep_archive
+
+    tmp, path = tmp_path / "a.jsa.tmp", tmp_path / "a.jsa"
+    tmp.write_bytes(b"x")
+    assert not keep_archive(tmp, path, clean_exit=False) and not tmp.exists() and not path.exists()
+    tmp.write_bytes(b"")
+    assert not keep_archive(tmp, path, clean_exit=True) and not tmp.exists() and not path.exists()
+    tmp.write_bytes(b"x")
+    assert keep_archive(tmp, path, clean_exit=True) and path.read_bytes() == b"x" and not tmp.exists()
