@@ -18,12 +18,7 @@ from streamscale.errors import SparkError
 from streamscale.ports import free_port, port_open
 from streamscale.processes import die_with_parent
 from streamscale.sparkio.classdata import driver_java_options
-
-
-def spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent
+from streamscale.sparkio.home import spark_home
 
 
 class StandaloneCluster:

@@ -16,6 +16,7 @@ from pathlib import Path
 from streamscale.broker.connection import kafka_log_path
 from streamscale.errors import JavaMissing, SparkError
 from streamscale.sparkio.classdata import with_driver_options
+from streamscale.sparkio.home import spark_home
 
 MIN_JAVA = 17
 
@@ -50,6 +51,8 @@ def prepare_environment() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    # pyspark's home, less the zipped pyspark that workers would recompile (streamscale.sparkio.home)
+    os.environ.setdefault("SPARK_HOME", str(spark_home()))
     kafka_log_path()  # fixed before the JVM starts: its Python workers' Kafka clients log there too
 
 
