@@ -14,6 +14,7 @@ starts as it would without it. ``STREAMSCALE_SPARK_CDS=0`` turns it off.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -35,13 +36,21 @@ def driver_java_options() -> str:
     return f"-XX:SharedArchiveFile={path} -Xlog:disable -Xlog:all=warning:stderr"
 
 
-def with_driver_options(conf: dict) -> dict:
-    """``conf`` with the archive's options ahead of the user's own driver options (theirs win)."""
+def with_driver_options(conf: dict, master: str = "local") -> dict:
+    """``conf`` with the archive's options ahead of the user's own driver options (theirs win); on a
+    standalone master on this machine (``spark://127.0.0.1:…``, a cluster of streamscale's or one
+    started from the same pyspark) the executors' too: their JVMs run on the driver's classpath, and
+    each started in ~40 % less CPU with it. A cluster elsewhere has no such file: nothing added."""
     opts = driver_java_options()
     if not opts:
         return conf
-    user = conf.get("spark.driver.extraJavaOptions", "")
-    return {**conf, "spark.driver.extraJavaOptions": f"{opts} {user}".strip()}
+    out = dict(conf)
+    keys = ["spark.driver.extraJavaOptions"]
+    if re.match(r"spark://(127\.0\.0\.1|localhost):\d+$", master):
+        keys.append("spark.executor.extraJavaOptions")
+    for key in keys:
+        out[key] = f"{opts} {conf.get(key, '')}".strip()
+    return out
 
 
 def _workload(spark) -> None:

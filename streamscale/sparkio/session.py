@@ -133,7 +133,7 @@ def build_session(
         # A cluster's slots are not known before the session exists: twice the driver's cores.
         shuffle_partitions = _cores(master) if master.startswith("local") else max(2, _cores(master) * 2)
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    conf = with_driver_options(dict(conf or {}))  # the class-data archive, when installed
+    conf = with_driver_options(dict(conf or {}), master)  # the class-data archive, when installed
     jars = spark_kafka_jars()
     if jars:
         # Spark's Kafka connector for format("kafka"), installed by `make install`: on the driver's

@@ -268,6 +268,12 @@ def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
         # the daemons map the driver's class-data archive (pyspark's classpath is theirs too)
         assert "Unable to use shared archive" not in apps
         assert "-XX:SharedArchiveFile=" in open(f"/proc/{c.procs[0].pid}/cmdline").read()
+        # and so do the executors (the worker writes each one's command line atop its stderr)
+        executors = list((tmp_path / "cluster" / "work").glob("app-*/*/stderr"))
+        assert len(executors) >= 2
+        for log in executors:
+            text = log.read_text(errors="replace")
+            assert "-XX:SharedArchiveFile=" in text and "Unable to use shared archive" not in text
     assert all(p.poll() is not None for p in c.procs) or not c.procs
 
 

@@ -18,6 +18,12 @@ def test_the_archive_options_come_first_and_a_users_own_follow(monkeypatch, tmp_
     assert opts[0] == f"-XX:SharedArchiveFile={jsa}" and opts[-1] == "-Dmine=1"
     # the JVM's warnings (an archive that does not fit) go to stderr, which is the Spark log
     assert "-Xlog:all=warning:stderr" in opts
+    assert "spark.executor.extraJavaOptions" not in got  # local: the driver is the only JVM
+    # a standalone master on this machine: its executors run on the same classpath
+    got = classdata.with_driver_options({"spark.executor.extraJavaOptions": "-Dx=2"}, "spark://127.0.0.1:7077")
+    assert got["spark.executor.extraJavaOptions"].split()[::3] == [f"-XX:SharedArchiveFile={jsa}", "-Dx=2"]
+    for elsewhere in ("spark://10.0.0.5:7077", "k8s://https://api:6443", "spark://127.0.0.1:7077,h2:7077"):
+        assert "spark.executor.extraJavaOptions" not in classdata.with_driver_options({}, elsewhere)
     monkeypatch.setenv(classdata.ARCHIVE_ENV, "0")
     assert classdata.with_driver_options({}) == {}
 
