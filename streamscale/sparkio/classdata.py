@@ -39,8 +39,8 @@ def driver_java_options() -> str:
 def with_driver_options(conf: dict, master: str = "local") -> dict:
     """``conf`` with the archive's options ahead of the user's own driver options (theirs win); on a
     standalone master on this machine (``spark://127.0.0.1:…``, a cluster of streamscale's or one
-    started from the same pyspark) the executors' too: their JVMs run on the driver's classpath, and
-    each started in ~40 % less CPU with it. A cluster elsewhere has no such file: nothing added."""
+    started from the same pyspark) the executors' too: their JVMs run on the driver's classpath, as
+    the master's and workers' do. A cluster elsewhere has no such file: nothing added."""
     opts = driver_java_options()
     if not opts:
         return conf

@@ -7,8 +7,9 @@ starts (a worker daemon per kind of work, each worker it forks, a streaming quer
 compiled the parts of pyspark it imports again, 1-2 CPU-s a process. The home made here links
 pyspark's ``bin``, ``sbin`` and ``jars`` and has no ``python/lib``: the workers import the pyspark
 installed beside streamscale (the same release as the jars, its bytecode compiled once). Measured
-2026-11-26 on 2 CPUs, one local[2] session, a query reading and writing Kafka with the Python
-connector: its first run 23 s -> 14 s, each later one 4.1 s -> 2.0 s; with Spark's connector, no change.
+by ``benchmarks/python_workers.py`` (2026-11-26, 2 CPUs, one local[2] session, short queries
+reading and writing Kafka with the Python connector): the first query 23.4 s -> 14.5 s, each later
+one 3.9 s -> 2.8 s, 21 % less machine CPU; with Spark's connector, no change.
 
 A ``SPARK_HOME`` the user set is theirs and is kept; ``STREAMSCALE_SPARK_HOME=0`` uses pyspark's
 own directory as before.
