@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
+
+from _alternate import alternate
 
 SPARK = """
 import json, os, time
@@ -56,10 +57,6 @@ def measure(code: str, env: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def summary(values: list[float]) -> str:
-    return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
@@ -70,13 +67,9 @@ def main() -> None:
         ("Spark session", SPARK, "STREAMSCALE_SPARK_CDS"),
         ("broker", BROKER, "STREAMSCALE_KAFKA_CDS"),
     ):
-        got: dict[str, list[dict]] = {"archive": [], "none": []}
-        for i in range(args.repeat):
-            for mode in ("archive", "none"):
-                got[mode].append(measure(code, {var: "1" if mode == "archive" else "0"}))
-                print(f"{what} {mode} {i + 1}/{args.repeat}: {got[mode][-1]}", file=sys.stderr)
-        for mode, runs in got.items():
-            rows.append((what, mode, {k: summary([r[k] for r in runs]) for k in runs[0]}))
+        variants = {"archive": {var: "1"}, "none": {var: "0"}}
+        for mode, figures in alternate(args.repeat, variants, lambda env, code=code: measure(code, env), what):
+            rows.append((what, mode, figures))
     print(f"{'JVM':<14} {'archive':<8} figures: median (min-max) over {args.repeat} runs, seconds")
     for what, mode, figures in rows:
         print(f"{what:<14} {mode:<8} " + ", ".join(f"{k} {v}" for k, v in figures.items()))

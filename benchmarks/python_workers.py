@@ -23,6 +23,8 @@ import statistics
 import subprocess
 import sys
 
+from _alternate import alternate
+
 RUN = """
 import json, sys, time, uuid
 from streamscale.broker import BrokerAccess, EmbeddedBroker
@@ -64,10 +66,6 @@ def measure(connector: str, queries: int, env: dict) -> dict:
     return {**got, "first_query_s": q[0], "later_query_s": statistics.median(q[1:]), "machine_cpu_s": busy_s() - b0}
 
 
-def summary(values: list[float]) -> str:
-    return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
@@ -79,14 +77,11 @@ def main() -> None:
     os.environ.pop("SPARK_HOME", None)  # streamscale's own, or pyspark's (=0): not one set outside
     rows = []
     for connector in ("python", "spark"):
-        got: dict[str, list[dict]] = {"streamscale": [], "pyspark": []}
-        for i in range(args.repeat):
-            for home in got:
-                env = {"STREAMSCALE_SPARK_HOME": "0" if home == "pyspark" else "1"}
-                got[home].append(measure(connector, args.queries, env))
-                print(f"{connector} connector, {home} home {i + 1}/{args.repeat}: {got[home][-1]}", file=sys.stderr)
-        for home, runs in got.items():
-            rows.append((connector, home, {k: summary([r[k] for r in runs]) for k in runs[0]}))
+        variants = {"streamscale": {"STREAMSCALE_SPARK_HOME": "1"}, "pyspark": {"STREAMSCALE_SPARK_HOME": "0"}}
+        runs = alternate(
+            args.repeat, variants, lambda env, c=connector: measure(c, args.queries, env), f"{connector} connector"
+        )
+        rows.extend((connector, home, figures) for home, figures in runs)
     print(f"{'connector':<10} {'Spark home':<12} figures: median (min-max) over {args.repeat} runs, seconds")
     for connector, home, figures in rows:
         print(f"{connector:<10} {home:<12} " + ", ".join(f"{k} {v}" for k, v in figures.items()))
