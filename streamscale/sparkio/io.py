@@ -29,7 +29,18 @@ ACTIVE_POWER_DDL = "identifier STRING, timestamp BIGINT, valueInW DOUBLE"
 # 100,000-record batch of 8 partitions from 719 to 440 ms (addBatch 540 -> 256 ms; whole runs
 # 89,000 -> 114,000 records/s; benchmarks/spark_connector_profile.py). The user's own kafka.*
 # properties and options override them.
-SPARK_READ_DEFAULTS = {"kafka.max.poll.records": "20000", "kafka.max.partition.fetch.bytes": str(8 << 20)}
+# fetch.max.wait.ms: a cached consumer that has read to the end of the log leaves a fetch at the
+# log's end in flight, which the broker holds for up to fetch.max.wait.ms (500 ms) when no record
+# arrives; a task that then seeks and polls waits for it. So the batch that reads a topic's last
+# records (every availableNow run's last batch, and any batch once a live input pauses) stalled
+# ~500 ms per wave of tasks: 2.2-2.5 s of a 100,000-record batch on 8 partitions and 2 cores, where
+# the other batches took 0.4-0.6 s. Spark's consumers fetch only inside a task's poll, so a short
+# wait costs the broker no idle polling.
+SPARK_READ_DEFAULTS = {
+    "kafka.max.poll.records": "20000",
+    "kafka.max.partition.fetch.bytes": str(8 << 20),
+    "kafka.fetch.max.wait.ms": "10",
+}
 
 
 def kafka_impl(impl: str | None = None) -> str:

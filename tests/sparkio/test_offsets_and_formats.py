@@ -214,6 +214,13 @@ def test_read_kafka_claims_groups_on_local_masters_only():
 
     tuned = read_kafka(session("local[2]"), "x:1", "t", impl="spark")
     assert (tuned["kafka.max.poll.records"], tuned["kafka.max.partition.fetch.bytes"]) == ("20000", str(8 << 20))
-    own = read_kafka(session("local[2]"), KafkaConnection.of("x:1", {"max.poll.records": "50"}), "t", impl="spark")
-    assert own["kafka.max.poll.records"] == "50"
+    assert tuned["kafka.fetch.max.wait.ms"] == "10"  # no stall on the batch that reaches the log's end
+    own = read_kafka(
+        session("local[2]"),
+        KafkaConnection.of("x:1", {"max.poll.records": "50"}),
+        "t",
+        impl="spark",
+        options={"kafka.fetch.max.wait.ms": "500"},
+    )
+    assert (own["kafka.max.poll.records"], own["kafka.fetch.max.wait.ms"]) == ("50", "500")
     assert "kafka.max.poll.records" not in read_kafka(session("local[2]"), "x:1", "t", impl="python")
