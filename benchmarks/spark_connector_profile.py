@@ -12,15 +12,19 @@ Part 2, where the CPU goes: Spark's connector with streamscale's read settings a
 file stream source (the same records, files of one batch each) alternate; per run, the CPU time of
 the Spark JVM's threads by kind (the tasks that read and write, the JIT compilers, the garbage
 collector, the rest: planning, scheduling, the checkpoint) and of the broker's JVM, read from
-/proc (Linux).
+/proc (Linux). With ``--jfr``, Java Flight Recorder samples the task threads during the connector's
+runs, and each sample is put down to the code it is in (the first frame, from the top, outside the
+JDK and Scala's library).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -113,14 +117,63 @@ def cpu_of(run, spark_pid: int, broker_pid: int) -> dict:
     return {"trigger_s": sum(times) / 1000, **{k: spent[k] for k in KINDS}, "broker": process_cpu(broker_pid) - broker}
 
 
+# where a task thread's sample is, by the first frame outside the JDK and Scala's library
+CODE = (
+    ("org/apache/kafka/common/record", "kafka-clients: decode record batches"),
+    ("org/apache/kafka/clients/consumer/internals/CompletedFetch", "kafka-clients: decode record batches"),
+    ("org/apache/kafka/common/utils", "kafka-clients: decode record batches"),
+    ("org/apache/kafka", "kafka-clients: fetch, network, the rest"),
+    ("org/apache/spark/sql/kafka010", "Spark's connector: consumer, record -> row"),
+    ("org/apache/spark/sql/catalyst/util", "Spark: timestamps, other conversions"),
+    ("org/apache/spark/sql/catalyst/expressions/codegen", "Spark: UnsafeRow writes"),
+    ("org/apache/spark/unsafe", "Spark: UnsafeRow writes"),
+    ("org/apache/spark", "Spark: generated code, the sink, the task"),
+)
+LIBRARIES = ("java/", "javax/", "jdk/", "sun/", "scala/")
+
+
+def jcmd(pid: int, *args: str) -> None:
+    subprocess.run(["jcmd", str(pid), *args], check=True, capture_output=True, timeout=60)
+
+
+def where_tasks_are(recording: Path) -> tuple[int, Counter]:
+    """(samples of task threads, samples by code) of a JFR recording."""
+    out = subprocess.run(
+        ["jfr", "print", "--json", "--events", "jdk.ExecutionSample", str(recording)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    code: Counter = Counter()
+    n = 0
+    for event in json.loads(out)["recording"]["events"]:
+        values = event["values"]
+        thread = (values.get("sampledThread") or {}).get("javaName") or ""
+        if not thread.startswith("Executor task"):
+            continue
+        n += 1
+        # lambdas' classes are named with dots
+        frames = [
+            f["method"]["type"]["name"].replace(".", "/") for f in (values.get("stackTrace") or {}).get("frames", [])
+        ]
+        first = next((f for f in frames if not f.startswith(LIBRARIES)), None)
+        if first is None:  # JFR keeps the top 64 frames: the JDK's or Scala's code, called from deeper down
+            code["JDK or Scala library, caller beyond the recorded frames"] += 1
+            continue
+        code[next((label for prefix, label in CODE if first.startswith(prefix)), "other: " + first)] += 1
+    return n, code
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=500_000)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--cpu-runs", type=int, default=5, help="runs of each reader in part 2 (0: skip it)")
+    ap.add_argument("--jfr", action="store_true", help="in part 2, sample where the connector's tasks are")
     args = ap.parse_args()
     results: dict[str, list[dict]] = {}
     cpu: dict[str, list[dict]] = {}
+    samples: tuple[int, Counter] = (0, Counter())
     work = Path(tempfile.mkdtemp(prefix="bench-profile-"))
     try:
         with EmbeddedBroker() as broker, BrokerAccess(broker.bootstrap) as access:
@@ -156,15 +209,23 @@ def main() -> None:
                     reader()
                 for i in range(args.cpu_runs):
                     for name, reader in readers.items():
+                        sample = args.jfr and name == "Spark's connector"
+                        if sample:
+                            jcmd(spark_pid, "JFR.start", "name=tasks", "settings=profile")
                         cpu.setdefault(name, []).append(cpu_of(reader, spark_pid, broker.proc.pid))
+                        if sample:
+                            recording = work / f"tasks-{i}.jfr"
+                            jcmd(spark_pid, "JFR.stop", "name=tasks", f"filename={recording}")
+                            n, code = where_tasks_are(recording)
+                            samples = (samples[0] + n, samples[1] + code)
                     print(f"CPU: run {i + 1}/{args.cpu_runs} done", flush=True)
             spark.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report(args, results, cpu)
+    report(args, results, cpu, samples)
 
 
-def report(args, results: dict[str, list[dict]], cpu: dict[str, list[dict]]) -> None:
+def report(args, results: dict[str, list[dict]], cpu: dict[str, list[dict]], samples: tuple[int, Counter]) -> None:
     print(f"\n{args.records:,} records, {PARTS} partitions, batches of {BATCH:,}; median of {args.repeat} (min-max)")
     print(
         f"{'variant':<26}{'whole run records/s':>28}{'steady ms':>11}{'first ms':>10}{'last ms':>9}"
@@ -190,6 +251,12 @@ def report(args, results: dict[str, list[dict]], cpu: dict[str, list[dict]]) -> 
     for name, rs in cpu.items():
         med = {c: statistics.median(r[c] for r in rs) for c in cols}
         print(f"{name:<20}" + "".join(f"{med[c]:>12.2f}" for c in cols) + f"{args.records / med['trigger_s']:>12,.0f}")
+
+    n, code = samples
+    if n:
+        print(f"\nWhere the connector's tasks are: {n:,} samples of the task threads (JFR), by code")
+        for label, k in code.most_common(12):
+            print(f"{k / n:>7.1%}  {label}")
 
 
 if __name__ == "__main__":
