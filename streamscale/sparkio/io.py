@@ -42,6 +42,12 @@ SPARK_READ_DEFAULTS = {
     "kafka.fetch.max.wait.ms": "10",
 }
 
+# Spark's Kafka sink produces with kafka-clients' defaults: batches of at most 16 KiB, sent as soon
+# as the sender thread is free. Batches of up to 256 KiB that wait up to 5 ms to fill took the
+# write of 100,000 JSON window rows into 8 partitions from 537 to 270 ms (median of 5, local[2]);
+# neither changes what is delivered or how (acks, idempotence). The user's own properties override.
+SPARK_WRITE_DEFAULTS = {"kafka.batch.size": str(256 << 10), "kafka.linger.ms": "5"}
+
 
 def kafka_impl(impl: str | None = None) -> str:
     """The connector to use: ``python`` or ``spark`` (one clear error for anything else)."""
@@ -104,6 +110,17 @@ def _read_options(bootstrap: KafkaConnection | str, impl: str) -> dict:
     """The ``kafka.*`` options of a read: the connection's properties over, for Spark's connector,
     streamscale's read settings (``SPARK_READ_DEFAULTS``)."""
     return {**(SPARK_READ_DEFAULTS if impl == "spark" else {}), **KafkaConnection.of(bootstrap).spark_options()}
+
+
+def _write_options(bootstrap: KafkaConnection | str, impl: str, topic: str, options: dict | None) -> dict:
+    """The options of a write: for Spark's connector streamscale's write settings
+    (``SPARK_WRITE_DEFAULTS``), under the connection's properties, under the caller's options."""
+    return {
+        **(SPARK_WRITE_DEFAULTS if impl == "spark" else {}),
+        **KafkaConnection.of(bootstrap).spark_options(),
+        "topic": topic,
+        **(options or {}),
+    }
 
 
 def _default_parallelism(spark) -> int | None:
@@ -260,7 +277,7 @@ def write_kafka(
     impl = kafka_impl(impl)
     if impl == "python":
         use_python_source(df.sparkSession)
-    opts = {**KafkaConnection.of(bootstrap).spark_options(), "topic": topic, **(options or {})}
+    opts = _write_options(bootstrap, impl, topic, options)
     w = df.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
     if impl == "python" and output_mode == "update":
 
@@ -291,6 +308,6 @@ def write_kafka_batch(
     if impl == "python":
         use_python_source(df.sparkSession)
     w = df.write.format(FORMAT_NAME if impl == "python" else "kafka").mode("append")
-    for k, v in {**KafkaConnection.of(bootstrap).spark_options(), "topic": topic, **(options or {})}.items():
+    for k, v in _write_options(bootstrap, impl, topic, options).items():
         w = w.option(k, str(v))
     w.save()

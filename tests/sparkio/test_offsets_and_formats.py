@@ -224,3 +224,54 @@ def test_read_kafka_claims_groups_on_local_masters_only():
     )
     assert (own["kafka.max.poll.records"], own["kafka.fetch.max.wait.ms"]) == ("50", "500")
     assert "kafka.max.poll.records" not in read_kafka(session("local[2]"), "x:1", "t", impl="python")
+
+
+def test_spark_connector_writes_in_larger_batches_unless_told_otherwise():
+    # Spark's Kafka sink produces in batches of up to 256 KiB that wait up to 5 ms to fill; the
+    # connection's properties and the caller's options override that, the Python sink has its own
+    from streamscale.broker.connection import KafkaConnection
+    from streamscale.sparkio.io import write_kafka_batch
+
+    class Writer:
+        def __init__(self):
+            self.options = {}
+
+        def format(self, name):
+            self.options["format"] = name
+            return self
+
+        def mode(self, _mode):
+            return self
+
+        def option(self, k, v):
+            self.options[k] = v
+            return self
+
+        def save(self):
+            pass
+
+    class Registry:
+        def register(self, _source):
+            pass
+
+    class Session:
+        _jsparkSession = object()
+        dataSource = Registry()
+
+    class Frame:
+        sparkSession = Session()
+
+        def __init__(self):
+            self.write = Writer()
+
+    def written(bootstrap, impl, options=None):
+        df = Frame()
+        write_kafka_batch(df, bootstrap, "out", impl, options)
+        return df.write.options
+
+    tuned = written("x:1", "spark")
+    assert (tuned["kafka.batch.size"], tuned["kafka.linger.ms"], tuned["topic"]) == (str(256 << 10), "5", "out")
+    assert written(KafkaConnection.of("x:1", {"linger.ms": "0"}), "spark")["kafka.linger.ms"] == "0"
+    assert written("x:1", "spark", {"kafka.batch.size": "16384"})["kafka.batch.size"] == "16384"
+    own = written("x:1", "python")
+    assert "kafka.batch.size" not in own and "kafka.linger.ms" not in own
