@@ -160,14 +160,12 @@ class WindowedOutput:
         self.skipped_writes = 0  # append-mode batches that could not emit: counted, not written
         self.batches: dict[int, BatchOutput] = {}  # taken by PipelineRun.poll: a few batches at most
 
-    def next_watermark(self, batch_df, batch_id: int) -> int:
-        from pyspark.sql import functions as F
-
+    def next_watermark(self, newest_event_ms: int | None, batch_id: int) -> int:
+        """The watermark the batch after ``batch_id`` evicts with, from this batch's newest event."""
         from streamscale.sparkio.checkpoint import batch_watermark_ms
 
-        newest = batch_df.agg(F.max("max_event_ms")).first()[0]
         current = batch_watermark_ms(self.checkpoint, batch_id)
-        return current if newest is None else max(current, int(newest) - self.lateness_ms)
+        return current if newest_event_ms is None else max(current, int(newest_event_ms) - self.lateness_ms)
 
     def can_emit(self, batch_id: int) -> bool:
         """Append mode: whether batch ``batch_id`` may emit a row (see the module's docstring)."""
@@ -215,25 +213,32 @@ class WindowedOutput:
             expected = self._ran_without_output(batch_df, batch_id)
             if not expected:
                 return
-        cached = None
-        if self.emit_final:
-            final = F.lit(True)
-        else:
+        cached, got = None, None
+        metrics = _metrics(F.lit(now) - F.col("max_event_ms"))
+        # Spark's Kafka sink is a V1 write, whose inner query does not report an observe()
+        # (Observation.get would wait for ever): with it the batch's rows (one per window) are kept
+        # and the output's metrics counted by a job of their own
+        counted_apart = self.kafka_impl == "spark"
+        if counted_apart or not self.emit_final:
             cached = batch_df = batch_df.persist()
-            final = F.col("windowEndMs") <= F.lit(self.next_watermark(batch_df, batch_id))
         try:
-            metrics = _metrics(F.lit(now) - F.col("max_event_ms"))
+            newest = F.max("max_event_ms").alias("_newest")
+            if self.emit_final:
+                final = F.lit(True)
+            elif counted_apart:
+                # one job for the final flags' watermark and the metrics (their clock is `now`,
+                # not the write's): it computes the batch, which the write then reads from memory
+                got = batch_df.agg(newest, *metrics).first().asDict()
+                final = F.col("windowEndMs") <= F.lit(self.next_watermark(got.pop("_newest"), batch_id))
+            else:
+                final = F.col("windowEndMs") <= F.lit(self.next_watermark(batch_df.agg(newest).first()[0], batch_id))
             key, value = self.record(F.lit(now), final)
-            if self.kafka_impl == "spark":
-                # Spark's Kafka sink is a V1 write, whose inner query does not report an
-                # observe() (Observation.get would wait for ever): the batch's rows (one per window)
-                # are kept and counted by a second, small job
-                if cached is None:
-                    cached = batch_df = batch_df.persist()
+            if counted_apart:
                 write_kafka_batch(
                     batch_df.select(key.alias("key"), value.alias("value")), self.bootstrap, self.topic, "spark"
                 )
-                got = batch_df.agg(*metrics).first().asDict()
+                if got is None:
+                    got = batch_df.agg(*metrics).first().asDict()
             else:
                 obs = Observation(f"streamscale-output-{batch_id}")
                 observed = batch_df.observe(obs, *metrics)

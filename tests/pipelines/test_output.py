@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -84,9 +87,11 @@ def test_shifted_cdf_hand_worked():
     assert got[:16] == [0] * 16  # edge 15 (13.45 ms) - 14 < 1 ms: none (truly none: all >= 15 ms)
 
 
-def test_a_batchs_latency_includes_its_processing(spark, broker, topic_factory, tmp_path):
-    """The batch DataFrame is lazy: its work runs inside the write, and a row's latency runs until
-    the write returns, not from when the batch was handed over (that left a batch's processing out)."""
+@pytest.mark.parametrize("emit_final", [True, False], ids=["final", "update"])
+def test_a_batchs_latency_includes_its_processing(spark, broker, topic_factory, tmp_path, emit_final):
+    """The batch DataFrame is lazy: its work runs inside the write (or, in update mode, inside the
+    job that finds its newest event), and a row's latency runs until the write returns, not from
+    when the batch was handed over (that left a batch's processing out)."""
     import time
 
     from pyspark.sql import functions as F
@@ -112,13 +117,20 @@ def test_a_batchs_latency_includes_its_processing(spark, broker, topic_factory, 
             F.col("id").cast("string").alias("sensor"),
             slow("id").alias("v"),
             F.lit(event_ms).cast("long").alias("max_event_ms"),
-            F.lit(event_ms).cast("long").alias("windowEndMs"),
+            # ten windows end at the newest event, five a minute later
+            F.when(F.col("id") < 10, F.lit(event_ms)).otherwise(F.lit(event_ms + 60_000)).alias("windowEndMs"),
         )
     )
-    writer = WindowedOutput(broker.bootstrap, out, ["sensor"], ["v"], 0, True, str(tmp_path / "ck"))
+    (tmp_path / "ck" / "offsets").mkdir(parents=True)  # the batch's entry in Spark's offsets log
+    (tmp_path / "ck" / "offsets" / "0").write_text('v1\n{"batchWatermarkMs":0,"batchTimestampMs":0}\n{}\n')
+    writer = WindowedOutput(broker.bootstrap, out, ["sensor"], ["v"], 0, emit_final, str(tmp_path / "ck"))
     writer(batch, 0)
     got = writer.batches[0]
-    assert got.output_records == 15 and len(read_topic(broker.bootstrap, out, 1)) == 15
+    rows = read_topic(broker.bootstrap, out, 1)
+    assert got.output_records == 15 and len(rows) == 15
+    # update mode: with lateness 0 the next watermark is the newest event, which closes the ten
+    finals = {key.decode(): json.loads(value)["final"] for _p, _o, key, value in rows}
+    assert finals == {str(i): emit_final or i < 10 for i in range(15)}
     assert got.avg_latency_ms >= 1500 and got.max_latency_ms >= 1500
     assert latency_percentile_ms([got], 0.5) >= 1500  # every row, not only the slowest
 
