@@ -1,7 +1,7 @@
 """Where a micro-batch of Spark's Kafka connector spends its time, and what the settings a user can
 change do to it: one SparkSession, 8 partitions, 100,000-record batches into ``noop``.
 
-    .venv/bin/python benchmarks/spark_connector_profile.py [--records 500000] [--repeat 2] [--cpu-runs 5]
+    .venv/bin/python benchmarks/spark_connector_profile.py [--records 500000] [--repeat 2] [--cpu-runs 5] [--jfr]
 
 Part 1, per variant of read settings: records/s over the whole ``availableNow`` run, the median
 steady batch (after the first), the first and the last batch, and the median of each phase of
@@ -171,6 +171,9 @@ def main() -> None:
     ap.add_argument("--cpu-runs", type=int, default=5, help="runs of each reader in part 2 (0: skip it)")
     ap.add_argument("--jfr", action="store_true", help="in part 2, sample where the connector's tasks are")
     args = ap.parse_args()
+    missing = [tool for tool in ("jcmd", "jfr") if args.jfr and shutil.which(tool) is None]
+    if missing:
+        raise SystemExit(f"--jfr needs the JDK's {' and '.join(missing)} on PATH")
     results: dict[str, list[dict]] = {}
     cpu: dict[str, list[dict]] = {}
     samples: tuple[int, Counter] = (0, Counter())
