@@ -19,16 +19,11 @@ import statistics
 import threading
 import time
 
+from _procstat import cpu_seconds
 from confluent_kafka import Consumer
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.loadgen import GeneratorConfig, LoadGenerator
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_times(n: int) -> list[float]:

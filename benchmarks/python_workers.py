@@ -25,6 +25,8 @@ import sys
 
 from _alternate import alternate
 
+from streamscale.experiment.cpus import machine_ticks
+
 RUN = """
 import json, sys, time, uuid
 from streamscale.broker import BrokerAccess, EmbeddedBroker
@@ -45,9 +47,7 @@ print(json.dumps(out))
 
 
 def busy_s() -> float:
-    with open("/proc/stat") as f:
-        user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in f.readline().split()[1:8])
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+    return machine_ticks()[0] / os.sysconf("SC_CLK_TCK")
 
 
 def measure(connector: str, queries: int, env: dict) -> dict:

@@ -29,6 +29,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from _procstat import cpu_seconds
 from source_throughput import drain, raw_consumer, write_batch_files
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
@@ -78,15 +79,13 @@ def figures(progress: list[dict], total: int) -> dict:
 
 def thread_cpu(pid: int) -> dict[str, tuple[str, float]]:
     """thread id -> (its name, CPU seconds so far); the JVM names its native threads."""
-    tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            out[tid] = (name, cpu_seconds(pid, tid))
         except OSError:  # the thread ended
             continue
-        out[tid] = (name, (int(stat[11]) + int(stat[12])) / tick)
     return out
 
 
@@ -100,21 +99,16 @@ def kind(thread: str) -> str:
     return "other"
 
 
-def process_cpu(pid: int) -> float:
-    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def cpu_of(run, spark_pid: int, broker_pid: int) -> dict:
     """Run ``run()`` (-> its batches' progress) and add up the CPU it cost, by kind of thread."""
-    before, broker = thread_cpu(spark_pid), process_cpu(broker_pid)
+    before, broker = thread_cpu(spark_pid), cpu_seconds(broker_pid)
     progress = run()
     after = thread_cpu(spark_pid)
     spent = Counter()
     for tid, (name, cpu) in after.items():
         spent[kind(name)] += cpu - before.get(tid, (name, 0.0))[1]
     times = [p["durationMs"]["triggerExecution"] for p in progress]
-    return {"trigger_s": sum(times) / 1000, **{k: spent[k] for k in KINDS}, "broker": process_cpu(broker_pid) - broker}
+    return {"trigger_s": sum(times) / 1000, **{k: spent[k] for k in KINDS}, "broker": cpu_seconds(broker_pid) - broker}
 
 
 # where a task thread's sample is, by the first frame outside the JDK and Scala's library
