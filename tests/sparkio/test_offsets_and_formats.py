@@ -155,38 +155,53 @@ def test_a_session_on_another_master_is_refused_not_handed_back(monkeypatch):
         build_session("spark://h:7077")
 
 
+class _Recorder:
+    """Stands in for a DataStreamReader or DataFrameWriter: keeps the options it is given."""
+
+    def __init__(self):
+        self.options: dict = {}
+
+    def format(self, name):
+        self.options["format"] = name
+        return self
+
+    def mode(self, _mode):
+        return self
+
+    def option(self, k, v):
+        self.options[k] = v
+        return self
+
+    def load(self):
+        return dict(self.options)
+
+    def save(self):
+        pass
+
+
+class _Registry:
+    """Stands in for a session's data source registry: keeps the names registered."""
+
+    def __init__(self):
+        self.registered: list = []
+
+    def register(self, source):
+        self.registered.append(source.name())
+
+
 def test_read_kafka_claims_groups_on_local_masters_only():
     from streamscale.sparkio.io import read_kafka
 
     def session(master: str):
-        class Reader:
-            options: dict = {}
-
-            def format(self, _name):
-                return self
-
-            def option(self, k, v):
-                self.options[k] = v
-                return self
-
-            def load(self):
-                return dict(self.options)
-
         class Context:
             defaultParallelism = 2
 
         Context.master = master
 
-        class Registry:
-            registered: list = []
-
-            def register(self, source):
-                self.registered.append(source.name())
-
         class Spark:
-            readStream = Reader()
+            readStream = _Recorder()
             sparkContext = Context()
-            dataSource = Registry()
+            dataSource = _Registry()
             _jsparkSession = object()
 
         return Spark()
@@ -232,37 +247,15 @@ def test_spark_connector_writes_in_larger_batches_unless_told_otherwise():
     from streamscale.broker.connection import KafkaConnection
     from streamscale.sparkio.io import write_kafka_batch
 
-    class Writer:
-        def __init__(self):
-            self.options = {}
-
-        def format(self, name):
-            self.options["format"] = name
-            return self
-
-        def mode(self, _mode):
-            return self
-
-        def option(self, k, v):
-            self.options[k] = v
-            return self
-
-        def save(self):
-            pass
-
-    class Registry:
-        def register(self, _source):
-            pass
-
     class Session:
         _jsparkSession = object()
-        dataSource = Registry()
+        dataSource = _Registry()
 
     class Frame:
         sparkSession = Session()
 
         def __init__(self):
-            self.write = Writer()
+            self.write = _Recorder()
 
     def written(bootstrap, impl, options=None):
         df = Frame()
