@@ -185,3 +185,73 @@ def test_streamed_final_rows_are_counted_and_their_latency_runs_until_they_are_i
     b = writing[0]
     assert b.max_latency_ms >= max(stamps) - newest - 5  # ms rounding of the progress' durations
     assert b.avg_latency_ms >= sum(stamps) / 3 - newest - 5
+
+
+def _compiles(spark) -> int:
+    """Janino compiles of generated code so far in this JVM (Spark's codegen metrics)."""
+    return spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount()
+
+
+def test_streamed_rows_run_the_same_code_in_every_batch(spark, tmp_path):
+    """The rows' clock (the batch's timestamp) changes every batch; were it written into the
+    generated code, each batch would compile its output stage again. A second query over the same
+    files compiles nothing: every batch of both reuses the first one's classes."""
+    from pyspark.sql import functions as F
+
+    from streamscale.pipelines.output import WindowedOutput
+
+    for i in range(3):
+        spark.range(i * 50, (i + 1) * 50).select(
+            F.col("id").cast("string").alias("sensor"),
+            F.col("id").cast("double").alias("v"),
+            (F.col("id") + 1_700_000_000_000).alias("max_event_ms"),
+        ).coalesce(1).write.parquet(str(tmp_path / "in" / f"part={i}"))
+    files = spark.read.parquet(str(tmp_path / "in"))
+    writer = WindowedOutput("unused:9092", "unused", ["sensor"], ["v"], 0, True, str(tmp_path / "unused"), "spark")
+
+    def run(name: str) -> list[dict]:
+        stream = spark.readStream.schema(files.schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
+        q = (
+            writer.streamed(stream.drop("part"))
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / name))
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+        return q.recentProgress
+
+    first = run("a")
+    before = _compiles(spark)
+    second = run("b")
+    assert _compiles(spark) == before
+    for progress in (first, second):
+        assert [p["numInputRows"] for p in progress] == [50, 50, 50]
+        assert len({p["timestamp"] for p in progress}) == 3  # three clocks, one code
+        assert [p["observedMetrics"]["streamscale-output"]["rows"] for p in progress] == [50, 50, 50]
+
+
+def test_a_batchs_clock_and_watermark_are_not_compiled_into_its_code(spark, broker, topic_factory, tmp_path):
+    """Update mode hands each batch to the writer with its own clock and next watermark: the second
+    batch over the same rows compiles nothing the first did not."""
+    from pyspark.sql import functions as F
+
+    from streamscale.pipelines.output import WindowedOutput
+
+    out = topic_factory(1)
+    rows = spark.range(20).select(
+        F.col("id").cast("string").alias("sensor"),
+        F.col("id").cast("double").alias("v"),
+        (F.col("id") + 1_700_000_000_000).alias("max_event_ms"),
+        (F.col("id") + 1_700_000_000_010).alias("windowEndMs"),
+    )
+    offsets = tmp_path / "ck" / "offsets"
+    offsets.mkdir(parents=True)
+    for n, wm in enumerate((1_700_000_000_000, 1_700_000_000_005)):
+        (offsets / str(n)).write_text(f'v1\n{{"batchWatermarkMs":{wm},"batchTimestampMs":0}}\n{{}}\n')
+    writer = WindowedOutput(broker.bootstrap, out, ["sensor"], ["v"], 0, False, str(tmp_path / "ck"), "spark")
+    writer(rows, 0)
+    before = _compiles(spark)
+    writer(rows, 1)
+    assert _compiles(spark) == before
+    assert writer.batches[0].output_records == writer.batches[1].output_records == 20
