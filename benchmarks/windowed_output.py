@@ -26,7 +26,7 @@ take turns at going first; each repetition's ratio is full / noop of that pair. 
 rate of ``--repeat`` runs (min-max), the ratio of the medians, the pairs' ratios (median,
 min-max), the ratio from each batch's median time (``batch_median_ratio``), and where the
 difference lies: the median time of a batch that wrote rows (full) and of the same batch into
-``noop``, and the median of the other batches.
+``noop``, the median of the other batches, and the Janino compiles of generated code per run.
 Targets: full >= 90 % of noop at 100,000 sensors, >= 95 % at 10,000.
 """
 
@@ -50,6 +50,13 @@ class Run:
     rate: float  # records / summed triggerExecution of the batches after the first
     batch_ms: dict[int, int]  # triggerExecution per batch id (batches with input)
     written: dict[int, int]  # rows written per batch id (full pipeline; empty for noop)
+    compiles: int = 0  # Janino compiles of generated code during the run
+
+
+def compiles(spark) -> int:
+    """Janino compiles so far in the session's JVM (Spark's codegen metrics): a run that compiles
+    in every batch pays for it in each (and runs code the JIT has not seen)."""
+    return spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount()
 
 
 def measured(progress: list[dict], total: int) -> tuple[float, dict[int, int]]:
@@ -96,6 +103,10 @@ def noop(spark, bootstrap, topic, batch, total, emit, connector) -> Run:
         return Run(*measured(q.recentProgress, total), {})
     finally:
         shutil.rmtree(ckpt, ignore_errors=True)
+
+
+def median_compiles(runs: list[Run]) -> str:
+    return f"{statistics.median(r.compiles for r in runs):.0f}"
 
 
 def spread(values) -> str:
@@ -166,10 +177,12 @@ def main() -> None:
                     access.create_topic(out, 8)
                     # the kinds take turns at going first: neither gets the warmer JVM throughout
                     for kind in sorted(("noop", "full"), reverse=rep % 2 == 1):
+                        before = compiles(spark)
                         if kind == "noop":
                             run = noop(spark, broker.bootstrap, topic, args.batch, n, emit, args.connector)
                         else:
                             run = full(spark, broker.bootstrap, topic, out, args.batch, n, emit, args.connector)
+                        run.compiles = compiles(spark) - before
                         if rep >= 0:
                             results.setdefault((sensors, emit, kind), []).append(run)
                     access.delete_topics([out])
@@ -207,11 +220,13 @@ def main() -> None:
                 f"{f'{statistics.median(w_full):,.0f} / {statistics.median(w_noop):,.0f}':>20}"
                 f"{f'{statistics.median(o_full):,.0f} / {statistics.median(o_noop):,.0f}':>20}"
                 f"{statistics.median(sum(r.written.values()) for r in full_runs):>14,.0f}"
+                f"{f'{median_compiles(full_runs)} / {median_compiles(noop_runs)}':>10}"
             )
     print(
         "\nbatch medians: full / noop from each batch's median time over the repetitions; writing batch ms: "
         "median time of the batches in which the full pipeline wrote rows (full / the same "
-        "batches into noop); other batches ms: the rest (full / noop); the first batch left out of both"
+        "batches into noop); other batches ms: the rest (full / noop); the first batch left out of both; "
+        "compiles: Janino compiles of generated code per run (full / noop)"
     )
 
 
