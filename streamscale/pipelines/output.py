@@ -101,7 +101,9 @@ def _cumulative(buckets) -> list[int] | None:
 
 
 OUTPUT_OBSERVATION = "streamscale-output"
-EMITTED = "_streamscale_emitted_ms"  # the rows' clock, a column (aggregates take no reflect())
+# the rows' clock as a column: Spark refuses reflect() (nondeterministic) inside an aggregate's
+# arguments, and takes a column computed below it
+EMITTED = "_streamscale_emitted_ms"
 
 
 def not_inlined(value):
