@@ -106,21 +106,20 @@ def read_kafka(
         raise
 
 
+def _kafka_options(defaults: dict, bootstrap: KafkaConnection | str, impl: str) -> dict:
+    """The ``kafka.*`` options of a read or a write: the connection's properties over, for Spark's
+    connector, streamscale's settings (``defaults``)."""
+    return {**(defaults if impl == "spark" else {}), **KafkaConnection.of(bootstrap).spark_options()}
+
+
 def _read_options(bootstrap: KafkaConnection | str, impl: str) -> dict:
-    """The ``kafka.*`` options of a read: the connection's properties over, for Spark's connector,
-    streamscale's read settings (``SPARK_READ_DEFAULTS``)."""
-    return {**(SPARK_READ_DEFAULTS if impl == "spark" else {}), **KafkaConnection.of(bootstrap).spark_options()}
+    return _kafka_options(SPARK_READ_DEFAULTS, bootstrap, impl)
 
 
 def _write_options(bootstrap: KafkaConnection | str, impl: str, topic: str, options: dict | None) -> dict:
-    """The options of a write: for Spark's connector streamscale's write settings
-    (``SPARK_WRITE_DEFAULTS``), under the connection's properties, under the caller's options."""
-    return {
-        **(SPARK_WRITE_DEFAULTS if impl == "spark" else {}),
-        **KafkaConnection.of(bootstrap).spark_options(),
-        "topic": topic,
-        **(options or {}),
-    }
+    """The options of a write: streamscale's write settings (``SPARK_WRITE_DEFAULTS``) under the
+    connection's properties, under the caller's options."""
+    return {**_kafka_options(SPARK_WRITE_DEFAULTS, bootstrap, impl), "topic": topic, **(options or {})}
 
 
 def _default_parallelism(spark) -> int | None:
