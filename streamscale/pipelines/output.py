@@ -243,14 +243,15 @@ class WindowedOutput:
             newest = F.max("max_event_ms").alias("_newest")
             if self.emit_final:
                 final = F.lit(True)
-            elif counted_apart:
-                # one job for the final flags' watermark and the metrics (their clock is `now`,
-                # not the write's): it computes the batch, which the write then reads from memory
-                got = batch_df.agg(newest, *metrics).first().asDict()
-                final = F.col("windowEndMs") <= not_inlined(F.lit(self.next_watermark(got.pop("_newest"), batch_id)))
             else:
-                watermark = self.next_watermark(batch_df.agg(newest).first()[0], batch_id)
-                final = F.col("windowEndMs") <= not_inlined(F.lit(watermark))
+                if counted_apart:
+                    # one job for the final flags' watermark and the metrics (their clock is `now`,
+                    # not the write's): it computes the batch, which the write then reads from memory
+                    got = batch_df.agg(newest, *metrics).first().asDict()
+                    newest_ms = got.pop("_newest")
+                else:
+                    newest_ms = batch_df.agg(newest).first()[0]
+                final = F.col("windowEndMs") <= not_inlined(F.lit(self.next_watermark(newest_ms, batch_id)))
             key, value = self.record(F.col(EMITTED), final)
             if counted_apart:
                 write_kafka_batch(
