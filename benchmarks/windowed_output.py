@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.loadgen import GeneratorConfig, generate
 from streamscale.pipelines import make_pipeline
-from streamscale.sparkio.session import build_session
+from streamscale.sparkio.session import build_session, codegen_compiles
 
 
 @dataclass
@@ -51,12 +51,6 @@ class Run:
     batch_ms: dict[int, int]  # triggerExecution per batch id (batches with input)
     written: dict[int, int]  # rows written per batch id (full pipeline; empty for noop)
     compiles: int = 0  # Janino compiles of generated code during the run
-
-
-def compiles(spark) -> int:
-    """Janino compiles so far in the session's JVM (Spark's codegen metrics): a run that compiles
-    in every batch pays for it in each (and runs code the JIT has not seen)."""
-    return spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount()
 
 
 def measured(progress: list[dict], total: int) -> tuple[float, dict[int, int]]:
@@ -177,12 +171,12 @@ def main() -> None:
                     access.create_topic(out, 8)
                     # the kinds take turns at going first: neither gets the warmer JVM throughout
                     for kind in sorted(("noop", "full"), reverse=rep % 2 == 1):
-                        before = compiles(spark)
+                        before = codegen_compiles(spark)
                         if kind == "noop":
                             run = noop(spark, broker.bootstrap, topic, args.batch, n, emit, args.connector)
                         else:
                             run = full(spark, broker.bootstrap, topic, out, args.batch, n, emit, args.connector)
-                        run.compiles = compiles(spark) - before
+                        run.compiles = codegen_compiles(spark) - before
                         if rep >= 0:
                             results.setdefault((sensors, emit, kind), []).append(run)
                     access.delete_topics([out])

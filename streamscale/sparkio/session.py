@@ -156,6 +156,12 @@ def build_session(
     return spark
 
 
+def codegen_compiles(spark) -> int:
+    """Janino compiles of generated code so far in the session's JVM (Spark's codegen metrics). A
+    query that compiles in every batch pays for it in each, and runs code the JIT has not seen."""
+    return spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount()
+
+
 def use_python_source(spark) -> None:
     """Register the ``streamscale-kafka`` data source on ``spark`` once. Registration costs ~2 s
     (measured on 2 CPUs) however early it runs, so a session of Spark's own connector skips it."""

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from streamscale.pipelines import make_pipeline
 from streamscale.pipelines.output import window_end_between
+from streamscale.sparkio.session import codegen_compiles
 
 
 def ends_by_brute_force(size: int, slide: int, low: int, high: int) -> bool:
@@ -187,11 +188,6 @@ def test_streamed_final_rows_are_counted_and_their_latency_runs_until_they_are_i
     assert b.avg_latency_ms >= sum(stamps) / 3 - newest - 5
 
 
-def _compiles(spark) -> int:
-    """Janino compiles of generated code so far in this JVM (Spark's codegen metrics)."""
-    return spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount()
-
-
 def test_streamed_rows_run_the_same_code_in_every_batch(spark, tmp_path):
     """The rows' clock (the batch's timestamp) changes every batch; were it written into the
     generated code, each batch would compile its output stage again. A second query over the same
@@ -222,9 +218,9 @@ def test_streamed_rows_run_the_same_code_in_every_batch(spark, tmp_path):
         return q.recentProgress
 
     first = run("a")
-    before = _compiles(spark)
+    before = codegen_compiles(spark)
     second = run("b")
-    assert _compiles(spark) == before
+    assert codegen_compiles(spark) == before
     for progress in (first, second):
         assert [p["numInputRows"] for p in progress] == [50, 50, 50]
         assert len({p["timestamp"] for p in progress}) == 3  # three clocks, one code
@@ -251,7 +247,7 @@ def test_a_batchs_clock_and_watermark_are_not_compiled_into_its_code(spark, brok
         (offsets / str(n)).write_text(f'v1\n{{"batchWatermarkMs":{wm},"batchTimestampMs":0}}\n{{}}\n')
     writer = WindowedOutput(broker.bootstrap, out, ["sensor"], ["v"], 0, False, str(tmp_path / "ck"), "spark")
     writer(rows, 0)
-    before = _compiles(spark)
+    before = codegen_compiles(spark)
     writer(rows, 1)
-    assert _compiles(spark) == before
+    assert codegen_compiles(spark) == before
     assert writer.batches[0].output_records == writer.batches[1].output_records == 20
