@@ -23,34 +23,41 @@ import sys
 
 from _alternate import alternate
 
+# the measurements run in fresh processes, which import _procstat from this directory
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 SPARK = """
-import json, os, time
+import json, time
+from _procstat import cpu_seconds
 t = time.monotonic()
 from streamscale.sparkio.session import build_session
 spark = build_session("local[1]", python_source=False)
 t1 = time.monotonic()
 spark.range(10).count()
 t2 = time.monotonic()
-pid = spark.sparkContext._gateway.proc.pid  # spark-submit execs the driver's JVM: the same process
-fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+# spark-submit execs the driver's JVM: the same process
+cpu = cpu_seconds(spark.sparkContext._gateway.proc.pid)
 print(json.dumps({"session_s": t1 - t, "first_job_s": t2 - t1, "jvm_cpu_s": cpu}))
 spark.stop()
 """
 
 BROKER = """
-import json, os
+import json
+from _procstat import cpu_seconds
 from streamscale.broker import EmbeddedBroker
 with EmbeddedBroker() as b:
-    fields = open(f"/proc/{b.proc.pid}/stat").read().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    print(json.dumps({"start_s": b.started_s, "jvm_cpu_s": cpu}))
+    print(json.dumps({"start_s": b.started_s, "jvm_cpu_s": cpu_seconds(b.proc.pid)}))
 """
 
 
 def measure(code: str, env: dict) -> dict:
+    path = os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH")) if p)
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env}, timeout=300
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env, "PYTHONPATH": path},
+        timeout=300,
     )
     if out.returncode != 0:
         sys.exit(f"a measurement failed: {out.stderr.strip().splitlines()[-1:]}")
