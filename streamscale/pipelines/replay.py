@@ -98,7 +98,7 @@ def count_late(spark, bootstrap, pipeline, ranges: list[BatchRange]) -> dict[int
     from pyspark.sql import functions as F
 
     from streamscale.pipelines.accounting import WATERMARK_COLUMN, capturing
-    from streamscale.sparkio.io import decode_json, read_kafka_ranges
+    from streamscale.sparkio.io import decode_values, read_kafka_ranges
 
     if not ranges:
         return {}
@@ -112,7 +112,7 @@ def count_late(spark, bootstrap, pipeline, ranges: list[BatchRange]) -> dict[int
     bounds = spark.createDataFrame(
         rows, f"_t STRING, _p INT, _from BIGINT, _to BIGINT, {BATCH_COLUMN} BIGINT, {WATERMARK_COLUMN} BIGINT"
     )
-    records = decode_json(read_kafka_ranges(spark, bootstrap, start, end))
+    records = decode_values(read_kafka_ranges(spark, bootstrap, start, end))
     tagged = records.join(
         F.broadcast(bounds),
         (F.col("kafka_topic") == F.col("_t"))

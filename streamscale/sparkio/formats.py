@@ -1,25 +1,40 @@
-"""Value decoding done inside the Kafka source: a small DDL subset, JSON and CSV record values.
+"""Record values -> typed columns: a small DDL subset, and the one decoding contract of JSON and CSV
+values that both Kafka connectors enforce (the Python source in its reader, Spark's connector in
+``mapInArrow`` right after its scan, :mod:`streamscale.sparkio.io`).
 
-Decoding in the source lets malformed records be counted and routed to a
-dead-letter topic where they are read, before any Spark operator sees them.
-Whole blocks are decoded by Arrow's C++ JSON/CSV readers; only a block that
-fails falls back to record-by-record decoding to find the bad records.
+A JSON value is valid when all of this holds (anything else gets a reason in ``value_error``):
+
+* its bytes are UTF-8, and they hold one JSON object (RFC 8259: no ``NaN``, ``Infinity``, single
+  quotes, comments, trailing commas or leading zeros), with nothing but JSON whitespace around it;
+* it nests at most :data:`MAX_DEPTH` levels deep (the object itself is level 1);
+* every schema field is there and not null, and of its type: ``STRING`` a JSON string of valid
+  Unicode (no lone surrogate), ``BIGINT``/``INT`` a JSON integer (no fraction or exponent) in
+  range, ``DOUBLE``/``FLOAT`` a JSON number that is finite as a double (and within a float's range
+  for ``FLOAT``), ``BOOLEAN`` ``true`` or ``false``. A field given twice: the last one counts.
+  Other fields may hold any JSON (numbers of any size included).
+
+A CSV value is one line of exactly the schema's fields; numbers are plain decimals (``-12``,
+``1.5e3``; no ``+``, ``0x``, ``_``, ``nan`` or ``inf``), booleans ``true``/``false``.
+
+Whole batches are decoded by Arrow's C++ JSON/CSV readers. Values that the block reader might
+judge differently from this contract (a newline, ``NaN`` or deep nesting in them) are decoded one
+by one; a block the reader refuses is split in halves until the values it refuses are found, and
+those are decided one by one: every value gets the same answer whichever way it went.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import math
 import re
+import sys
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
-import pyarrow.json as pajson
 
 from streamscale.errors import ConfigError
+from streamscale.sparkio.valuecheck import FLOAT_MAX, HugeInt, check, float_fields_as_double
+from streamscale.sparkio.valuecsv import CSV_ERRORS, Refused, csv_block, csv_one, csv_plain
 
 _TYPES = {
     "STRING": pa.string(),
@@ -36,6 +51,9 @@ _FIELD = re.compile(r"^\s*`?([A-Za-z_][A-Za-z0-9_]*)`?\s+([A-Za-z]+)\s*$")
 
 FORMATS = ("raw", "json", "csv")
 
+MAX_DEPTH = 1000  # deeper JSON is malformed: Python's parser recurses once per level
+_SMALL_BLOCK = 16  # a refused block this small is decided value by value, not split further
+
 
 def parse_ddl(ddl: str) -> pa.Schema:
     """'identifier STRING, timestamp BIGINT, valueInW DOUBLE' -> Arrow schema (all required)."""
@@ -49,6 +67,8 @@ def parse_ddl(ddl: str) -> pa.Schema:
         fields.append(pa.field(m.group(1), _TYPES[m.group(2).upper()], nullable=True))
     if not fields:
         raise ConfigError("valueSchema is empty")
+    if len(set(f.name for f in fields)) != len(fields):
+        raise ConfigError(f"valueSchema names a field twice: '{ddl}'")
     return pa.schema(fields)
 
 
@@ -64,225 +84,191 @@ def spark_ddl(schema: pa.Schema) -> str:
     return ", ".join(f"`{f.name}` {names[f.type]}" for f in schema)
 
 
-def decode(values: list[bytes | None], fmt: str, schema: pa.Schema) -> tuple[list[pa.Array], list[str | None]]:
-    """Decode record values; returns the columns and, per record, None or the reason it is malformed.
-
-    Malformed rows get nulls in every decoded column.
-    """
+def decode(values, fmt: str, schema: pa.Schema) -> tuple[list[pa.Array], list[str | None]]:
+    """Decode record values (a list of bytes or None, or an Arrow binary array); returns the
+    columns and, per record, None or the reason it is malformed. Malformed rows get nulls in every
+    decoded column."""
     if fmt == "json":
+        block, one, plain = _block_json, _one_json, _json_plain
+    elif fmt == "csv":
+        block, one, plain = csv_block, csv_one, csv_plain
+    else:
+        raise ConfigError(f"valueFormat must be one of {FORMATS}, not '{fmt}'")
+    arr = values if isinstance(values, pa.Array) else pa.array(values, pa.binary())
+    if not pa.types.is_binary(arr.type):
+        arr = arr.cast(pa.binary())
+    n = len(arr)
+    if n == 0:
+        return [pa.array([], f.type) for f in schema], []
+    eligible = plain(arr)
+    if eligible.all():
         try:
-            return _decode_block_json(values, schema)
-        except (pa.ArrowInvalid, _Malformed):
+            return block(arr, schema), [None] * n
+        except _REFUSED:
             pass
-        return _decode_each(values, schema, _one_json)
-    if fmt == "csv":
-        try:
-            return _decode_block_csv(values, schema)
-        except (pa.ArrowInvalid, _Malformed):
-            pass
-        return _decode_each(values, schema, _one_csv)
-    raise ConfigError(f"valueFormat must be one of {FORMATS}, not '{fmt}'")
+    pieces: list[tuple[np.ndarray, list[pa.Array]]] = []
+    singles: list[int] = list(np.flatnonzero(~eligible))
+    _bisect(arr, np.flatnonzero(eligible), schema, block, pieces, singles)
+    return _assemble(arr, schema, one, pieces, singles, n)
 
 
 class _Malformed(Exception):
     pass
 
 
-def _complete(table: pa.Table, n: int, schema: pa.Schema) -> tuple[list[pa.Array], list[str | None]]:
-    if table.num_rows != n:
-        raise _Malformed
-    cols = [table.column(f.name).combine_chunks() for f in schema]
-    if any(c.null_count for c in cols):
-        raise _Malformed  # a missing field: find out which records in the slow path
-    for c in cols:
-        # Arrow's readers take NaN, Infinity and 1e400 as doubles, and invalid UTF-8 inside JSON
-        # strings: the slow path names and refuses them
-        if pa.types.is_floating(c.type) and not pc.all(pc.is_finite(c)).as_py():
-            raise _Malformed
-        if pa.types.is_string(c.type):
+_REFUSED = (pa.ArrowInvalid, _Malformed, Refused)
+
+
+def _bisect(arr, idx: np.ndarray, schema, block, pieces: list, singles: list) -> None:
+    """Decode ``arr[idx]`` as blocks, halving a refused block until its refused values are found."""
+    stack = [idx]
+    while stack:
+        part = stack.pop()
+        if len(part) == 0:
+            continue
+        if len(part) <= _SMALL_BLOCK and len(part) < len(idx):
+            singles.extend(part)
+            continue
+        try:
+            pieces.append((part, block(arr.take(pa.array(part)), schema)))
+        except _REFUSED:
+            if len(part) == 1:
+                singles.extend(part)
+            else:
+                half = len(part) // 2
+                stack += [part[half:], part[:half]]
+
+
+def _assemble(arr, schema, one, pieces, singles, n):
+    """The block-decoded pieces and the values decided one by one, back in the records' order."""
+    errors: list[str | None] = [None] * n
+    if singles:
+        singles = sorted(int(i) for i in singles)
+        raw = arr.take(pa.array(singles)).to_pylist()
+        rows = []
+        for i, v in zip(singles, raw):
+            if v is None:
+                errors[i] = "null value"
+                rows.append(None)
+                continue
             try:
-                c.validate(full=True)
-            except pa.ArrowInvalid:
-                raise _Malformed from None
-    return cols, [None] * n
+                rows.append(one(v, schema))
+            except (ValueError, UnicodeDecodeError, RecursionError, *CSV_ERRORS) as exc:
+                errors[i] = f"{type(exc).__name__}: {exc}"[:300]
+                rows.append(None)
+        one_cols = [pa.array([r[k] if r is not None else None for r in rows], f.type) for k, f in enumerate(schema)]
+        pieces = [*pieces, (np.array(singles, dtype=np.int64), one_cols)]
+    order = np.concatenate([p for p, _ in pieces])
+    back = pa.array(np.argsort(order, kind="stable"))
+    cols = [pa.concat_arrays([c[k] for _, c in pieces]).take(back) for k in range(len(schema))]
+    return cols, errors
 
 
-def _decode_block_json(values, schema):
-    if any(v is None or not v.lstrip().startswith(b"{") for v in values):
-        raise _Malformed
-    # Raw newlines cannot occur inside JSON strings, so turning them into blanks keeps every
-    # valid document valid and makes the block one-document-per-line.
-    block = b"\n".join(v.replace(b"\n", b" ").replace(b"\r", b" ") for v in values)
+# -- JSON ------------------------------------------------------------------------------------
+# Arrow's reader takes NaN and Infinity anywhere, and a value with a raw newline would be two
+# lines of the block: such values, and deeply nested ones, go the exact way.
+_NOT_PLAIN = r"[\n\r]|NaN|Infinity"
+
+
+def _json_plain(arr: pa.Array) -> np.ndarray:
+    """Values the block reader decides as the contract does (the rest are decided one by one)."""
+    ok = pc.and_kleene(
+        pc.match_substring_regex(arr, r"^[ \t]*\{"), pc.invert(pc.match_substring_regex(arr, _NOT_PLAIN))
+    )
+    if (pc.max(pc.binary_length(arr)).as_py() or 0) > MAX_DEPTH:
+        # only a value longer than MAX_DEPTH bytes can nest deeper than MAX_DEPTH
+        ok = pc.and_kleene(ok, pc.less_equal(pc.count_substring_regex(arr, r"[\[{]"), MAX_DEPTH))
+    return ok.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _block_json(arr: pa.Array, schema: pa.Schema) -> list[pa.Array]:
+    import pyarrow.json as pajson
+
+    arr.cast(pa.string())  # the contract wants UTF-8 throughout: ignored fields are not checked below
+    block = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(arr)], pa.int32()), arr), b"\n")
+    buf = block[0].as_buffer()
+    read = float_fields_as_double(schema)
     table = pajson.read_json(
-        io.BytesIO(block),
-        read_options=pajson.ReadOptions(block_size=max(len(block) + 1, 1 << 20), use_threads=False),
+        pa.BufferReader(buf),
+        read_options=pajson.ReadOptions(block_size=max(buf.size + 1, 1 << 20), use_threads=False),
         parse_options=pajson.ParseOptions(
-            explicit_schema=schema, unexpected_field_behavior="ignore", newlines_in_values=False
+            explicit_schema=read, unexpected_field_behavior="ignore", newlines_in_values=False
         ),
     )
-    return _complete(table, len(values), schema)
+    if table.num_rows != len(arr):
+        raise _Malformed  # a value held two documents, or one value spanned lines
+    return complete(table, schema)
 
 
-# CSV numbers as both paths accept them (Arrow's own parser would also take "0x10", "+1", "1_0"
-# is Python's): the block path reads text, checks it with these, then casts.
-_CSV_INT = r"-?[0-9]+"
-_CSV_FLOAT = r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?"
-
-
-def _decode_block_csv(values, schema):
-    if any(v is None or b"\n" in v or b"\r" in v for v in values):
-        raise _Malformed
-    block = b"\n".join(values)
-    table = pacsv.read_csv(
-        io.BytesIO(block),
-        read_options=pacsv.ReadOptions(
-            column_names=schema.names, use_threads=False, block_size=max(len(block) + 1, 1 << 20)
-        ),
-        convert_options=pacsv.ConvertOptions(
-            column_types={f.name: pa.string() for f in schema},
-            strings_can_be_null=False,
-            quoted_strings_can_be_null=False,
-        ),
-    )
-    if table.num_rows != len(values):
-        raise _Malformed
+def complete(table: pa.Table, schema: pa.Schema) -> list[pa.Array]:
+    """A block's columns in the schema's types, or _Malformed when a value broke the contract."""
     cols = []
     for f in schema:
-        text = table.column(f.name).combine_chunks()
-        try:
-            text.validate(full=True)  # invalid UTF-8
-        except pa.ArrowInvalid:
-            raise _Malformed from None
-        if pa.types.is_string(f.type):
-            cols.append(text)
-            continue
-        if pa.types.is_boolean(f.type):
-            low = pc.utf8_lower(text)
-            if not pc.all(pc.is_in(low, pa.array(["true", "false"]))).as_py():
+        c = table.column(f.name).combine_chunks()
+        if c.null_count:
+            raise _Malformed  # a missing or null field: the exact way names it
+        if pa.types.is_floating(c.type):
+            if not pc.all(pc.is_finite(c)).as_py():
                 raise _Malformed
-            cols.append(pc.equal(low, "true"))
-            continue
-        pattern = _CSV_INT if pa.types.is_integer(f.type) else _CSV_FLOAT
-        if not pc.all(pc.match_substring_regex(text, f"^{pattern}$")).as_py():
-            raise _Malformed
-        col = pc.cast(text, f.type)  # out of range: ArrowInvalid, the slow path names the record
-        if pa.types.is_floating(f.type) and not pc.all(pc.is_finite(col)).as_py():
-            raise _Malformed
-        cols.append(col)
-    return cols, [None] * len(values)
+            if pa.types.is_float32(f.type):
+                if pc.max(pc.abs(c)).as_py() > FLOAT_MAX:
+                    raise _Malformed
+                c = c.cast(pa.float32())
+        elif pa.types.is_string(c.type):
+            try:
+                c.validate(full=True)  # a lone surrogate in a field
+            except pa.ArrowInvalid:
+                raise _Malformed from None
+        cols.append(c)
+    return cols
 
 
-_INT_RANGE = {pa.int32(): (-(2**31), 2**31 - 1), pa.int64(): (-(2**63), 2**63 - 1)}
-
-
-def _check(value, typ: pa.DataType):
-    if value is None:
-        raise ValueError("missing")
-    if pa.types.is_string(typ):
-        if not isinstance(value, str):
-            raise ValueError(f"expected a string, got {type(value).__name__}")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate from a \ud800 escape: not text Arrow can hold
-            raise ValueError("string is not valid Unicode (lone surrogate)") from None
-    elif pa.types.is_integer(typ):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"expected an integer, got {type(value).__name__}")
-        lo, hi = _INT_RANGE[typ]
-        if not lo <= value <= hi:
-            raise ValueError(f"integer {value} out of range for {typ}")
-    elif pa.types.is_floating(typ):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"expected a number, got {type(value).__name__}")
-        try:
-            value = float(value)
-        except OverflowError:
-            raise ValueError("number out of range for a double") from None
-        if not math.isfinite(value):
-            raise ValueError(f"number is not finite ({value})")
-        if pa.types.is_float32(typ) and abs(value) > 3.4028234663852886e38:
-            raise ValueError("number out of range for a float")
-    elif pa.types.is_boolean(typ) and not isinstance(value, bool):
-        raise ValueError(f"expected a boolean, got {type(value).__name__}")
-    return value
+def _int(text: str):
+    try:
+        return int(text)
+    except ValueError:  # longer than Python converts (sys.get_int_max_str_digits): valid JSON all the same
+        return HugeInt(text)
 
 
 def _reject_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _finite_float(text: str) -> float:
-    v = float(text)
-    if not math.isfinite(v):
-        raise ValueError(f"number {text[:40]} is out of range for a double")
-    return v
+_STRINGS_AND_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _depth(text: str) -> int:
+    depth = deepest = 0
+    for m in _STRINGS_AND_BRACKETS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
 
 
 def _one_json(value: bytes, schema: pa.Schema) -> list:
-    # NaN and Infinity are not JSON; 1e400 would become inf: both are refused here
+    text = value.decode("utf-8")
+    limit = sys.getrecursionlimit()
+    deep = text.count("[") + text.count("{") > 200
+    if deep:
+        if _depth(text) > MAX_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+        # Python's parser recurses once per level: room for MAX_DEPTH levels above this frame
+        sys.setrecursionlimit(max(limit, 2 * MAX_DEPTH + 500))
     try:
-        doc = json.loads(value.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float)
-    except RecursionError:
-        # deeper than Python's parser goes: Arrow's (the block path) decides, so a record decodes
-        # the same whichever path its batch takes (deep nesting in an ignored field is fine there)
-        try:
-            cols, _ = _decode_block_json([value], schema)
-        except (pa.ArrowInvalid, _Malformed):
-            raise ValueError("nested too deeply or not of the schema's types") from None
-        return [c[0].as_py() for c in cols]
+        doc = json.loads(text, parse_constant=_reject_constant, parse_int=_int)
+    finally:
+        if deep:
+            sys.setrecursionlimit(limit)
     if not isinstance(doc, dict):
         raise ValueError("not a JSON object")
     out = []
     for f in schema:
         try:
-            out.append(_check(doc.get(f.name), f.type))
+            out.append(check(doc.get(f.name), f.type))
         except ValueError as exc:
             raise ValueError(f"field '{f.name}': {exc}") from None
     return out
-
-
-def _one_csv(value: bytes, schema: pa.Schema) -> list:
-    # the csv module reads quotes as Arrow's block reader does, so both paths agree
-    rows = list(csv.reader([value.decode("utf-8").rstrip("\r\n")], strict=True))
-    if len(rows) != 1:
-        raise ValueError("not one CSV line")
-    parts = rows[0]
-    if len(parts) != len(schema):
-        raise ValueError(f"expected {len(schema)} fields, got {len(parts)}")
-    out = []
-    for f, text in zip(schema, parts):
-        try:
-            if pa.types.is_string(f.type):
-                out.append(text)
-            elif pa.types.is_integer(f.type):
-                if not re.fullmatch(_CSV_INT, text):
-                    raise ValueError
-                out.append(_check(int(text), f.type))
-            elif pa.types.is_floating(f.type):
-                if not re.fullmatch(_CSV_FLOAT, text):
-                    raise ValueError
-                out.append(_check(float(text), f.type))
-            else:
-                out.append({"true": True, "false": False}[text.lower()])
-        except (ValueError, KeyError):
-            raise ValueError(f"field '{f.name}': cannot read '{text[:40]}' as {f.type}") from None
-    return out
-
-
-def _decode_each(values, schema, one):
-    rows: list[list | None] = []
-    errors: list[str | None] = []
-    for v in values:
-        if v is None:
-            rows.append(None)
-            errors.append("null value")
-            continue
-        try:
-            rows.append(one(v, schema))
-            errors.append(None)
-        except (ValueError, UnicodeDecodeError, RecursionError, csv.Error) as exc:
-            # RecursionError: JSON nested deeper than Python's parser goes (a poison value, not a bug)
-            rows.append(None)
-            errors.append(f"{type(exc).__name__}: {exc}"[:300])
-    cols = [pa.array([r[i] if r is not None else None for r in rows], type=f.type) for i, f in enumerate(schema)]
-    return cols, errors

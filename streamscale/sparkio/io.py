@@ -173,30 +173,36 @@ def read_records(
             "with Spark's connector dead letters are routed by a query of their own (route_dead_letters), "
             "not by the source"
         )
-    if value_format != "json":
-        raise ConfigError("with Spark's connector records are decoded from JSON only")
     raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, options)
-    return decode_json(raw, value_ddl, include_raw)
+    return decode_values(raw, value_ddl, value_format, include_raw)
 
 
-def decode_json(raw, value_ddl: str = ACTIVE_POWER_DDL, include_raw: bool = False):
-    """Rows of Spark's Kafka columns (a stream or a batch) -> the decoded value's fields, the Kafka
-    metadata as ``kafka_*`` and ``value_error`` where the value is not a JSON object holding every
-    field (the columns the Python source gives)."""
-    from pyspark.sql import functions as F
+def decode_values(raw, value_ddl: str = ACTIVE_POWER_DDL, value_format: str = "json", include_raw: bool = False):
+    """Rows of Spark's Kafka columns (a stream or a batch) -> the columns the Python source gives:
+    the Kafka metadata as ``kafka_*``, the value's fields, and ``value_error`` where the value breaks
+    the decoding contract (:mod:`streamscale.sparkio.formats`), decided on the executors by the
+    same code as in the Python source."""
+    from pyspark.sql import types as T
 
-    parsed = raw.withColumn("_v", F.from_json(F.col("value").cast("string"), value_ddl))
-    fields = formats.parse_ddl(value_ddl).names
-    bad = None
-    for f in fields:
-        cond = F.col(f"_v.{f}").isNull()
-        bad = cond if bad is None else (bad | cond)
-    cols = [F.col(c).alias("kafka_" + c) for c in raw.columns if include_raw or c not in ("key", "value")]
-    return parsed.select(
-        *cols,
-        *[F.col(f"_v.{f}").alias(f) for f in fields],
-        F.when(bad, F.lit("malformed JSON value")).alias(ERROR_COLUMN),
-    )
+    from streamscale.sparkio.arrowdecode import BatchDecoder, pickle_by_value
+
+    if value_format not in ("json", "csv"):
+        raise ConfigError(f"valueFormat must be one of ('json', 'csv') to decode values, not '{value_format}'")
+    spark_types = {
+        "string": T.StringType(),
+        "int64": T.LongType(),
+        "int32": T.IntegerType(),
+        "double": T.DoubleType(),
+        "float": T.FloatType(),
+        "bool": T.BooleanType(),
+    }
+    keep = [c for c in raw.columns if include_raw or c not in ("key", "value")]
+    fields = [T.StructField(f"kafka_{c}", raw.schema[c].dataType) for c in keep]
+    fields += [T.StructField(f.name, spark_types[str(f.type)]) for f in formats.parse_ddl(value_ddl)]
+    fields.append(T.StructField(ERROR_COLUMN, T.StringType()))
+    pickle_by_value()
+    decoder = BatchDecoder(value_format, value_ddl, keep, ERROR_COLUMN)
+    return raw.select(*dict.fromkeys([*keep, "value"])).mapInArrow(decoder, T.StructType(fields))
 
 
 def read_kafka_ranges(spark, bootstrap: KafkaConnection | str, start: dict, end: dict):
@@ -228,6 +234,7 @@ def route_dead_letters(
     trigger: dict | None = None,
     query_name: str | None = None,
     value_ddl: str = ACTIVE_POWER_DDL,
+    value_format: str = "json",
 ):
     """Start a query (Spark's connector) that copies every record of ``topic`` whose value does not
     decode to ``dead_letter_topic``, key and value unchanged, with the headers the Python source
@@ -238,7 +245,7 @@ def route_dead_letters(
     from pyspark.sql import functions as F
 
     raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, "spark")
-    rows = decode_json(raw, value_ddl, include_raw=True).where(F.col(ERROR_COLUMN).isNotNull())
+    rows = decode_values(raw, value_ddl, value_format, include_raw=True).where(F.col(ERROR_COLUMN).isNotNull())
 
     def header(name: str, col):
         return F.struct(F.lit(name).alias("key"), col.cast("string").cast("binary").alias("value"))

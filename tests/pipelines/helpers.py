@@ -32,6 +32,24 @@ def send(bootstrap: str, topic: str, records: list[tuple[str, int, float]], part
     produce(bootstrap, topic, ((r[0].encode(), rec(*r), int(r[0].split("_")[1]) % partitions) for r in records))
 
 
+def dead_letters(bootstrap: str, topic: str) -> list:
+    """(value, headers) of every record up to the topic's end offsets (one partition)."""
+    from streamscale.broker import BrokerAccess
+
+    with BrokerAccess(bootstrap) as a:
+        end = a.end_offsets(topic)[0]
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"dlq-{topic}", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    out: list = []
+    deadline = time.monotonic() + 60  # a bound, not a wait: the records are there
+    try:
+        while len(out) < end and time.monotonic() < deadline:
+            out += [(m.value(), dict(m.headers())) for m in c.consume(1000, 1.0) if m.error() is None]
+    finally:
+        c.close()
+    return out
+
+
 def read_topic(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int, bytes, bytes]]:
     from streamscale.broker import BrokerAccess
 

@@ -4,45 +4,43 @@ while the valid ones are aggregated exactly; again after a restart from the chec
 
 from __future__ import annotations
 
-import time
-
 import pandas as pd
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from streamscale.pipelines import make_pipeline
 from tests.conftest import produce
-from tests.pipelines.helpers import T0, assert_stats_equal, latest_per_key, read_topic, rec, reference_stats
+from tests.pipelines.helpers import (
+    T0,
+    assert_stats_equal,
+    dead_letters,
+    latest_per_key,
+    read_topic,
+    rec,
+    reference_stats,
+)
 
 pytestmark = pytest.mark.spark
 
-# Values neither decoder can read as an ActivePowerRecord (JSON): not JSON, not an object, a
-# missing field, a timestamp that is no number.
+# Values that break the decoding contract (streamscale.sparkio.formats), the same on both
+# connectors: not JSON, not an object, a missing field, a timestamp that is no integer or does not
+# fit, numbers that are not finite, invalid UTF-8, nesting deeper than the limit.
 BAD = [
     b"{not json",
     b"",
     b"[1, 2, 3]",
     b'{"identifier": "s_0", "valueInW": 1.0}',
     b'{"identifier": "s_1", "timestamp": "noon", "valueInW": 2.0}',
+    b'{"identifier": "s_2", "timestamp": 99999999999999999999, "valueInW": 1.0}',
+    b'{"identifier": "s_0", "timestamp": 1.5e300, "valueInW": 1.0}',
+    b'{"identifier": "s_1", "timestamp": 1700000000000, "valueInW": NaN}',
+    b'{"identifier": "s_2", "timestamp": 1700000000000, "valueInW": 1e400}',
+    b'{"identifier": "s_0", "timestamp": 1700000000000, "valueInW": -Infinity}',
+    b'{"identifier": "s_1\xff", "timestamp": 1700000000000, "valueInW": 1.0}',
+    b'{"identifier": "s_2", "timestamp": 1700000000000, "valueInW": 1.0, "x": '
+    + b"[" * 100_000
+    + b"]" * 100_000
+    + b"}",
 ]
-
-
-def _dead_letters(bootstrap: str, topic: str) -> list:
-    """(value, headers) of every record up to the topic's end offsets (one partition)."""
-    from streamscale.broker import BrokerAccess
-
-    with BrokerAccess(bootstrap) as a:
-        end = a.end_offsets(topic)[0]
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"dlq-{topic}", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, 0)])
-    out: list = []
-    deadline = time.monotonic() + 60  # a bound, not a wait: the records are there
-    try:
-        while len(out) < end and time.monotonic() < deadline:
-            out += [(m.value(), dict(m.headers())) for m in c.consume(1000, 1.0) if m.error() is None]
-    finally:
-        c.close()
-    return out
 
 
 @pytest.mark.parametrize("connector", ["python", "spark"])
@@ -53,7 +51,7 @@ def test_undecodable_records_are_dead_lettered_once_and_counted(connector, spark
         "uc2", {"window_s": 10, "lateness_s": 5, "emit": "update", "dead_letter_topic": dlq}, connector=connector
     )
     totals = []
-    for phase in (good[:30] + BAD[:3], good[30:] + BAD[3:]):
+    for phase in (good[:30] + BAD[:6], good[30:] + BAD[6:]):
         sent = [
             (r[0].encode(), rec(*r), i % 2) if isinstance(r, tuple) else (None, r, i % 2) for i, r in enumerate(phase)
         ]
@@ -64,7 +62,7 @@ def test_undecodable_records_are_dead_lettered_once_and_counted(connector, spark
         totals.append(run.totals())
     assert sum(t["malformed"] for t in totals) == len(BAD)
 
-    letters = _dead_letters(broker.bootstrap, dlq)
+    letters = dead_letters(broker.bootstrap, dlq)
     assert sorted(v for v, _ in letters) == sorted(BAD)  # each once, no valid record
     source = {(v, int(h["source.partition"]), int(h["source.offset"])) for v, h in letters}
     assert all(h["error"] and h["source.topic"] == src.encode() for _, h in letters)
