@@ -60,7 +60,7 @@ $(SPARK_KAFKA_STAMP): jvm/spark-kafka/pom.xml $(STAMP)
 # and CPU. An optimization only: without them, JVMs start as before, so a failure is one line and
 # the install goes on (the stamp keeps it from retrying).
 CDS_STAMP := $(VENV)/.class-data-stamp
-CDS_INPUTS := streamscale/sparkio/classdata.py streamscale/sparkio/home.py streamscale/broker/classdata.py
+CDS_INPUTS := streamscale/sparkio/classdata.py streamscale/sparkio/driveropts.py streamscale/sparkio/home.py streamscale/broker/classdata.py
 $(CDS_STAMP): $(STAMP) $(KAFKA_STAMP) $(SPARK_KAFKA_STAMP) $(CDS_INPUTS)
 	@echo "writing class-data archives of the broker's and Spark's JVMs (faster starts)"
 	@$(BIN)/python -m streamscale.broker.classdata > $(VENV)/class-data.log 2>&1 \

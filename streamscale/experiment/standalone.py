@@ -17,7 +17,7 @@ from pathlib import Path
 from streamscale.errors import SparkError
 from streamscale.ports import free_port, port_open
 from streamscale.processes import die_with_parent
-from streamscale.sparkio.classdata import driver_java_options
+from streamscale.sparkio.driveropts import driver_java_options
 from streamscale.sparkio.home import spark_home
 
 

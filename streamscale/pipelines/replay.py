@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from streamscale.pipelines.run import progress_offsets
+from streamscale.pipelines.progress import progress_offsets
 from streamscale.sparkio.checkpoint import initial_offsets, late_events_watermark_ms
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,6 @@ checkpoints runs leave behind, removed when they stop."""
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
 import re
@@ -15,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from streamscale.errors import SparkError, WaitTimeout
+from streamscale.pipelines.progress import progress_offsets
 
 log = logging.getLogger(__name__)
 
@@ -24,17 +24,6 @@ _EXCHANGE = re.compile(r"(?<![A-Za-z])(Exchange|ShuffleExchange)\s")
 def count_shuffles(plan: str) -> int:
     """Shuffle stages in a physical plan: Exchange nodes that are not broadcasts."""
     return len(_EXCHANGE.findall(plan))
-
-
-def progress_offsets(value) -> dict:
-    """A source's offsets in a progress report: a dict (streamscale's source) or the JSON text
-    of one (Spark's Kafka source), as {topic: {partition: offset}}."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _as_dict(row) -> dict:

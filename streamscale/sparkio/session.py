@@ -15,7 +15,7 @@ from pathlib import Path
 
 from streamscale.broker.connection import kafka_log_path
 from streamscale.errors import JavaMissing, SparkError
-from streamscale.sparkio.classdata import with_driver_options
+from streamscale.sparkio.driveropts import with_driver_options
 from streamscale.sparkio.home import spark_home
 
 MIN_JAVA = 17
