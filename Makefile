@@ -25,8 +25,9 @@ check-java:
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "streamscale needs Python 3.11+ (set PYTHON=...)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@echo "installing streamscale and its Python packages into $(VENV)"
+	@{ $(BIN)/python -m pip install --quiet --upgrade pip && $(BIN)/python -m pip install --quiet -e ".[test]"; } \
+	  > $(VENV)/pip.log 2>&1 || { echo "pip could not install streamscale's packages (see $(VENV)/pip.log)"; exit 1; }
 	@touch $(STAMP)
 
 check-mvn:

@@ -16,12 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from rich.console import Console
-
+from streamscale import terminal
 from streamscale.benchmark.units import round_significant
 from streamscale.errors import SparkError
 
-console = Console()
+console = terminal.console()
 
 
 def run_demo(

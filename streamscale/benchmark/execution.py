@@ -21,8 +21,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 import yaml
-from rich.console import Console
 
+from streamscale import terminal
 from streamscale.benchmark.answer import answer, assumed_capacities
 from streamscale.benchmark.experiment_runner import ExperimentRunner, emission_period_s
 from streamscale.benchmark.results import (
@@ -38,7 +38,7 @@ from streamscale.benchmark.units import Axes
 from streamscale.broker.connection import KafkaConnection, build_connection, masked
 from streamscale.errors import ConfigError
 
-console = Console()
+console = terminal.console()
 
 
 def _saved(spec: Spec) -> dict:

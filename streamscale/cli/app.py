@@ -11,12 +11,12 @@ import json
 import sys
 
 import typer
-from rich.console import Console
 
+from streamscale import terminal
 from streamscale.errors import ConfigError, StreamscaleError
 
-console = Console(stderr=True)
-out = Console()
+console = terminal.console(stderr=True)
+out = terminal.console()
 
 root = typer.Typer(
     no_args_is_help=True,

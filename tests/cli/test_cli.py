@@ -464,3 +464,11 @@ def test_autoscale_runs_side_by_side_and_in_a_row(state, broker, topic_factory, 
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_lines_are_whole_when_the_output_is_not_a_terminal(tmp_path):
+    # a log file, CI, `| tee`: rich would wrap at 80 columns and break the path in two
+    long = tmp_path / ("a" * 70) / ("b" * 70) / "spec.yaml"
+    r = run("benchmark", "run", str(long), env={"STREAMSCALE_METRICS_PORT": "-1", "COLUMNS": ""})
+    assert r.returncode != 0
+    assert f"error: spec file {long} does not exist" in r.stderr.splitlines(), r.stderr
