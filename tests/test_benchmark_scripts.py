@@ -119,3 +119,21 @@ def test_capacity_run_lines_show_latency_where_measured_and_invalid_runs(capsys)
     capacity.print_runs([silent])
     line = capsys.readouterr().out
     assert "no output row after the warm-up (latency SLO), generator" in line and "nan" not in line
+
+
+def test_the_reassignment_benchmark_reaches_its_phases(broker):
+    # its low level must fit one consumer and its high level need one per partition, by what the
+    # monitor measures (log sizes, with Kafka's batch headers): the controller's algorithm packs
+    # the monitor's own figures at the calibrated rates
+    import autoscaler_reassign_time as bench
+
+    from streamscale.autoscaler.binpacking import ALGORITHMS, consumers_used
+
+    partitions, cap = 4, 24_000.0
+    low, high = bench.calibrated_rates(broker.bootstrap, partitions, 200, cap, seconds=3.0)
+    bin_cap = cap * 5 / 6
+    for rate, consumers in ((low, 1), (high, partitions)):
+        _, speeds = bench.monitor_speeds(broker.bootstrap, partitions, 200, rate, seconds=3.0)
+        sizes = {i: min(s, bin_cap) for i, s in enumerate(speeds.values())}
+        assert len(sizes) == partitions and all(s > 0 for s in sizes.values())
+        assert consumers_used(ALGORITHMS["MWF"](sizes, bin_cap, None)) == consumers, (rate, speeds)

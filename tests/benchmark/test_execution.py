@@ -10,6 +10,7 @@ from streamscale.benchmark.execution import Execution, run_execution
 from streamscale.benchmark.results import ExperimentResult
 from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
+from streamscale.experiment.cpus import process_tree
 
 
 def spec_dict(**execution):
@@ -274,7 +275,21 @@ def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
         for log in executors:
             text = log.read_text(errors="replace")
             assert "-XX:SharedArchiveFile=" in text and "Unable to use shared archive" not in text
-    assert all(p.poll() is not None for p in c.procs) or not c.procs
+        daemons = list(c.procs)
+        started = {pid for p in daemons for pid in process_tree(p.pid)}  # master, workers, executors
+        assert len(daemons) == 3 and len(started) >= 3
+    # stop() empties c.procs: what it started is checked by the processes kept above
+    assert all(p.poll() is not None for p in daemons)
+    assert not [pid for pid in started if _running(pid)]
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie waiting for its parent."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_resume_after_a_torn_last_row(tmp_path):

@@ -57,7 +57,6 @@ def test_rate_control_reaches_target_and_reports_each_second(broker, topic_facto
     cfg = GeneratorConfig(broker.bootstrap, topic=topic, sensors=5000, workers=1, duration_s=3)
     res = LoadGenerator(cfg, on_second=seconds.append).run()
     assert res.delivered == 15000  # exactly rate x duration
-    assert res.reached_target
     assert len(seconds) >= 2 and all(s["target_rate"] == 5000 for s in seconds)
     # Rate control never sends ahead of the schedule (rate x elapsed, plus what the worker may
     # send between the sample's clock reading and its counter reading). How far it falls behind
@@ -66,6 +65,14 @@ def test_rate_control_reaches_target_and_reports_each_second(broker, topic_facto
     assert all(s["sent"] == s["delivered"] + s["in_flight"] + s["failed"] for s in seconds)
     assert 0 <= res.max_in_flight <= res.sent
     assert 0 < res.cpu_s < 3  # its share of the machine: measured, and less than a core at 5,000/s
+
+
+def test_a_rate_far_below_the_machines_is_reached(broker, topic_factory):
+    # whether 5,000 records/s are kept up with depends on the machine; 100/s on one worker does not
+    topic = topic_factory(1)
+    res = generate(GeneratorConfig(broker.bootstrap, topic=topic, sensors=100, workers=1, duration_s=3))
+    assert res.delivered == 300 and res.failed == 0
+    assert res.reached_target
 
 
 def test_shortfall_is_reported(broker, topic_factory):

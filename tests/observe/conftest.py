@@ -20,8 +20,16 @@ def _find() -> str | None:
     return None
 
 
+_NO_CHROMIUM = (
+    "headless Chromium is not installed and could not be installed here "
+    "(needs root and apt-get with the Debian package 'chromium')"
+)
+
+
 @pytest.fixture(scope="session")
-def chromium() -> str:
+def chromium_if_any() -> str | None:
+    """Chromium's path, installed from Debian's packages if missing and possible; else None, so that a
+    test checks everything else and skips only its rendering."""
     path = _find()
     if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
         cmd = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
@@ -30,12 +38,20 @@ def chromium() -> str:
             subprocess.run(["apt-get", "update"], capture_output=True, env=env)
             subprocess.run(cmd, capture_output=True, env=env)
         path = _find()
-    if path is None:
-        pytest.skip(
-            "headless Chromium is not installed and could not be installed here "
-            "(needs root and apt-get with the Debian package 'chromium')"
-        )
     return path
+
+
+@pytest.fixture(scope="session")
+def chromium(chromium_if_any) -> str:
+    if chromium_if_any is None:
+        pytest.skip(_NO_CHROMIUM)
+    return chromium_if_any
+
+
+def skip_rendering(chromium_path: str | None) -> None:
+    """Called once a test's other checks have passed: without Chromium, only the rendering is skipped."""
+    if chromium_path is None:
+        pytest.skip(f"rendering only: {_NO_CHROMIUM}")
 
 
 def render(chromium: str, url: str, screenshot: Path | None = None, budget_ms: int = 4000) -> str:
