@@ -1,13 +1,13 @@
-"""Spark's connector's rows decoded on the executors by the one decoding contract
-(:func:`streamscale.sparkio.formats.decode`, the Python source's own), in ``mapInArrow``.
+"""Spark's connector's record values decoded on the executors by the one decoding contract
+(:func:`streamscale.sparkio.formats.decode`, the Python source's own), in an Arrow UDF.
 
 Spark's ``from_json`` keeps other rules: it reads ``NaN``, ``1e400`` and ``Infinity`` as
 non-finite doubles, any JSON value of a STRING field as its text, and ignores what follows the
-object. Decoding the value column with Arrow's C++ reader in the Python workers costs less than
-``from_json`` (2,000,000 values on ``local[2]``: 1.8 s against 2.2 s), so the same code decides on
-both connectors.
+object. The UDF hands only the value column to the Python workers (the other Kafka columns stay in
+the JVM), where Arrow's C++ reader decodes whole batches: as fast as ``from_json`` within the
+machine's drift on a UC2-like query (``benchmarks/decode_throughput.py``).
 
-The decoder and the modules it calls are pickled by value: executors need pyarrow (as any Arrow
+The UDF and the modules it calls are pickled by value: executors need pyarrow (as any Arrow
 function of PySpark does), not streamscale.
 """
 
@@ -18,26 +18,34 @@ import pyarrow as pa
 from streamscale.sparkio.formats import decode, parse_ddl
 
 
-class BatchDecoder:
-    """mapInArrow's function: Kafka rows -> ``kafka_<column>`` for each kept column, the schema's
-    fields decoded from ``value``, and ``value_error`` (None, or why the value is malformed)."""
+class StructDecoder:
+    """Values -> one struct per value: the schema's fields, and ``error_column`` (None, or why the
+    value breaks the contract)."""
 
-    def __init__(self, value_format: str, value_ddl: str, keep: list[str], error_column: str):
+    def __init__(self, value_format: str, value_ddl: str, error_column: str):
         self.value_format = value_format
         self.value_ddl = value_ddl
-        self.keep = keep
         self.error_column = error_column
 
-    def names(self) -> list[str]:
-        return [f"kafka_{c}" for c in self.keep] + parse_ddl(self.value_ddl).names + [self.error_column]
-
-    def __call__(self, batches):
+    def __call__(self, values: pa.Array) -> pa.Array:
         schema = parse_ddl(self.value_ddl)
-        names = self.names()
-        for batch in batches:
-            cols, errors = decode(batch.column("value"), self.value_format, schema)
-            kept = [batch.column(c) for c in self.keep]
-            yield pa.RecordBatch.from_arrays([*kept, *cols, pa.array(errors, pa.string())], names=names)
+        cols, errors = decode(values, self.value_format, schema)
+        return pa.StructArray.from_arrays(
+            [*cols, pa.array(errors, pa.string())], names=[*schema.names, self.error_column]
+        )
+
+
+def decoding_udf(value_format: str, value_ddl: str, error_column: str, return_type):
+    """A scalar Arrow UDF of the value column (``return_type``: the struct's Spark type)."""
+    from pyspark.sql.functions import arrow_udf
+
+    pickle_by_value()
+    decoder = StructDecoder(value_format, value_ddl, error_column)
+
+    def decode_values(values: pa.Array) -> pa.Array:  # PySpark reads the UDF's kind from these hints
+        return decoder(values)
+
+    return arrow_udf(decode_values, return_type)
 
 
 def pickle_by_value() -> None:

@@ -182,9 +182,10 @@ def decode_values(raw, value_ddl: str = ACTIVE_POWER_DDL, value_format: str = "j
     the Kafka metadata as ``kafka_*``, the value's fields, and ``value_error`` where the value breaks
     the decoding contract (:mod:`streamscale.sparkio.formats`), decided on the executors by the
     same code as in the Python source."""
+    from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from streamscale.sparkio.arrowdecode import BatchDecoder, pickle_by_value
+    from streamscale.sparkio.arrowdecode import decoding_udf
 
     if value_format not in ("json", "csv"):
         raise ConfigError(f"valueFormat must be one of ('json', 'csv') to decode values, not '{value_format}'")
@@ -196,13 +197,17 @@ def decode_values(raw, value_ddl: str = ACTIVE_POWER_DDL, value_format: str = "j
         "float": T.FloatType(),
         "bool": T.BooleanType(),
     }
-    keep = [c for c in raw.columns if include_raw or c not in ("key", "value")]
-    fields = [T.StructField(f"kafka_{c}", raw.schema[c].dataType) for c in keep]
-    fields += [T.StructField(f.name, spark_types[str(f.type)]) for f in formats.parse_ddl(value_ddl)]
-    fields.append(T.StructField(ERROR_COLUMN, T.StringType()))
-    pickle_by_value()
-    decoder = BatchDecoder(value_format, value_ddl, keep, ERROR_COLUMN)
-    return raw.select(*dict.fromkeys([*keep, "value"])).mapInArrow(decoder, T.StructType(fields))
+    fields = formats.parse_ddl(value_ddl)
+    struct = T.StructType(
+        [T.StructField(f.name, spark_types[str(f.type)]) for f in fields]
+        + [T.StructField(ERROR_COLUMN, T.StringType())]
+    )
+    udf = decoding_udf(value_format, value_ddl, ERROR_COLUMN, struct)
+    kept = [F.col(c).alias(f"kafka_{c}") for c in raw.columns if include_raw or c not in ("key", "value")]
+    decoded = raw.select(*kept, udf(F.col("value")).alias("_decoded"))
+    return decoded.select(
+        *[f"kafka_{c}" for c in raw.columns if include_raw or c not in ("key", "value")], "_decoded.*"
+    )
 
 
 def read_kafka_ranges(spark, bootstrap: KafkaConnection | str, start: dict, end: dict):
