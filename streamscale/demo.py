@@ -1,11 +1,11 @@
-"""`streamscale demo`: what the tool is for, in about two minutes on the embedded broker.
+"""`streamscale demo`: what the tool is for, in a few minutes on the embedded broker.
 
-The scaling demo: a quick capacity probe of UC2 on one CPU chooses the loads (one within one
-core, one beyond it), then a real benchmark execution decides the resource demand of each with
-the same SLO machinery as any benchmark, and the answer is said in one sentence with the path of
-its report. The source demo (``--source``; alone with ``--no-execution``): broker -> load
-generator -> PySpark streaming query through the Python Kafka source (decode JSON, count per
-sensor) -> records/s printed every micro-batch, a CSV and a PNG.
+The scaling demo: a quick capacity probe of UC2 on one CPU gives a first load, then a real
+benchmark execution searches, on 1 core and on 2, the highest load held and the lowest failed
+(a bracket, with the same search, SLOs and sequential verdicts as any benchmark), and the answer
+is said in one sentence with the path of its report. The source demo (``--source``; alone with
+``--no-execution``): broker -> load generator -> PySpark streaming query through the Python Kafka
+source (decode JSON, count per sensor) -> records/s printed every micro-batch, a CSV and a PNG.
 """
 
 from __future__ import annotations
@@ -47,103 +47,58 @@ def run_demo(
 # and discard) is too light to need a second core at any load this machine can generate beside it.
 #
 # Micro-batches of at most BATCH records, in the probe and in the experiments alike: unbounded, an
-# overloaded query reads ever larger batches, amortizes their fixed cost and keeps a bounded (if
-# huge) lag, so that the lag trend passes loads far beyond what holds at any useful latency, and
-# the probe's figure would depend on its batch size. Bounded, a core count has one capacity
+# overloaded query reads ever larger batches and its lag can stay bounded long past any useful
+# latency (the processing-latency SLO fails such a run too); bounded, a core count has one capacity
 # (BATCH / the time such a batch takes), the probe measures it, and beyond it the lag grows.
 BATCH = 100_000
 SUT, PARAMS = "uc2", {"emit": "final", "max_offsets_per_trigger": BATCH}
 # The probe rates one core, in the Spark session the one-core experiments then run in (kept:
 # SparkSessions). A cold JVM confined to one CPU from the start is slow for its first batches
 # (measured: 25,000 rising to 48,000 records/s over five batches, the JIT compiler competing with
-# them for the one CPU; the first batch, Python workers starting, 17 s), so the first PROBE_WARM
-# batches run on every CPU, then the session is confined to one, the batch running at that moment
-# is left out and the last two batches give the figure: 36 s from the broker's start to the figure
-# (51,000 and 54,000 records/s in two runs), where draining on 2 CPUs first to warm the JVM and
-# then on 1 in a session of its own took ~50 s and read ~42,000 on this machine.
+# them for the one CPU), so the first PROBE_WARM batches run on every CPU, then the session is
+# confined to one, the batch running at that moment is left out and the last two give the figure.
 PROBE_WARM = 3
 PROBE_RECORDS = (PROBE_WARM + 3) * BATCH
 # The probe's backlog comes from as many sensors as a batch holds records: an experiment at L
 # records/s has L sensors, and at loads of the order of one core's capacity a batch holds about
-# every one of them once. From 10,000 sensors (the probe's default) UC2's aggregation has a tenth
-# of the keys to update per batch: measured, 1 core read 85,000-107,000 records/s from 10,000
-# sensors and 65,000-90,000 from 100,000, while 1 core in the demo's experiments held 45,000-86,000.
+# every one of them once (from 10,000 sensors UC2's aggregation has a tenth of the keys to update).
 PROBE_SENSORS = BATCH
 
-# Loads from the probe's one-core figure (Spark alone, confined to one CPU, draining a backlog): a
-# ladder from just above it, and half of it in reserve. The probe and the experiments do not see
-# quite the same machine (during an experiment the generator and the broker share the CPUs, and
-# the probe drains batches of 100,000 records where an experiment's are what a second brought), so
-# the demo climbs the ladder on one core until a load fails there, tries that load on two, and
-# stops (``step_search``). Measured with the probe's warm batches and kept sessions (nine demo
-# runs, docs/performance.md): one core held 1.15x of the probe's figure in eight, 1.4x in four of
-# those and 1.7x in two; so the ladder starts at 1.15x and mostly takes three or four experiments
-# (1.15x, and 1.4x, on one core until one fails, that load on two). Rungs spaced wider than ~1.2x
-# would overshoot two cores, which held only 10-30 % more than one here.
-# Starting at 0.4x and 1.0x, as it did, cost one or two experiments of ~30 s more. The rungs above
-# 1.7x are climbed only when the probe underrated one core: in one fresh-clone test run it read
-# 36,000 records/s (47,000-67,000 in others) and one core held every rung up to 1.7x, so the demo
-# found no step; each rung costs an experiment only when one core held the one below.
-LOADS_OF_ONE_CORE = (0.5, 1.15, 1.4, 1.7, 2.1, 2.6)
-
-
-def choose_loads(one_core: float) -> list[int]:
-    """The demo's loads in records/s, rounded to two significant digits: the lowest is the reserve
-    tried only when one core fails the next (see ``step_search``)."""
-    return [_round2(f * one_core) for f in LOADS_OF_ONE_CORE]
-
-
-def step_search(loads: list[int], passes) -> dict:
-    """Resource demand up to the first step: from the second-lowest load upwards, each on one core
-    while one core holds; the first it does not, on two; then stop (loads above the step are not
-    needed for the answer). When one core fails the first load it tries, the lowest is tried on one
-    core before the step is (the answer needs a load one core holds). When two cores fail the step's
-    load too, the step lies between it and the last load one core held: the geometric middle is
-    tried once, on one core and, if it fails there, on two."""
-    reserve, *ladder = sorted(float(x) for x in loads)
-    metric: dict = {}
-    held = None  # the highest load one core held
-
-    def demand(load: float) -> int | None:
-        return 1 if passes(load, 1) else (2 if passes(load, 2) else None)
-
-    for load in ladder:
-        if passes(load, 1):
-            metric[load], held = 1, load
-            continue
-        if held is None:
-            metric[reserve] = demand(reserve)
-            held = reserve if metric[reserve] == 1 else None
-        metric[load] = 2 if passes(load, 2) else None
-        if metric[load] is None and held is not None:
-            mid = float(_round2((held * load) ** 0.5))
-            if held < mid < load:
-                metric[mid] = demand(mid)
-        break
-    return dict(sorted(metric.items()))
-
-
-def two_cores_decided(passes):
-    """The demo's verdicts: one run per point, but a two-core run that failed with a lag interval
-    straddling the limit gets one more (the benchmark's ``extra_repetitions``, here only where the
-    answer hangs on it). The step is a load one core fails and two hold: a two-core run failed by
-    chance turned a step into "needs more than 2 cores" (a fresh-clone demo, 75,000 records/s:
-    lag trend 3,946 [659, 7,233] against a limit of 3,750), and then cost two experiments more (the
-    middle load). An undecided pass stands, as an undecided one-core verdict does: repeating it
-    cost ~25 s in two of five demos and changed no answer. One-core runs get none: their chance
-    failures only move the step a rung down, and they are most of the demo's runs."""
-
-    def verdict(load, res) -> bool:
-        return passes(load, res, extra_repetitions=1 if res > 1 else 0, extra_only_failing=True)
-
-    return verdict
-
+# The search (streamscale.benchmark.bracket) starts at the probe's figure on one core and steps by
+# FACTOR outwards until one load held and one failed, then halves that bracket (geometrically) to
+# RESOLUTION; two cores start where one core failed. The probe drains a backlog on a quiet
+# machine, the experiments share it with the generator and the broker, so the probe is a start,
+# not an answer. Runs stop as soon as their lag trend is decided (sequential testing), at the
+# latest after DURATION_S.
+FACTOR, RESOLUTION, MAX_RUNS = 1.5, 0.2, 6
+DURATION_S, WARMUP_S, MIN_DURATION_S = 40.0, 5.0, 15.0
 
 # The lag-trend SLO of the demo's short experiments: 5 % of the load, not a benchmark's 1 %. About
 # ten batch commits after the warm-up give the slope an uncertainty of a few hundred records/s,
 # of the order of 1 % at these loads (a flat lag would fail by chance), while a load beyond a core
 # grows the lag by 10 % of the load and more.
 LAG_THRESHOLD = 0.05
+
+
+def demo_spec(start: float, params: dict) -> dict:
+    """The demo's benchmark: UC2's capacity on 1 and 2 cores, bracketed from ``start`` records/s."""
+    start = float(_round2(start))
+    return {
+        "name": f"demo-{SUT}-scaling",
+        "benchmark": {"sut": SUT, "params": params, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
+        "execution": {
+            "load": {"type": "sensors", "values": [start, float(_round2(start * 8))]},
+            "resources": {"type": "cores", "values": [1, 2]},
+            "duration_s": DURATION_S,
+            "warmup_s": WARMUP_S,
+            "min_duration_s": MIN_DURATION_S,
+            "repetitions": 1,
+            "strategy": {"name": "bracket", "resolution": RESOLUTION, "factor": FACTOR, "max_runs": MAX_RUNS},
+            "slos": {"lag_trend_threshold": LAG_THRESHOLD},
+            "metric": "capacity",
+            "reuse_spark": True,
+        },
+    }
 
 
 def _round2(x: float) -> int:
@@ -171,11 +126,9 @@ def replace_previous_demo(out_dir: Path) -> None:
         shutil.rmtree(out_dir)
 
 
-def run_scaling_demo(
-    out_dir: Path, duration_s: float = 24.0, warmup_s: float = 5.0, connector: str | None = None
-) -> dict:
-    """Embedded broker, a quick capacity probe, then UC2's resource demand at loads chosen from it,
-    each point decided by the benchmark's SLOs (``connector``: the Kafka connector, default spark)."""
+def run_scaling_demo(out_dir: Path, connector: str | None = None) -> dict:
+    """Embedded broker, a quick capacity probe, then UC2's capacity on 1 and 2 cores as brackets
+    searched from the probe's figure (``connector``: the Kafka connector, default spark)."""
     from streamscale.benchmark.execution import run_execution
     from streamscale.benchmark.probe import probe_capacity
     from streamscale.benchmark.results import read_results
@@ -192,10 +145,9 @@ def run_scaling_demo(
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     # one Spark session kept from the probe's one-core drain through the one-core experiments, and
-    # from a two-core experiment through the next: an experiment of 24 s took 35 s in a session of
-    # its own (its Python workers starting and warming) and 25 s in a kept one (the first in the
-    # probe's session 30-31 s: its sink's workers warm there). Stopped before the broker it reads.
-    # The spec says so (reuse_spark): a benchmark's experiments start afresh by default.
+    # from a two-core experiment through the next: an experiment took ~10 s more in a session of
+    # its own (its Python workers starting and warming). Stopped before the broker it reads. The
+    # spec says so (reuse_spark): a benchmark's experiments start afresh by default.
     with EmbeddedBroker(log_dir=out_dir / "logs") as broker, SparkSessions(keep=True) as sessions:
         console.print(
             f"[bold]1/3[/] embedded broker (Apache Kafka) at {broker.bootstrap}; Spark's and Java's own "
@@ -220,44 +172,16 @@ def run_scaling_demo(
             )
         one = probe.rate
         console.print(f"    1 core: ~{approx(one)} records/s")
-        loads = choose_loads(one)
-        spec = parse_spec(
-            {
-                "name": f"demo-{SUT}-scaling",
-                "benchmark": {"sut": SUT, "params": params, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
-                "execution": {
-                    "load": {"type": "sensors", "values": loads},
-                    "resources": {"type": "cores", "values": [1, 2]},
-                    # one run per point (mostly 3 points, step_search) keeps the demo near 2
-                    # minutes: no runs added for an undecided lag interval (a benchmark spec
-                    # adds up to 2 by default) but for a two-core run (two_cores_decided)
-                    "duration_s": duration_s,
-                    "warmup_s": warmup_s,
-                    "repetitions": 1,
-                    "extra_repetitions": 0,
-                    "strategy": {"name": "linear", "lower_bound": True},
-                    "slos": {"lag_trend_threshold": LAG_THRESHOLD},
-                    "metric": "demand",
-                    "reuse_spark": True,
-                },
-            }
-        )
+        spec = parse_spec(demo_spec(one, params))
         console.print(
-            f"[bold]3/3[/] {SUT.upper()} benchmark (Theodolite method): resource demand, upwards "
-            f"from {loads[1]:,} records/s through {', '.join(f'{x:,}' for x in loads[2:])} until one "
-            f"core fails ({loads[0]:,} if one core fails the first), "
-            f"{duration_s:g} s experiments ({warmup_s:g} s warm-up), SLO: lag trend at most "
-            f"{LAG_THRESHOLD:.0%} of the load"
+            f"[bold]3/3[/] {SUT.upper()} benchmark (Theodolite method): the highest load held and the lowest "
+            f"failed on 1 core, then on 2, from {_round2(one):,} records/s in steps of {FACTOR:g}x, then halving "
+            f"the bracket to {RESOLUTION:.0%}; runs of {MIN_DURATION_S:g}-{DURATION_S:g} s ({WARMUP_S:g} s warm-up), "
+            f"each until its lag trend is decided; SLOs: lag trend at most {LAG_THRESHOLD:.0%} of the load, "
+            "p95 processing latency at most 8 trigger intervals"
         )
-        summary = run_execution(
-            spec,
-            out_dir,
-            broker.bootstrap,
-            search=lambda passes: step_search(loads, two_cores_decided(passes)),
-            sessions=sessions,
-        )
+        summary = run_execution(spec, out_dir, broker.bootstrap, sessions=sessions, broker_pids=broker.pids())
     summary["probe"] = [{"cores": probe.cores, "records_per_s": round(probe.rate)}]
-    summary["loads"] = loads
     summary["spark_sessions"] = sessions.started  # the probe's one-core session served the first experiments
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     rows = read_results(out_dir)
@@ -266,13 +190,12 @@ def run_scaling_demo(
         f"{len(rows)} experiments in {time.monotonic() - t0:.0f} s).",
         soft_wrap=True,
     )
-    ran = {(r.load, r.resources, r.repetition) for r in rows}
     for r in rows:
         console.print(
-            f"  {r.load:,.0f} records/s on {r.resources} core{'s' if r.resources != 1 else ''}"
-            f"{f' (run {r.repetition + 1})' if r.repetition else ''}: "
-            f"{'PASS' if r.passed else 'FAIL'}, lag trend {r.lag_slope:,.0f} records/s (limit {r.lag_limit:,.0f})"
-            f"{' (undecided: run again)' if (r.load, r.resources, r.repetition + 1) in ran else ''}"
+            f"  {r.load:,.0f} records/s on {r.resources} core{'s' if r.resources != 1 else ''}: "
+            f"{r.verdict.upper()}, lag trend {r.lag_slope:,.0f} records/s (limit {r.lag_limit:,.0f}), "
+            f"processing p95 {r.processing_p95_ms:,.0f} ms, {r.ran_s:.0f} s run"
+            + (f" (machine speed moved {r.drift:.0%})" if r.drifted else "")
         )
     console.print(f"report: {summary['report']}", highlight=False, soft_wrap=True)
     return summary

@@ -73,3 +73,54 @@ def assumed_capacities(metric: dict, ran) -> set[int]:
     (load, resources) pairs the search ran."""
     ran = {(float(load), int(res)) for load, res in ran}
     return {int(r) for r, v in metric.items() if v is not None and (float(v), int(r)) not in ran}
+
+
+def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
+    """The answer of a bracket search (streamscale.benchmark.bracket): per resource amount the
+    highest load held and the lowest load failed, in one sentence. ``rows``: the experiments, from
+    which each amount's bracket gets what Spark really had (CPUs, on average over its runs) and
+    whether a run that decided it was taken on a machine that drifted."""
+    parts, table = [], []
+    for b in brackets:
+        res = b["resources"]
+        mine = [r for r in rows if int(r.resources) == res and r.verdict in ("pass", "fail", "undecided")]
+        cpus = [r.spark_cpu_pct / 100 for r in mine if r.spark_cpu_pct == r.spark_cpu_pct]  # not NaN
+        ends = {b["held"], b["failed"]}
+        drifted = [r for r in mine if r.drifted and float(r.load) in ends]
+        row = {
+            **b,
+            "held_rate": None if b["held"] is None else axes.rate(b["held"]),
+            "failed_rate": None if b["failed"] is None else axes.rate(b["failed"]),
+            "spark_cpus": sum(cpus) / len(cpus) if cpus else None,
+            "ends_drifted": len(drifted),
+        }
+        table.append(row)
+        parts.append(_bracket_words(row, axes))
+    sentence = f"{sut.upper()} on this machine: " + "; ".join(parts) if parts else f"{sut.upper()}: nothing searched"
+    capacity = [
+        {
+            "resources": r["resources"],
+            "load": r["held"],
+            "rate": r["held_rate"],
+            "assumed": bool(r["held_assumed"]),
+        }
+        for r in table
+    ]
+    return {"sentence": sentence, "brackets": table, "capacity": capacity, "demand": []}
+
+
+def _bracket_words(row: dict, axes: Axes) -> str:
+    who = axes.resources(row["resources"])
+    if row.get("spark_cpus") is not None and axes.resource_type == "cores":
+        who += f" (Spark used {row['spark_cpus']:.1f} CPUs)"
+    held, failed = row["held"], row["failed"]
+    if held is None:
+        return f"{who} held none of the loads tried (down to {_amount(axes, failed)})"
+    text = f"{who} held {_amount(axes, held)}" + (" (as fewer resources did; not run)" if row["held_assumed"] else "")
+    if failed is None:
+        return text + (f", higher untested: {row['ceiling']}" if row.get("ceiling") else "")
+    verb = "stayed undecided at" if row["failed_undecided"] else "failed"
+    text += f" and {verb} {_amount(axes, failed)}"
+    if row.get("ends_drifted"):
+        text += f" ({row['ends_drifted']} deciding run{'s' if row['ends_drifted'] > 1 else ''} on a drifting machine)"
+    return text

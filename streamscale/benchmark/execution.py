@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -23,16 +22,17 @@ from pathlib import Path
 import yaml
 
 from streamscale import terminal
-from streamscale.benchmark.answer import answer, assumed_capacities
+from streamscale.benchmark.answer import answer, assumed_capacities, bracket_answer
 from streamscale.benchmark.experiment_runner import ExperimentRunner, emission_period_s
 from streamscale.benchmark.results import (
     ExperimentResult,
     ResultsFile,
     exp_id,
-    failed_without_output,
     old_late_rule_note,
+    older_rows_note,
 )
-from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
+from streamscale.benchmark.runline import run_line
+from streamscale.benchmark.search import CountingOracle, load_capacity, resource_demand
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
 from streamscale.broker.connection import KafkaConnection, build_connection, masked
@@ -47,6 +47,21 @@ def _saved(spec: Spec) -> dict:
     d = spec.model_dump(mode="json")
     d["kafka"]["properties"] = masked(d["kafka"]["properties"])
     return d
+
+
+def _majority(verdicts: list[str], repetitions: int, final: bool = False) -> str | None:
+    """pass or fail once a strict majority of ``repetitions`` says so; invalid when every run was;
+    None while more runs may decide (``final``: undecided instead)."""
+    need = repetitions // 2 + 1
+    for v in ("pass", "fail"):
+        if verdicts.count(v) >= need:
+            return v
+    if verdicts and all(v == "invalid" for v in verdicts) and (final or len(verdicts) >= repetitions):
+        return "invalid"
+    left = repetitions - len(verdicts)
+    if not final and any(verdicts.count(v) + left >= need for v in ("pass", "fail")):
+        return None
+    return "undecided"
 
 
 class Execution:
@@ -85,91 +100,74 @@ class Execution:
         rows, repaired = self.results.load()
         if repaired:
             console.print(f"{self.results.path}: dropped a partial last row left by an interrupted run")
+        older = older_rows_note(rows, self.results.missing)
+        if older:
+            console.print(f"note: {self.results.path}: {older}", highlight=False)
         old_rule = old_late_rule_note(rows)
         if old_rule:
             console.print(f"note: {self.results.path}: {old_rule}", highlight=False)
         self.done.update((r.key, r) for r in rows)
 
-    def passes(self, load, res, extra_repetitions: int | None = None, extra_only_failing: bool = False) -> bool:
-        """Whether ``res`` resources hold ``load``: the spec's repetitions, a majority deciding;
-        ``extra_repetitions`` overrides the spec's runs added for an undecided lag interval (the
-        demo adds one only where its answer hangs on the run), and ``extra_only_failing`` adds them
-        only for an undecided run whose point estimate fails (an undecided pass stands)."""
+    def passes(self, load, res, extra_repetitions: int | None = None) -> bool:
+        """Whether ``res`` resources hold ``load`` (an undecided point does not)."""
+        return self.verdict(load, res, extra_repetitions) == "pass"
+
+    def verdict(self, load, res, extra_repetitions: int | None = None) -> str:
+        """pass, fail, undecided or invalid for ``res`` resources at ``load``: the spec's repetitions,
+        a strict majority of them deciding. Runs that disagree with no majority leave the point
+        undecided, as does a run whose lag interval still straddled its limit at its longest;
+        ``extra_repetitions`` (default the spec's) adds runs for such a run."""
         reps = self.spec.execution.repetitions
         extra_limit = self.spec.execution.extra_repetitions if extra_repetitions is None else extra_repetitions
-        verdicts: list[bool] = []
-        extra = 0  # repetitions added because a lag interval straddled the limit
+        verdicts: list[str] = []
+        extra = 0
         rep = -1
         while rep + 1 < reps + extra:
             rep += 1
-            key = (float(load), int(res), rep)
-            r = self.done.get(key)
-            if r is not None:
-                self.resumed += 1
-            else:
-                console.print(
-                    f"[bold]experiment[/] load {load:g} x resources {res} (repetition {rep + 1}/{reps + extra})"
-                )
-                t0 = time.monotonic()
-                if self.live is not None:
-                    self.live.start_experiment(exp_id=exp_id(load, res, rep), load=load, resources=res, repetition=rep)
-                with console.status("warming up") as status:
-
-                    def on_lag(sample, status=status, t0=t0):
-                        status.update(
-                            f"load {load:g} x {res}: {time.monotonic() - t0:5.0f} s, consumer lag {sample.lag:,}"
-                        )
-                        if self.live is not None:
-                            self.live.add_sample(sample.t_s, sample.lag)
-
-                    r = self.run_experiment(load, res, rep, on_lag=on_lag)
-                if self.live is not None:
-                    self.live.end_experiment(asdict(r))
-                self.ran += 1
-                self.done[key] = r
-                self.results.append(r)
-                colour = "green" if r.passed else "red"
-                console.print(
-                    f"  [{colour}]{'PASS' if r.passed else 'FAIL'}[/] lag slope {r.lag_slope:,.1f}/s "
-                    f"[{r.lag_low:,.1f}, {r.lag_high:,.1f}] (limit {r.lag_limit:,.0f}), "
-                    f"{self._latency_text(r)}dropped "
-                    f"{r.dropped:,}, generator {r.generator_rate:,.0f}/s ({r.generator_cpu_pct:.0f} % of a CPU; "
-                    f"machine {r.machine_cpu_pct:.0f} % busy), "
-                    f"median batch {r.median_batch_ms:,.0f} ms"
-                    f"{'' if r.valid else ' [red]INVALID[/]'}"
-                )
-            retry = r.lag_verdict == "undecided" and r.valid and r.dropped_slo and extra < extra_limit
-            if retry and not (extra_only_failing and r.passed):
-                extra += 1  # the interval straddles the limit: no verdict from this run, one more
+            r = self._run(load, res, rep, reps + extra)
+            if r.verdict == "undecided" and extra < extra_limit:
+                extra += 1
                 console.print(f"  lag interval straddles the limit: repetition {reps + extra} added")
                 continue
-            verdicts.append(r.passed)
-            decided = majority(verdicts, reps)
+            verdicts.append(r.verdict)
+            decided = _majority(verdicts, reps)
             if decided is not None and (self.spec.execution.stop_at_majority or len(verdicts) >= reps):
                 return decided
-        return bool(majority(verdicts, reps))
+        return _majority(verdicts, reps, final=True)
 
-    def _latency_text(self, r: ExperimentResult) -> str:
-        """The run's p95 output latency for its line (windowed UCs), with the limit where it is an
-        SLO: a run can fail by its latency alone, and the line must say why."""
-        limit = self.spec.execution.slos.latency_p95_ms
-        if limit is not None and failed_without_output(r):
-            return "[red]no output row after the warm-up (no p95 latency)[/], "
-        if math.isnan(r.latency_p95_ms):
-            # no output row after the warm-up (UC1 has none; a 60 s window may close only during
-            # it) and no SLO failed for it: nothing (the demo's 24 s runs of UC2 mostly emit no
-            # window, and a line on each read as a fault)
-            return ""
-        text = f"p95 latency {r.latency_p95_ms:,.0f} ms"
-        if limit is None:
-            return text + ", "
-        bound = f"limit {limit:,.0f}" if r.latency_slo else f"[red]limit {limit:,.0f}[/]"
-        return f"{text} ({bound}), "
+    def _run(self, load, res, rep: int, of: int) -> ExperimentResult:
+        """Repetition ``rep`` of a point: recalled from the results, or run now."""
+        key = (float(load), int(res), rep)
+        r = self.done.get(key)
+        if r is not None:
+            self.resumed += 1
+            return r
+        console.print(f"[bold]experiment[/] load {load:g} x resources {res} (repetition {rep + 1}/{of})")
+        t0 = time.monotonic()
+        if self.live is not None:
+            self.live.start_experiment(exp_id=exp_id(load, res, rep), load=load, resources=res, repetition=rep)
+        with console.status("warming up") as status:
+
+            def on_lag(sample, status=status, t0=t0):
+                status.update(f"load {load:g} x {res}: {time.monotonic() - t0:5.0f} s, consumer lag {sample.lag:,}")
+                if self.live is not None:
+                    self.live.add_sample(sample.t_s, sample.lag)
+
+            r = self.run_experiment(load, res, rep, on_lag=on_lag)
+        if self.live is not None:
+            self.live.end_experiment(asdict(r))
+        self.ran += 1
+        self.done[key] = r
+        self.results.append(r)
+        console.print(run_line(r, self.spec.execution.slos.latency_p95_ms), highlight=False)
+        return r
 
     def run(self, search: Callable[[Callable], dict] | None = None) -> dict:
-        """The spec's search, or ``search(passes) -> metric`` (the demo's: it stops at the first
-        load one core cannot hold); either way the same experiments, files and summary."""
+        """The spec's search, or ``search(passes) -> metric``; either way the same experiments,
+        files and summary."""
         ex = self.spec.execution
+        if search is None and ex.strategy.name == "bracket":
+            return self._run_brackets()
         oracle = CountingOracle(self.passes)
         loads = [float(v) for v in ex.load.values]
         res = list(ex.resources.values)
@@ -194,22 +192,53 @@ class Execution:
         )
         return summary
 
-    def _write_summary(self, metric: dict, assumed: set | frozenset = frozenset()) -> dict:
+    def _run_brackets(self) -> dict:
+        """Capacity per resource amount as a bracket (streamscale.benchmark.bracket)."""
+        from streamscale.benchmark.bracket import bracket_search
+        from streamscale.benchmark.plots import plot_brackets
+
+        ex = self.spec.execution
+        st, values = ex.strategy, [float(v) for v in ex.load.values]
+        brackets = bracket_search(
+            list(ex.resources.values),
+            self.verdict,
+            start=values[0],
+            resolution=st.resolution,
+            factor=st.factor,
+            low=values[0] / 64,
+            high=values[-1] if len(values) > 1 else values[0] * 64,
+            max_runs=st.max_runs,
+        )
+        table = [b.as_dict() for b in brackets]
+        metric = {b.resources: b.held for b in brackets}
+        summary = self._write_summary(metric, {b.resources for b in brackets if b.held_assumed}, brackets=table)
+        plot_brackets(summary["answer"]["brackets"], Axes.of(self.spec), self.out_dir / "capacity.png")
+        return summary
+
+    def _write_summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
         ex = self.spec.execution
         kx, ky = ("load", "resources") if ex.metric == "demand" else ("resources", "load")
         rows = [{kx: k, ky: v} for k, v in metric.items()]
+        if brackets is not None:
+            keys = ("resources", "held", "failed", "width", "failed_undecided", "held_assumed", "runs")
+            rows = [{k: b[k] for k in keys} for b in brackets]
         with open(self.out_dir / "summary.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=[kx, ky])
+            w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else [kx, ky])
             w.writeheader()
             w.writerows(rows)
         cpu = [r.sampler_cpu_pct for r in self.done.values()]
         axes = Axes.of(self.spec)
+        sut = self.spec.benchmark.sut
+        if brackets is not None:
+            said = bracket_answer(brackets, axes, sut, list(self.done.values()))
+        else:
+            said = answer(metric, ex.metric, axes, sut, max(ex.resources.values), assumed)
         summary = {
             "name": self.spec.name,
             "sut": self.spec.benchmark.sut,
             "connector": spec_connector(self.spec),
             "metric": ex.metric,
-            "answer": answer(metric, ex.metric, axes, self.spec.benchmark.sut, max(ex.resources.values), assumed),
+            "answer": said,
             "load_label": axes.load_label,
             "resource_label": axes.resource_label,
             "load_type": ex.load.type,
@@ -220,6 +249,8 @@ class Execution:
             "experiments_run": self.ran,
             "experiments_resumed": self.resumed,
             "invalid_experiments": sum(1 for r in self.done.values() if not r.valid),
+            "undecided_experiments": sum(1 for r in self.done.values() if r.verdict == "undecided"),
+            "drifted_experiments": sum(1 for r in self.done.values() if r.drifted),
             "max_sampler_cpu_pct": max(cpu) if cpu else None,
         }
         (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -280,6 +311,7 @@ def run_execution(
     search: Callable[[Callable], dict] | None = None,
     properties: dict | None = None,
     sessions=None,
+    broker_pids: list[int] | None = None,
 ) -> dict:
     """Run the execution, then write report.html (streamscale.benchmark.report) next to its results.
 
@@ -287,7 +319,8 @@ def run_execution(
     client properties for every client of the run. Neither given: both from the spec's ``kafka:``
     section (a caller that gives either has read the section itself, as the command line does).
     ``sessions``: the caller's :class:`~streamscale.experiment.sessions.SparkSessions` (the demo's
-    holds the probe's session for the first experiment); default: the runner's own."""
+    holds the probe's session for the first experiment); default: the runner's own. ``broker_pids``:
+    the processes of the broker given (an embedded one's), whose CPU the experiments report."""
     from contextlib import ExitStack
 
     from streamscale.benchmark.report import write_report
@@ -299,12 +332,13 @@ def run_execution(
             bootstrap, properties = build_connection(section=spec.kafka_section(), use_env=False)
         embedded = bootstrap is None
         if embedded:
-            bootstrap = stack.enter_context(EmbeddedBroker(log_dir=out_dir / "logs")).bootstrap
+            broker = stack.enter_context(EmbeddedBroker(log_dir=out_dir / "logs"))
+            bootstrap, broker_pids = broker.bootstrap, broker.pids()
         conn = KafkaConnection.of(bootstrap, properties)
         note = short_for_windows(spec)
         if note:
             console.print(f"note: {note}", highlight=False)
-        runner = ExperimentRunner(spec, out_dir, conn, sessions)
+        runner = ExperimentRunner(spec, out_dir, conn, sessions, broker_pids)
         stack.callback(runner.close)  # a kept session stops before the broker it reads
         execution = Execution(spec, out_dir, runner, live=live)
         env = environment(spec, conn.bootstrap, embedded)

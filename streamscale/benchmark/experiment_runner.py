@@ -14,7 +14,14 @@ from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
 from streamscale.broker.connection import KafkaConnection
-from streamscale.experiment.slo import lag_limit, lag_trend_estimate, latency_percentile_ms, median_batch_ms
+from streamscale.experiment.slo import (
+    lag_limit,
+    lag_trend_estimate,
+    latency_percentile_ms,
+    median_batch_ms,
+    processing_percentile_ms,
+    processing_trend,
+)
 
 
 def experiment_settings(spec: Spec, load: float, resources: int) -> dict:
@@ -80,27 +87,72 @@ def run_validity(generator_reached_target: bool, lag_samples_missed: int, durati
     return True, ""
 
 
+# Sequential testing: a run stops early only when its lag trend's interval at this confidence
+# clears the limit (looks every 2 s from min_duration_s on: a stricter interval than the final
+# 95 % keeps the many looks from deciding by chance); at its longest the 95 % interval decides.
+EARLY_CONFIDENCE = 0.995
+
+
+def processing_limit_ms(spec: Spec, params: dict) -> float | None:
+    """The processing-latency SLO's limit on the p95, ms (None: no such SLO)."""
+    from streamscale.benchmark.spec import PROCESSING_P95_TRIGGERS
+    from streamscale.pipelines import make_pipeline
+
+    given = spec.execution.slos.processing_latency_p95_ms
+    if given is None:
+        return None
+    if given == "auto":
+        return PROCESSING_P95_TRIGGERS * make_pipeline(spec.benchmark.sut, params).params.trigger_interval_s * 1000
+    return float(given)
+
+
+def combined_verdict(valid: bool, lag: str, others_hold: bool) -> str:
+    """One run's verdict: invalid, else fail when a decided SLO failed, else undecided while the lag
+    trend's interval straddles its limit, else pass."""
+    if not valid:
+        return "invalid"
+    if lag == "fail" or not others_hold:
+        return "fail"
+    return "undecided" if lag == "undecided" else "pass"
+
+
 class ExperimentRunner:
     """Runs single experiments for real (broker, generator, Spark pipeline) and judges them."""
 
-    def __init__(self, spec: Spec, out_dir: Path, bootstrap: KafkaConnection | str, sessions=None):
+    def __init__(self, spec: Spec, out_dir: Path, bootstrap: KafkaConnection | str, sessions=None, broker_pids=None):
         """``sessions``: a :class:`~streamscale.experiment.sessions.SparkSessions` the experiments take
         their Spark sessions from (its owner closes it); default: one of the runner's own, keeping a
-        session from one experiment for the next when the spec says ``reuse_spark``."""
+        session from one experiment for the next when the spec says ``reuse_spark``. ``broker_pids``:
+        the broker's processes (an embedded broker's), whose CPU each experiment reports."""
         from streamscale.experiment.sessions import SparkSessions
 
         self.spec, self.out_dir, self.bootstrap = spec, out_dir, bootstrap
         self.own_sessions = sessions is None
         self.sessions = SparkSessions(keep=spec.execution.reuse_spark) if sessions is None else sessions
+        self.broker_pids = list(broker_pids or [])
+        self.reference_speed: float | None = None  # the execution's first calibration
 
     def close(self) -> None:
         """Stop a session the runner kept (its own sessions only)."""
         if self.own_sessions:
             self.sessions.close()
 
+    def judge(self, s: dict, limit: float):
+        """Whether a run so far is decided (sequential testing): its lag trend's strict interval
+        clears the limit."""
+        ex = self.spec.execution
+        period = emission_period_s(self.spec, s["params"])
+
+        def decided(lag, batches, t0_wall, topic) -> bool:
+            trend = lag_trend_estimate(lag, batches, t0_wall, ex.warmup_s, topic, period_s=period)
+            return trend.verdict(limit, EARLY_CONFIDENCE) != "undecided"
+
+        return decided
+
     def __call__(
         self, load: float, resources: int, repetition: int, on_lag: Callable | None = None
     ) -> ExperimentResult:
+        from streamscale.experiment.noise import DRIFT_LIMIT, calibration_speed, drift
         from streamscale.experiment.sut import run_sut
         from streamscale.observe import prometheus
 
@@ -115,6 +167,10 @@ class ExperimentRunner:
                 "repetition": str(repetition),
             }
         )
+        limit = lag_limit(s["rate"], ex.slos.lag_trend_threshold)
+        speed_before = calibration_speed()
+        if self.reference_speed is None:
+            self.reference_speed = speed_before
         r = run_sut(
             spec.benchmark.sut,
             sensors=s["sensors"],
@@ -130,15 +186,16 @@ class ExperimentRunner:
             on_lag=on_lag,
             cpus=s["cpus"],
             sessions=self.sessions,
+            judge=self.judge(s, limit) if ex.shortest_s is not None else None,
+            min_duration_s=ex.shortest_s,
+            broker_pids=self.broker_pids,
         )
+        speed_after = calibration_speed()
         trend = lag_trend_estimate(
             r.lag, r.batches, r.t0_wall, ex.warmup_s, r.input_topic, period_s=emission_period_s(spec, s["params"])
         )
         slope, limit = trend.slope, lag_limit(r.target_rate, ex.slos.lag_trend_threshold)
         lag_verdict = trend.verdict(limit)
-        # undecided: the runner adds repetitions (execution.extra_repetitions); when none is left
-        # the point estimate decides, as a bare slope did before intervals
-        lag_ok = lag_verdict == "pass" or (lag_verdict == "undecided" and slope <= limit)
         windowed = spec.benchmark.sut in ("uc2", "uc4")
         frac = r.dropped_late / r.generated if r.generated else 0.0
         thr = ex.slos.dropped_records_threshold
@@ -147,7 +204,29 @@ class ExperimentRunner:
         batch_ms = median_batch_ms(r.batches, r.t0_wall or None, trend.start_s)
         lat_limit = ex.slos.latency_p95_ms
         latency_ok = lat_limit is None or (p95 is not None and p95 <= lat_limit)
-        valid, invalid_note = run_validity(r.generator_reached_target, r.lag_samples_missed, ex.duration_s)
+        proc = {q: processing_percentile_ms(r.batches, q, r.t0_wall or None, ex.warmup_s) for q in (0.5, 0.95)}
+        proc_limit = processing_limit_ms(spec, s["params"])
+        # no record processed after the warm-up: no latency to hold a limit to (nothing got through)
+        processing_ok = proc_limit is None or (proc[0.95] is not None and proc[0.95] <= proc_limit)
+        proc_trend = processing_trend(r.batches, r.t0_wall, ex.warmup_s) if r.t0_wall else None
+        valid, invalid_note = run_validity(r.generator_reached_target, r.lag_samples_missed, r.ran_s or ex.duration_s)
+        verdict = combined_verdict(valid, lag_verdict, dropped_ok and latency_ok and processing_ok)
+        moved = drift(self.reference_speed, speed_before, speed_after)
+        ran = r.ran_s or ex.duration_s
+        notes = [invalid_note] if invalid_note else []
+        if verdict == "undecided":
+            notes.append(f"lag interval still straddles the limit after {ran:.0f} s")
+        if moved > DRIFT_LIMIT:
+            notes.append(f"the machine's speed moved by {moved:.0%} around the run")
+
+        def nan(x):
+            return float("nan") if x is None else x
+
+        def r3(x):
+            return round(x, 3) if x is not None and math.isfinite(x) else float("nan")
+
+        longest = [b["processing_max_ms"] for b in r.batches if b.get("processing_max_ms") is not None]
+
         res = ExperimentResult(
             exp_id=exp_id(load, resources, repetition),
             load=load,
@@ -159,27 +238,50 @@ class ExperimentRunner:
             valid=valid,
             lag_slope=round(slope, 3) if math.isfinite(slope) else slope,
             lag_limit=limit,
-            lag_slo=lag_ok,
+            lag_slo=lag_verdict == "pass",
             dropped=r.dropped_late,
             dropped_fraction=round(frac, 6),
             dropped_slo=dropped_ok,
-            passed=valid and lag_ok and dropped_ok and latency_ok,
+            passed=verdict == "pass",
             final_lag=r.final_lag,
             processed_records=r.processed_records,
-            sampler_cpu_pct=round(100 * r.sampler_cpu_s / ex.duration_s, 3),
+            sampler_cpu_pct=round(100 * r.sampler_cpu_s / ran, 3),
             wall_s=round(r.wall_s, 1),
-            note=invalid_note or ("lag interval straddles the limit" if lag_verdict == "undecided" else ""),
+            note="; ".join(notes),
             lag_low=round(trend.low, 3),
             lag_high=round(trend.high, 3),
             lag_basis=trend.basis,
             lag_period_s=trend.period_s,
             lag_verdict=lag_verdict,
-            latency_p95_ms=float("nan") if p95 is None else p95,
+            latency_p95_ms=nan(p95),
             latency_slo=latency_ok,
             trend_from_s=round(trend.start_s, 3),
-            median_batch_ms=float("nan") if batch_ms is None else batch_ms,
-            generator_cpu_pct=round(100 * r.generator_cpu_s / ex.duration_s, 1),
+            median_batch_ms=nan(batch_ms),
+            generator_cpu_pct=round(100 * r.generator_cpu_s / ran, 1),
             machine_cpu_pct=round(r.machine_cpu_pct, 1),
+            verdict=verdict,
+            ran_s=round(ran, 1),
+            processing_p50_ms=nan(proc[0.5]),
+            processing_p95_ms=nan(proc[0.95]),
+            processing_max_ms=max(longest) if longest else float("nan"),
+            processing_limit_ms=nan(proc_limit),
+            processing_slo=processing_ok,
+            processing_trend=round(proc_trend.slope, 3)
+            if proc_trend and math.isfinite(proc_trend.slope)
+            else nan(None),
+            processing_trend_low=round(proc_trend.low, 3)
+            if proc_trend and math.isfinite(proc_trend.low)
+            else nan(None),
+            processing_trend_high=round(proc_trend.high, 3)
+            if proc_trend and math.isfinite(proc_trend.high)
+            else nan(None),
+            spark_cpu_pct=round(r.spark_cpu_pct, 1),
+            broker_cpu_pct=round(r.broker_cpu_pct, 1),
+            steal_pct=round(r.steal_pct, 2),
+            speed_before=round(speed_before),
+            speed_after=round(speed_after),
+            drift=round(moved, 3),
+            drifted=moved > DRIFT_LIMIT,
         )
         self._write_lag(res, r.lag, trend)
         prometheus.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()

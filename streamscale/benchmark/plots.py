@@ -60,7 +60,7 @@ def plot_lag(times, lags, warmup_s: float, res, path: Path, trend=None, axes: Ax
                     linewidth=1.5,
                     label=f"SLO limit: trend ≤ {res.lag_limit:,.0f} records/s",
                 )
-    verdict = "PASS" if res.passed else ("INVALID" if not res.valid else "FAIL")
+    verdict = (getattr(res, "verdict", "") or ("pass" if res.passed else "fail" if res.valid else "invalid")).upper()
     rate = getattr(res, "target_rate", None) or axes.rate(res.load)
     ax.set_title(
         f"{rate:,.0f} records/s on {axes.resources(res.resources)}, repetition {res.repetition + 1}: {verdict}",
@@ -155,6 +155,55 @@ def plot_metric(
         ax.set_title("load capacity: highest load meeting every SLO")
         xlabel, ylabel = axes.resource_label, axes.load_label
     return _finish(fig, ax, xlabel, ylabel, path)
+
+
+def plot_brackets(brackets: list[dict], axes: Axes, path: Path) -> Path:
+    """Each resource amount's bracket: the highest load it held (a filled circle; hollow where the
+    amount below held it and this one was not run), the lowest it failed (a cross; a diamond where
+    that run stayed undecided), and the span between them in which its capacity lies."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    labels: set[str] = set()
+
+    def mark(x, y, style: dict, label: str) -> None:
+        ax.plot([x], [y], linestyle="none", label=None if label in labels else label, **style)
+        labels.add(label)
+
+    top = 0.0
+    for b in brackets:
+        x = b["resources"]
+        held, failed = b.get("held_rate"), b.get("failed_rate")
+        if held is not None and failed is not None:
+            ax.plot([x, x], [held, failed], color="tab:blue", linewidth=6, alpha=0.25, solid_capstyle="butt")
+        if held is not None:
+            hollow = b.get("held_assumed")
+            mark(
+                x,
+                held,
+                {
+                    "marker": "o",
+                    "markersize": 9,
+                    "color": "tab:blue",
+                    "markerfacecolor": "white" if hollow else "tab:blue",
+                },
+                "held (hollow: as fewer resources, not run)" if hollow else "highest load held",
+            )
+            top = max(top, held)
+        if failed is not None:
+            if b.get("failed_undecided"):
+                mark(
+                    x, failed, {"marker": "D", "markersize": 8, "color": "goldenrod"}, "undecided (interval straddles)"
+                )
+            else:
+                mark(x, failed, {"marker": "X", "markersize": 10, "color": "tab:red"}, "lowest load failed")
+            top = max(top, failed)
+        elif held is not None:
+            mark(x, held * 1.04, {"marker": "^", "markersize": 9, "color": "grey"}, "no higher load tested")
+    ax.set_xlim(0.5, max((b["resources"] for b in brackets), default=1) + 0.5)
+    ax.set_ylim(0, max(top, 1) * 1.15)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _thousands(ax.yaxis)
+    ax.set_title("capacity: the load held and the load failed, per resource amount")
+    return _finish(fig, ax, axes.resource_label, axes.load_label, path)
 
 
 def _missing_and_fit(ax, xs, ys, missing_at, marker: str, missing_label: str, kind: str, axes: Axes) -> None:

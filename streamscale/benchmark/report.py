@@ -44,14 +44,49 @@ def _answer(summary: dict) -> list[str]:
         }
         for r in a.get("capacity", [])
     ]
+    sentence = f'<p class="answer" style="font-size:1.25em"><strong>{html.escape(a["sentence"])}.</strong></p>'
+    if a.get("brackets"):
+        return [
+            sentence,
+            "<h2>Capacity per resource amount</h2>",
+            html_table(_bracket_rows(a, load_col, res_col), "brackets"),
+        ]
     return [
-        f'<p class="answer" style="font-size:1.25em"><strong>{html.escape(a["sentence"])}.</strong></p>',
+        sentence,
         '<div style="display:flex;gap:3em"><div><h2>Demand per load</h2>',
         html_table(demand, "demand"),
         "</div><div><h2>Capacity per resource amount</h2>",
         html_table(capacity, "capacity"),
         "</div></div>",
     ]
+
+
+def _bracket_rows(a: dict, load_col: str, res_col: str) -> list[dict]:
+    """A bracket search's table: both ends per resource amount, how far apart, what Spark had."""
+
+    def rate(v):
+        return "—" if v is None else f"{v:,.0f}"
+
+    rows = []
+    for b in a["brackets"]:
+        failed = rate(b.get("failed_rate"))
+        if b.get("failed_undecided"):
+            failed += " (undecided)"
+        elif b.get("failed") is None and b.get("ceiling"):
+            failed = f"— ({b['ceiling']})"
+        rows.append(
+            {
+                res_col: b["resources"],
+                f"highest {load_col} held": rate(b.get("held_rate"))
+                + (" (not run: as fewer resources)" if b.get("held_assumed") else ""),
+                f"lowest {load_col} failed": failed,
+                "apart": "—" if b.get("width") is None else f"{b['width']:.0%}",
+                "runs": b.get("runs", ""),
+                "CPUs Spark used": "—" if b.get("spark_cpus") is None else f"{b['spark_cpus']:.2f}",
+                "deciding runs on a drifting machine": b.get("ends_drifted", 0),
+            }
+        )
+    return rows
 
 
 # the experiments table: the columns a reader compares across experiments
@@ -66,13 +101,19 @@ _EXPERIMENT_COLUMNS = (
     "lag_high",
     "lag_limit",
     "lag_verdict",
-    "lag_slo",
+    "processing_p95_ms",
+    "processing_limit_ms",
     "dropped",
     "dropped_slo",
-    "passed",
+    "verdict",
+    "ran_s",
     "generator_rate",
     "generator_cpu_pct",
+    "spark_cpu_pct",
+    "broker_cpu_pct",
     "machine_cpu_pct",
+    "steal_pct",
+    "drift",
     "median_batch_ms",
     "latency_p95_ms",
     "note",
@@ -113,11 +154,19 @@ def write_report(results_dir: Path) -> Path:
         html_table([{k: getattr(e, k) for k in _EXPERIMENT_COLUMNS} for e in experiments], "experiments"),
     ]
     for e in experiments:
-        verdict = "pass" if e.passed else "fail"
+        verdict = e.verdict or ("pass" if e.passed else "fail")
         parts.append(
             f'<div class="exp" id="{html.escape(e.exp_id)}"><h3>{html.escape(e.exp_id)} '
             f'<span class="{verdict}">{verdict.upper()}</span></h3>'
         )
+        if math.isfinite(e.processing_p95_ms):
+            parts.append(
+                f"<p>processing latency (Kafka timestamp to the batch's commit): p50 {e.processing_p50_ms:,.0f} ms, "
+                f"p95 {e.processing_p95_ms:,.0f} ms"
+                + (f" (limit {e.processing_limit_ms:,.0f} ms)" if math.isfinite(e.processing_limit_ms) else "")
+                + (f", trend {e.processing_trend:,.1f} ms/s" if math.isfinite(e.processing_trend) else "")
+                + f"; the run took {e.ran_s:,.0f} s</p>"
+            )
         if not e.valid:
             parts.append(f'<p class="invalid">INVALID: {html.escape(e.note or "no reason recorded")}</p>')
         interval = (

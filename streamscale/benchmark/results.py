@@ -62,6 +62,31 @@ class ExperimentResult:
     generator_cpu_pct: float = float("nan")  # the load generator's processes, % of one CPU over the run
     machine_cpu_pct: float = float("nan")  # all of the machine's CPUs busy while the load ran, %
     late_rule: str = LATE_RULE  # how ``dropped`` was counted (see LATE_RULE)
+    # pass | fail | undecided (the lag interval still straddled its limit at the run's longest) |
+    # invalid; "" in rows of an older streamscale (their ``passed`` stands)
+    verdict: str = ""
+    ran_s: float = float("nan")  # how long the load ran (sequential testing stops a decided run early)
+    # every record's latency, Kafka timestamp to its batch's commit (19 % buckets, upper edges)
+    processing_p50_ms: float = float("nan")
+    processing_p95_ms: float = float("nan")
+    processing_max_ms: float = float("nan")
+    processing_limit_ms: float = float("nan")  # the SLO's limit on the p95 (NaN: no such SLO)
+    processing_slo: bool = True
+    processing_trend: float = float("nan")  # the per-batch p95's slope after the warm-up, ms per s
+    processing_trend_low: float = float("nan")  # and its 95 % interval
+    processing_trend_high: float = float("nan")
+    # what the run competed with (streamscale.experiment.noise): % of one CPU, steal % of all CPUs
+    spark_cpu_pct: float = float("nan")
+    broker_cpu_pct: float = float("nan")
+    steal_pct: float = float("nan")
+    speed_before: float = float("nan")  # the machine's calibration loop, loops/s, just before the run
+    speed_after: float = float("nan")  # and just after it
+    drift: float = float("nan")  # the largest relative change against the execution's first calibration
+    drifted: bool = False  # drift beyond streamscale.experiment.noise.DRIFT_LIMIT
+
+    def __post_init__(self):
+        if not self.verdict:  # a row of an older streamscale: its verdict as it was decided then
+            self.verdict = "invalid" if not self.valid else ("pass" if self.passed else "fail")
 
     @property
     def key(self) -> tuple[float, int, int]:
@@ -90,6 +115,25 @@ def old_late_rule_note(rows: list[ExperimentResult]) -> str | None:
         f"{len(old)} of {len(rows)} experiments counted dropped records by an older rule (the batch's own "
         "watermark, which also counted readings Spark kept): their 'dropped' figures and dropped-records "
         "verdicts over-count; run them again in a new results directory to compare"
+    )
+
+
+def older_rows_note(rows: list[ExperimentResult], missing: set[str]) -> str | None:
+    """One line when rows were written by an older streamscale without today's figures."""
+    if not rows or not missing:
+        return None
+    named = [c for c in ("verdict", "processing_p95_ms", "speed_before") if c in missing]
+    what = {
+        "verdict": "a verdict of their own (their pass or fail stands, decided as it was then)",
+        "processing_p95_ms": "processing latency",
+        "speed_before": "what they competed with or the machine's speed",
+    }
+    return (
+        f"{len(rows)} experiments were run by an older streamscale, without "
+        + ", ".join(what[c] for c in named)
+        + "; they are read with those figures empty"
+        if named
+        else None
     )
 
 
@@ -153,6 +197,7 @@ class ResultsFile:
 
     def __init__(self, results_dir: Path):
         self.path = Path(results_dir) / FILE_NAME
+        self.missing: set[str] = set()  # today's columns the file did not have when loaded
 
     def load(self) -> tuple[list[ExperimentResult], bool]:
         """The rows, and whether a partial last row left by an interrupted run was cut off."""
@@ -163,7 +208,9 @@ class ResultsFile:
         if whole != text:
             self._replace(whole)  # repaired, so that appended rows start on a line of their own
         rows = parse(whole, str(self.path))
-        if whole and whole.split("\n", 1)[0].rstrip("\r") != ",".join(COLUMNS):
+        header = whole.split("\n", 1)[0].rstrip("\r").split(",") if whole else []
+        self.missing = set(COLUMNS) - set(header) if header else set()
+        if whole and header != COLUMNS:
             # written by an older streamscale (fewer columns): rewritten with today's columns (the
             # new ones at their defaults), so that appended rows match the header
             self._replace(_csv_text(rows, header=True))

@@ -76,8 +76,21 @@ class ResourceSpec(_Model):
         return sorted(v)
 
 
+# The default bound on every record's processing latency (its Kafka timestamp to the commit of
+# the micro-batch that processed it): 8 trigger intervals at the 95th percentile. A record waits
+# for the next batch and then for that batch, so when batches run back to back the p95 is about
+# twice a batch's time (measured: docs/benchmarking.md): 8 intervals fail a query whose batches
+# take more than ~4 intervals, while one that keeps up (batches within an interval) stays at 1-3.
+PROCESSING_P95_TRIGGERS = 8.0
+
+
 class SLOSpec(_Model):
     lag_trend_threshold: float = Field(0.01, ge=0, description="max lag slope as a fraction of records/s")
+    processing_latency_p95_ms: float | Literal["auto"] | None = Field(
+        "auto",
+        description="every UC: max 95th percentile after the warm-up of every record's latency from its "
+        "Kafka timestamp to its batch's commit; auto: 8 trigger intervals; null: no such SLO (reported always)",
+    )
     dropped_records_threshold: float | None = Field(0.01, ge=0, description="windowed UCs: max dropped fraction")
     latency_p95_ms: float | None = Field(
         None,
@@ -88,8 +101,15 @@ class SLOSpec(_Model):
 
 
 class StrategySpec(_Model):
-    name: Literal["full", "linear", "binary"] = "linear"
+    name: Literal["full", "linear", "binary", "bracket"] = "linear"
     lower_bound: bool = True
+    # bracket (metric capacity): per resource amount the highest load held and the lowest failed,
+    # within ``resolution`` of each other (streamscale.benchmark.bracket); load.values give the
+    # first load tried (the lowest value) and the range searched (down to a 64th of the lowest, up
+    # to the highest, or 64 times the lowest when only one is given)
+    resolution: float = Field(0.15, gt=0, le=1, description="bracket: failed / held - 1 to reach")
+    factor: float = Field(2.0, gt=1, le=10, description="bracket: load step while searching outwards")
+    max_runs: int = Field(12, ge=2, le=50, description="bracket: most experiments per resource amount")
 
 
 class ExecutionSpec(_Model):
@@ -99,11 +119,17 @@ class ExecutionSpec(_Model):
     executor_cores: int = Field(1, ge=1)
     executor_memory: str = "1g"
     slos: SLOSpec = Field(default_factory=SLOSpec)
-    duration_s: float = Field(60.0, gt=0)
+    duration_s: float = Field(60.0, gt=0, description="a run's longest length (sequential testing may stop it sooner)")
     warmup_s: float = Field(20.0, ge=0)
+    min_duration_s: float | Literal["auto"] | None = Field(
+        "auto",
+        description="sequential testing: from this length on, a run stops as soon as its lag trend's "
+        "99 % interval clears the limit; auto: warmup_s + a quarter of the rest, at least 10 s after the "
+        "warm-up; null: every run lasts duration_s",
+    )
     repetitions: int = Field(1, ge=1)
     extra_repetitions: int = Field(
-        2,
+        0,
         ge=0,
         le=10,
         description="runs added per load and resources when a lag trend's 95 % interval straddles the limit",
@@ -131,7 +157,24 @@ class ExecutionSpec(_Model):
             raise ValueError("resource type 'executors' needs a master (spark://host:port or k8s://...)")
         if self.master and not self.master.startswith(("spark://", "k8s://", "local")):
             raise ValueError(f"master '{self.master}': use local[k], spark://host:port or k8s://https://host:port")
+        if self.strategy.name == "bracket" and self.metric != "capacity":
+            raise ValueError("strategy 'bracket' searches a capacity per resource amount: set metric: capacity")
+        if isinstance(self.min_duration_s, (int, float)) and not self.warmup_s < self.min_duration_s <= self.duration_s:
+            raise ValueError(
+                f"min_duration_s ({self.min_duration_s:g}) must lie after warmup_s ({self.warmup_s:g}) "
+                f"and at most at duration_s ({self.duration_s:g})"
+            )
         return self
+
+    @property
+    def shortest_s(self) -> float | None:
+        """When a run may stop once decided (None: runs last duration_s)."""
+        if self.min_duration_s is None:
+            return None
+        if self.min_duration_s == "auto":
+            rest = self.duration_s - self.warmup_s
+            return min(self.duration_s, self.warmup_s + max(10.0, rest / 4))
+        return float(self.min_duration_s)
 
 
 class Spec(_Model):

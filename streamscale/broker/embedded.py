@@ -134,6 +134,10 @@ class EmbeddedBroker:
         self.properties_path: Path | None = None
         self.started_s: float | None = None  # seconds from start() to a broker answering
 
+    def pids(self) -> list[int]:
+        """The broker's process ids (one JVM; none before it starts)."""
+        return [self.proc.pid] if self.proc is not None else []
+
     @property
     def bootstrap(self) -> str:
         if self.port is None:

@@ -35,20 +35,33 @@ import numpy as np
 MIN_BATCHES = 4
 
 
-def _t975(df: int) -> float:
-    """Student's t quantile 0.975 (Cornish-Fisher expansion; within 0.01 for df >= 3)."""
+_Z = {0.95: 1.959964, 0.99: 2.575829, 0.995: 2.807034}
+_T_SMALL = {  # exact Student's t quantiles for few degrees of freedom, per two-sided confidence
+    0.95: {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571},
+    0.99: {1: 63.657, 2: 9.925, 3: 5.841, 4: 4.604, 5: 4.032},
+    0.995: {1: 127.321, 2: 14.089, 3: 7.453, 4: 5.598, 5: 4.773},
+}
+
+
+def t_quantile(df: int, confidence: float = 0.95) -> float:
+    """Student's t quantile for a two-sided ``confidence`` interval (0.95, 0.99 or 0.995;
+    Cornish-Fisher expansion beyond df 5, within 0.01 for df >= 6)."""
     if df <= 0:
         return float("inf")
-    exact = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}
+    exact = _T_SMALL[confidence]
     if df in exact:
         return exact[df]
-    z = 1.959964
+    z = _Z[confidence]
     return (
         z
         + (z**3 + z) / (4 * df)
         + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
         + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
     )
+
+
+def _t975(df: int) -> float:
+    return t_quantile(df, 0.95)
 
 
 @dataclass(frozen=True)
@@ -62,13 +75,23 @@ class Trend:
     commits: tuple = ((), ())  # (times, lags) after every batch commit, warm-up included (for plots)
     start_s: float = float("nan")  # the first point fitted: where the warm-up ended
     period_s: float = 0.0  # a window period whose phases were fitted as levels of their own (0: none)
+    se: float = float("nan")  # the slope's standard error
+    df: int = 0  # its degrees of freedom
 
-    def verdict(self, limit: float) -> str:
+    def interval(self, confidence: float = 0.95) -> tuple[float, float]:
+        """The slope's two-sided interval at ``confidence`` (0.95 is ``low``, ``high``)."""
+        if confidence == 0.95 or not math.isfinite(self.se):
+            return self.low, self.high
+        half = t_quantile(self.df, confidence) * self.se
+        return self.slope - half, self.slope + half
+
+    def verdict(self, limit: float, confidence: float = 0.95) -> str:
         if not math.isfinite(self.slope):
             return "fail"  # no trend could be judged: not a pass
-        if self.high <= limit:
+        low, high = self.interval(confidence)
+        if high <= limit:
             return "pass"
-        if self.low > limit:
+        if low > limit:
             return "fail"
         return "undecided"
 
@@ -92,8 +115,8 @@ def fit(times, values, basis: str = "seconds") -> Trend:
         se = math.sqrt(float(resid @ resid) / (n - 2) / float(((t - t.mean()) ** 2).sum()))
         half = _t975(n - 2) * se
     else:
-        half = float("inf")
-    return Trend(float(slope), float(intercept), float(slope - half), float(slope + half), n, basis)
+        se, half = float("inf"), float("inf")
+    return Trend(float(slope), float(intercept), float(slope - half), float(slope + half), n, basis, se=se, df=n - 2)
 
 
 PHASE_BINS_MAX = 12
@@ -127,10 +150,13 @@ def fit_periodic(times, values, period_s: float, basis: str = "batches") -> Tren
         var = float(resid @ resid) / (n - k) * float(np.linalg.inv(x.T @ x)[0, 0])
     except np.linalg.LinAlgError:
         return fit(t, y, basis)
-    slope, half = float(coef[0]), _t975(n - k) * math.sqrt(max(var, 0.0))
+    se = math.sqrt(max(var, 0.0))
+    slope, half = float(coef[0]), _t975(n - k) * se
     # the drawn line runs through the points' mean level (the phase levels average out over periods)
     intercept = float(y.mean() - slope * t.mean())
-    return Trend(slope, intercept, slope - half, slope + half, n, basis, start_s=float(t[0]), period_s=period_s)
+    return Trend(
+        slope, intercept, slope - half, slope + half, n, basis, start_s=float(t[0]), period_s=period_s, se=se, df=n - k
+    )
 
 
 def _end_total(end_offsets, topic: str | None) -> int | None:
@@ -248,28 +274,55 @@ def lag_slo_holds(slope: float, generated_rate: float, threshold: float = 0.01) 
 
 
 def latency_percentile_ms(
-    batches, q: float = 0.95, t0_wall: float | None = None, warmup_s: float = 0.0
+    batches,
+    q: float = 0.95,
+    t0_wall: float | None = None,
+    warmup_s: float = 0.0,
+    cdf: str = "latency_cdf",
+    rows: str = "output_records",
 ) -> float | None:
-    """The run's q-quantile of output latency from the batches' ``latency_cdf`` (rows at or below
-    each edge) and ``output_records``; batches ending before the warm-up are left out. None: no
-    output rows (or no latency measured, e.g. UC1); inf: beyond the largest edge."""
+    """The run's q-quantile of a latency from the batches' cumulative counts (``cdf``: rows at or
+    below each edge; default the output latency) and row counts (``rows``); batches ending before
+    the warm-up are left out. None: no rows (or no latency measured, e.g. UC1's output); inf:
+    beyond the largest edge."""
     from streamscale.pipelines.output import LATENCY_EDGES_MS
 
     total, cum = 0, np.zeros(len(LATENCY_EDGES_MS))
     for b in batches:
-        cdf, rows = _field(b, "latency_cdf"), _field(b, "output_records")
-        if not cdf or not rows:
+        counts, n = _field(b, cdf), _field(b, rows)
+        if not counts or not n:
             continue
         if t0_wall is not None:
             end = _batch_end_s(b, t0_wall)
             if end is None or end < warmup_s:
                 continue
-        total += int(rows)
-        cum += np.asarray(cdf, dtype=float)
+        total += int(n)
+        cum += np.asarray(counts, dtype=float)
     if total == 0:
         return None
     k = int(np.searchsorted(cum, q * total, side="left"))
     return float(LATENCY_EDGES_MS[k]) if k < len(LATENCY_EDGES_MS) else float("inf")
+
+
+def processing_percentile_ms(batches, q: float = 0.95, t0_wall: float | None = None, warmup_s: float = 0.0):
+    """The run's q-quantile of every record's processing latency (Kafka timestamp to its batch's
+    commit, ``processing_cdf``), after the warm-up."""
+    return latency_percentile_ms(batches, q, t0_wall, warmup_s, "processing_cdf", "input_rows")
+
+
+def processing_trend(batches, t0_wall: float, warmup_s: float = 0.0, q: float = 0.95) -> Trend:
+    """The trend of the batches' own q-quantile of processing latency after the warm-up, in ms per
+    second of the run, with its 95 % interval: a query falling behind reads ever older records."""
+    times, values = [], []
+    for b in batches:
+        end = _batch_end_s(b, t0_wall)
+        if end is None or end < warmup_s:
+            continue
+        p = latency_percentile_ms([b], q, cdf="processing_cdf", rows="input_rows")
+        if p is not None and math.isfinite(p):
+            times.append(end)
+            values.append(p)
+    return fit(times, values, "batches")
 
 
 def median_batch_ms(batches, t0_wall: float | None = None, warmup_s: float = 0.0) -> float | None:

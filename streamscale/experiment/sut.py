@@ -13,34 +13,26 @@ import csv
 import functools
 import json
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from confluent_kafka import KafkaException
-
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.broker.connection import KafkaConnection
-from streamscale.errors import KafkaError, SparkError, StreamscaleError
-from streamscale.experiment.cpus import busy_pct, machine_ticks
+from streamscale.errors import SparkError
+from streamscale.experiment.cpus import _jvm_pid, busy_pct, machine_ticks
+from streamscale.experiment.lagsampler import LagSample, LagSampler  # noqa: F401 - re-exported
+from streamscale.experiment.noise import CpuMeter
 from streamscale.experiment.sessions import SparkSessions
-from streamscale.experiment.slo import lag_trend
 from streamscale.loadgen import GeneratorConfig, LoadGenerator
 from streamscale.observe import prometheus
 from streamscale.pipelines import make_pipeline
 
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class LagSample:
-    t_s: float
-    lag: int
-    end_total: int
-    committed_total: int
+CHECK_EVERY_S = 2.0  # how often a judged run is looked at once it may stop
 
 
 @dataclass
@@ -68,6 +60,10 @@ class SutResult:
     machine_cpu_pct: float = float("nan")  # all CPUs busy (every process) while the load ran
     connector: str = ""  # the Kafka connector the SUT read with: python or spark
     late_counted: bool = True  # False: Spark's connector, whose rows carry no watermark to count with
+    ran_s: float = 0.0  # how long the load ran: the duration, or less where the judge decided early
+    spark_cpu_pct: float = float("nan")  # the Spark application's processes while the load ran, % of one CPU
+    broker_cpu_pct: float = float("nan")  # the broker's processes (an embedded broker's), % of one CPU
+    steal_pct: float = float("nan")  # the machine's steal time while the load ran, % of all CPUs
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
 
@@ -76,84 +72,6 @@ class SutResult:
         d.pop("lag")
         d.pop("batches")
         return d
-
-
-class LagSampler:
-    """Samples the SUT's consumer lag once per interval in a background thread."""
-
-    def __init__(
-        self,
-        bootstrap: KafkaConnection | str,
-        group: str,
-        topic: str,
-        interval_s: float = 1.0,
-        on_sample: Callable[[LagSample], None] | None = None,
-    ):
-        self.bootstrap, self.group, self.topic, self.interval_s = bootstrap, group, topic, interval_s
-        self.on_sample = on_sample
-        self.samples: list[LagSample] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="lag-sampler")
-        self.t0 = 0.0
-        self.t0_wall = 0.0  # the same instant on the wall clock: batch times are wall-clock
-        self.cpu_s = 0.0
-        self.missed = 0  # samples that failed: counted and logged, the sampling goes on
-        self._error: BaseException | None = None
-
-    def start(self) -> LagSampler:
-        self.t0, self.t0_wall = time.monotonic(), time.time()
-        self._thread.start()
-        return self
-
-    def sample_once(self, access: BrokerAccess) -> LagSample:
-        ends = access.end_offsets(self.topic)
-        committed = access.committed_offsets(self.group, self.topic)
-        end_total = sum(ends.values())
-        done = sum(committed.get(p, 0) for p in ends)
-        prometheus.set_lag(self.topic, {p: e - committed.get(p, 0) for p, e in ends.items()})
-        prometheus.lag_samples.inc()
-        return LagSample(round(time.monotonic() - self.t0, 3), end_total - done, end_total, done)
-
-    def _run(self) -> None:
-        try:
-            with BrokerAccess(self.bootstrap) as access:
-                nxt = time.monotonic()
-                while not self._stop.is_set():
-                    c0 = time.thread_time()
-                    try:
-                        s = self.sample_once(access)
-                    except (KafkaError, KafkaException) as e:  # streamscale.errors.KafkaError: broker problems
-                        # one second without a sample: the trend interpolates across it. Dying here
-                        # left the run's later batches without end offsets to compare with, and the
-                        # trend silently covered only the part of the run before (seen at 150,000/s)
-                        self.missed += 1
-                        log.warning("lag sample at %.1f s failed: %s", time.monotonic() - self.t0, e)
-                        s = None
-                    self.cpu_s += time.thread_time() - c0
-                    if s is not None:
-                        self.samples.append(s)
-                        if len(self.samples) >= 3:
-                            prometheus.lag_trend.set(
-                                lag_trend([x.t_s for x in self.samples], [x.lag for x in self.samples], 0)
-                            )
-                        if self.on_sample:
-                            self.on_sample(s)
-                    nxt += self.interval_s
-                    self._stop.wait(max(0.0, nxt - time.monotonic()))
-        except BaseException as e:  # noqa: BLE001 - handed to stop(), which raises it in the run's thread
-            self._error = e
-
-    def stop(self, raise_error: bool = True) -> list[LagSample]:
-        """The samples; raises what ended the sampling thread early (a run must not be judged on
-        the part of it that was sampled before)."""
-        self._stop.set()
-        self._thread.join(10)
-        if self._error is not None and raise_error:
-            e, self._error = self._error, None
-            if isinstance(e, StreamscaleError):
-                raise e
-            raise StreamscaleError(f"the lag sampler stopped: {e}") from e
-        return self.samples
 
 
 def _export(b) -> None:
@@ -189,6 +107,9 @@ def run_sut(
     cpus: int | None = None,
     properties: dict | None = None,
     sessions: SparkSessions | None = None,
+    judge: Callable[..., bool] | None = None,
+    min_duration_s: float | None = None,
+    broker_pids: list[int] | None = None,
 ) -> SutResult:
     """Generate ``sensors`` records/s for ``duration_s`` into a fresh topic and run the pipeline.
 
@@ -197,7 +118,12 @@ def run_sut(
     ``bootstrap``: a connection or bootstrap servers (None: an embedded broker); ``properties``:
     Kafka client properties added to it, for every client of the run. ``sessions``: where the
     session comes from when ``spark`` is not given (default: one afresh, stopped after the run; a
-    keeping :class:`SparkSessions` hands the next run the same one, its workers warmed once)."""
+    keeping :class:`SparkSessions` hands the next run the same one, its workers warmed once).
+
+    ``judge(lag_samples, batches, t0_wall, topic)``: sequential testing. From ``min_duration_s`` on,
+    every :data:`CHECK_EVERY_S` the run so far is handed to it, and the load stops as soon as it
+    says the run is decided; ``duration_s`` is then the longest the run may take. ``broker_pids``:
+    the broker's processes, whose CPU the result reports (the Spark application's always is)."""
     pipe = make_pipeline(uc, params)
     if encoding != "json":
         from streamscale.errors import ConfigError
@@ -237,7 +163,8 @@ def run_sut(
                         period_s=period_s,
                         encoding=encoding,
                         distribution=distribution,
-                        duration_s=duration_s,
+                        # a judged run ends when it is decided: the generator runs until stopped
+                        duration_s=None if judge is not None else duration_s,
                     )
                 ).start()
                 run = pipe.start(
@@ -245,8 +172,11 @@ def run_sut(
                 )
                 sampler = LagSampler(bootstrap, group, input_topic, on_sample=on_lag).start()
                 ticks0 = machine_ticks()
+                meter = CpuMeter(_jvm_pid(spark), broker_pids).start()
                 # lag is sampled while load is generated; after that it only shows the drain
-                deadline = time.monotonic() + duration_s
+                t_load = time.monotonic()
+                deadline = t_load + duration_s
+                next_check = t_load + (min_duration_s if min_duration_s is not None else duration_s)
                 ctl0 = time.thread_time()
                 while time.monotonic() < deadline:
                     time.sleep(0.25)
@@ -256,6 +186,12 @@ def run_sut(
                             on_batch(asdict(b))
                     if run.exception() is not None:
                         raise SparkError(f"{uc} failed: {run.exception()}")
+                    if judge is not None and time.monotonic() >= next_check:
+                        if judge(list(sampler.samples), list(run.batches), sampler.t0_wall, input_topic):
+                            break
+                        next_check = time.monotonic() + CHECK_EVERY_S
+                ran_s = time.monotonic() - t_load
+                share = meter.stop()
                 controller_cpu = time.thread_time() - ctl0
                 machine = busy_pct(ticks0, machine_ticks())
                 lag = sampler.stop()
@@ -312,6 +248,10 @@ def run_sut(
         machine_cpu_pct=machine,
         connector=run.connector,
         late_counted=all(b.late_counted for b in run.batches),
+        ran_s=ran_s,
+        spark_cpu_pct=share.spark_cpu_pct,
+        broker_cpu_pct=share.broker_cpu_pct,
+        steal_pct=share.steal_pct,
         lag=lag,
         batches=batches,
     )

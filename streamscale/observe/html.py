@@ -85,7 +85,7 @@ def html_table(rows: list[dict], cls: str = "") -> str:
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
 th{background:#f3f3f3}img{max-width:100%;border:1px solid #ddd}pre{background:#f7f7f7;padding:1em;overflow:auto}
-.pass{color:#187a2f;font-weight:bold}.fail{color:#b3261e;font-weight:bold}
+.pass{color:#187a2f;font-weight:bold}.fail,.invalid{color:#b3261e;font-weight:bold}.undecided{color:#9a6a00;font-weight:bold}
 .invalid{background:#fff3cd;border:1px solid #e0c36b;padding:.5em}.exp{margin-bottom:2em}"""
 
 _SCRIPT = """<script>

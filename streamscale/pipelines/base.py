@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
+from streamscale.pipelines.output import latency_bucket, not_inlined
 from streamscale.pipelines.run import (  # noqa: F401 - re-exported: the pipelines' API
     _REMOVED_CHECKPOINTS,
     _TEMP_CHECKPOINTS,
@@ -28,6 +29,9 @@ from streamscale.pipelines.run import (  # noqa: F401 - re-exported: the pipelin
 )
 from streamscale.sparkio.io import read_records
 
+# the batch's start (its timestamp) as a column below the observation: Spark refuses reflect()
+# (not_inlined) inside an aggregate's arguments
+BATCH_CLOCK = "_streamscale_batch_ms"
 MIN_EVENT_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: Spark's timestamp range, in epoch ms
 MAX_EVENT_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 
@@ -158,9 +162,18 @@ class Pipeline(ABC):
             options=opts,
         )
         decoded = self.decoded()
-        # the late-record count is taken further on (accounting.py): only malformed ones here
-        df = df.observe("input", F.count(F.when(~decoded, 1)).alias("malformed"))
-        return df.where(decoded)
+        # the late-record count is taken further on (accounting.py): only malformed ones here, and
+        # how long every record waited from its Kafka timestamp to its batch's start (the run adds
+        # the batch's own time: streamscale.pipelines.progress.processing_cdf)
+        df = df.withColumn(BATCH_CLOCK, not_inlined(F.unix_millis(F.current_timestamp())))
+        waited = F.col(BATCH_CLOCK) - F.unix_millis(F.col("kafka_timestamp"))
+        df = df.observe(
+            "input",
+            F.count(F.when(~decoded, 1)).alias("malformed"),
+            F.max(waited).alias("max_wait_ms"),
+            F.histogram_numeric(latency_bucket(waited), F.lit(128)).alias("wait_buckets"),
+        )
+        return df.drop(BATCH_CLOCK).where(decoded)
 
     def decoded(self):
         """Column: the row is a reading the pipeline can use (else it counts as malformed)."""

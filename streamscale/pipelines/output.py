@@ -85,7 +85,7 @@ def shifted_cdf(cdf: list[int] | None, shift_ms: float) -> list[int] | None:
     return [int(cdf[i]) if i >= 0 else 0 for i in j]
 
 
-def _cumulative(buckets) -> list[int] | None:
+def cumulative(buckets) -> list[int] | None:
     """histogram_numeric's (bucket, count) pairs -> rows at or below each edge (a bucket may come
     in several pairs: partial histograms are appended when merged)."""
     if not buckets:
@@ -141,7 +141,7 @@ def batch_output(got: dict, written_ms: float) -> BatchOutput:
         output_records=int(got.get("rows") or 0),
         max_latency_ms=None if got.get("max_latency_ms") is None else float(got["max_latency_ms"]) + written_ms,
         avg_latency_ms=None if got.get("avg_latency_ms") is None else float(got["avg_latency_ms"]) + written_ms,
-        latency_cdf=shifted_cdf(_cumulative(got.get("latency_buckets")), written_ms),
+        latency_cdf=shifted_cdf(cumulative(got.get("latency_buckets")), written_ms),
     )
 
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from streamscale.errors import SparkError, WaitTimeout
-from streamscale.pipelines.progress import progress_offsets
+from streamscale.pipelines.progress import processing_cdf, progress_offsets
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,9 @@ class BatchMetrics:
     unregistered: int = 0  # UC4: readings of sensors not in the registry (not late)
     late_counted: bool = True  # False: no late accounting (Spark's builtin Kafka source)
     latency_cdf: list | None = None  # output rows at or below each latency edge (pipelines.output)
+    # records at or below each latency edge from their Kafka timestamp to the batch's commit
+    processing_cdf: list | None = None
+    processing_max_ms: float | None = None  # the batch's longest such latency
 
 
 _TEMP_CHECKPOINTS: set[str] = set()  # checkpoints query_settings created, removed when their run stops
@@ -169,13 +172,14 @@ class PipelineRun:
             replayed = batch_range(p, self.checkpoint)
             if replayed is not None:
                 self._to_replay.append(replayed)
+        batch_ms = int(p.get("durationMs", {}).get("triggerExecution", 0))
         return BatchMetrics(
             batch_id=p["batchId"],
             timestamp=p["timestamp"],
             input_rows=p.get("numInputRows", 0),
             input_rate=float(p.get("inputRowsPerSecond") or 0.0),
             processed_rate=float(p.get("processedRowsPerSecond") or 0.0),
-            batch_ms=int(p.get("durationMs", {}).get("triggerExecution", 0)),
+            batch_ms=batch_ms,
             end_offsets=progress_offsets(src.get("endOffset")),
             dropped_late=int(late.get("dropped_records") or 0),
             malformed=int(inp.get("malformed") or 0),
@@ -190,6 +194,8 @@ class PipelineRun:
                 else (self.writer is None or bool(late) or not p.get("numInputRows"))
             ),
             latency_cdf=out.latency_cdf if out else None,
+            processing_cdf=processing_cdf(inp.get("wait_buckets"), batch_ms) if p.get("numInputRows") else None,
+            processing_max_ms=(float(inp["max_wait_ms"]) + batch_ms if inp.get("max_wait_ms") is not None else None),
         )
 
     def count_late(self) -> None:

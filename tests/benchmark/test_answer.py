@@ -1,5 +1,5 @@
 """The answer of an execution (one sentence, demand per load, capacity per resource), the units of
-its axes, the metric plot's fit, and the demo's choice of loads from its probe."""
+its axes, the metric plot's fit, and the brackets of a capacity search."""
 
 import pytest
 
@@ -8,7 +8,6 @@ from streamscale.benchmark.plots import fit_label, plot_metric
 from streamscale.benchmark.report import _answer
 from streamscale.benchmark.search import CountingOracle, load_capacity
 from streamscale.benchmark.units import Axes, approx
-from streamscale.demo import choose_loads, step_search
 
 
 def test_demand_answers_in_one_sentence_with_capacity_derived():
@@ -91,127 +90,84 @@ def test_metric_plots_render_with_missing_points(tmp_path):
     assert p.stat().st_size > 5000 and q.stat().st_size > 5000
 
 
-def test_demo_loads_lie_within_and_beyond_one_core():
-    assert choose_loads(20_000) == [10_000, 23_000, 28_000, 34_000, 42_000, 52_000]
-    assert choose_loads(12_345) == [6_200, 14_000, 17_000, 21_000, 26_000, 32_000]  # two significant digits
-
-
-@pytest.mark.parametrize(
-    "one_core_holds, two_hold, tried, metric",
-    [
-        (21_000, 60_000, [(20000, 1), (23000, 1), (23000, 2)], {20000: 1, 23000: 2}),  # the step, then stop
-        (
-            26_000,
-            60_000,
-            [(20000, 1), (23000, 1), (28000, 1), (28000, 2)],
-            {20000: 1, 23000: 1, 28000: 2},
-        ),
-        (15_000, 60_000, [(20000, 1), (10000, 1), (20000, 2)], {10000: 1, 20000: 2}),  # the reserve below
-        (
-            15_000,
-            18_000,
-            [(20000, 1), (10000, 1), (20000, 2), (14000, 1)],
-            {10000: 1, 14000: 1, 20000: None},
-        ),  # two fail too: the middle, held by one
-        (
-            12_000,
-            18_000,
-            [(20000, 1), (10000, 1), (20000, 2), (14000, 1), (14000, 2)],
-            {10000: 1, 14000: 2, 20000: None},
-        ),  # the middle needs two
-        (
-            21_000,
-            22_000,
-            [(20000, 1), (23000, 1), (23000, 2), (21000, 1)],
-            {20000: 1, 21000: 1, 23000: None},
-        ),
-        (
-            5_000,
-            60_000,
-            [(20000, 1), (10000, 1), (10000, 2), (20000, 2)],
-            {10000: 2, 20000: 2},
-        ),  # one core holds nothing tried: no middle to look for
-        (40_000, 60_000, [(20000, 1), (23000, 1), (28000, 1)], {20000: 1, 23000: 1, 28000: 1}),  # no step
-    ],
-)
-def test_demo_search_climbs_on_one_core_until_it_fails_then_tries_two(one_core_holds, two_hold, tried, metric):
-    calls = []
-
-    def passes(load, cores):
-        calls.append((load, cores))
-        return load <= (one_core_holds if cores == 1 else two_hold)
-
-    assert step_search([23_000, 10_000, 28_000, 20_000], passes) == metric  # in any order
-    assert calls == tried
-
-
-def test_demo_ladder_finds_the_step_when_the_probe_underrated_one_core():
-    # the probe read 36,000 records/s where one core held 62,000 (a fresh-clone run): the ladder
-    # climbs past 1.7x until one core fails, then tries two
-    loads = choose_loads(36_000)
-    calls = []
-
-    def passes(load, cores):
-        calls.append((load, cores))
-        return load <= (65_000 if cores == 1 else 120_000)
-
-    assert step_search(loads, passes) == {41_000: 1, 50_000: 1, 61_000: 1, 76_000: 2}
-    assert calls == [(41_000, 1), (50_000, 1), (61_000, 1), (76_000, 1), (76_000, 2)]
-
-
-def test_the_demo_runs_an_undecided_two_core_run_again_and_no_one_core_run(tmp_path):
-    """One run per point, but a two-core run that failed with a lag interval straddling the limit
-    runs once more: a two-core run failed by chance turned a fresh-clone demo's step into "needs
-    more than 2 cores". An undecided pass stands; one-core runs are not repeated (most of the
-    demo's runs)."""
+def _row(load, res, verdict, spark_cpu_pct=float("nan"), drifted=False):
     import dataclasses
+
+    from .test_execution import fake_result
+
+    r = fake_result(load, res, 0, passed=verdict == "pass")
+    return dataclasses.replace(r, verdict=verdict, spark_cpu_pct=spark_cpu_pct, drifted=drifted)
+
+
+def test_a_bracket_answer_says_both_ends_and_what_spark_had(tmp_path):
+    from streamscale.benchmark.answer import bracket_answer
+    from streamscale.benchmark.bracket import Bracket
+    from streamscale.benchmark.plots import plot_brackets
+
+    one = Bracket(1, 30_000.0, 33_000.0, verdicts={30_000.0: "pass", 33_000.0: "fail"})
+    two = Bracket(2, 39_000.0, 43_000.0, failed_undecided=True, verdicts={39_000.0: "pass", 43_000.0: "undecided"})
+    rows = [
+        _row(30_000, 1, "pass", 95.0),
+        _row(33_000, 1, "fail", 101.0, drifted=True),
+        _row(39_000, 2, "pass", 130.0),
+        _row(43_000, 2, "undecided", 150.0),
+    ]
+    a = bracket_answer([one.as_dict(), two.as_dict()], Axes(), "uc2", rows)
+    assert a["sentence"] == (
+        "UC2 on this machine: 1 core (Spark used 1.0 CPUs) held ~30,000 records/s and failed ~33,000 records/s "
+        "(1 deciding run on a drifting machine); 2 cores (Spark used 1.4 CPUs) held ~39,000 records/s and stayed "
+        "undecided at ~43,000 records/s"
+    )
+    assert [(b["held_rate"], b["failed_rate"], b["failed_undecided"]) for b in a["brackets"]] == [
+        (30_000.0, 33_000.0, False),
+        (39_000.0, 43_000.0, True),
+    ]
+    assert a["capacity"] == [
+        {"resources": 1, "load": 30_000.0, "rate": 30_000.0, "assumed": False},
+        {"resources": 2, "load": 39_000.0, "rate": 39_000.0, "assumed": False},
+    ]
+    opening = "".join(_answer({"answer": a}))
+    assert "held ~30,000" in opening and "43,000" in opening and "undecided" in opening
+    assert plot_brackets(a["brackets"], Axes(), tmp_path / "capacity.png").stat().st_size > 5000
+
+
+def test_a_bracket_search_runs_through_the_execution(tmp_path):
+    """The spec's bracket strategy: verdicts from the runs, both ends in the summary, its files."""
+    import csv
+    import json
 
     from streamscale.benchmark.execution import Execution
     from streamscale.benchmark.spec import parse_spec
-    from streamscale.demo import two_cores_decided
 
-    from .test_execution import fake_result, spec_dict
+    from .test_execution import spec_dict
 
-    loads = [10_000, 20_000, 28_000]
     spec = parse_spec(
         spec_dict(
-            load={"type": "sensors", "values": loads},
-            repetitions=1,
-            extra_repetitions=0,
-            strategy={"name": "linear", "lower_bound": True},
+            load={"type": "sensors", "values": [20_000]},
+            metric="capacity",
+            strategy={"name": "bracket", "resolution": 0.15},
         )
     )
     ran = []
 
-    def run(load, res, rep, on_lag=None):  # every first run undecided, narrowly failing
-        ran.append((load, res, rep))
-        passed = rep > 0 or (res == 1 and load < 28_000)
-        r = fake_result(load, res, rep, passed=passed)
-        return dataclasses.replace(r, lag_verdict="undecided" if rep == 0 else "pass")
+    def run(load, res, rep, on_lag=None):
+        ran.append((load, res))
+        return _row(load, res, "pass" if load <= {1: 30_000, 2: 42_426}[res] else "fail", 100.0 * res)
 
-    summary = Execution(spec, tmp_path, run).run(search=lambda p: step_search(loads, two_cores_decided(p)))
-    # 20,000 and 28,000 on one core: one run each, their own verdicts standing (pass, fail);
-    # 28,000 on two: undecided and failed, run again, passed
-    assert ran == [(20_000, 1, 0), (28_000, 1, 0), (28_000, 2, 0), (28_000, 2, 1)]
-    assert summary["results"] == [{"load": 20_000.0, "resources": 1}, {"load": 28_000.0, "resources": 2}]
-    # an undecided pass on two cores stands: no run added
-    ran.clear()
-
-    def run_passing(load, res, rep, on_lag=None):
-        ran.append((load, res, rep))
-        r = fake_result(load, res, rep, passed=res == 2 or load < 28_000)
-        return dataclasses.replace(r, lag_verdict="undecided")
-
-    summary = Execution(spec, tmp_path / "pass", run_passing).run(
-        search=lambda p: step_search(loads, two_cores_decided(p))
-    )
-    assert ran == [(20_000, 1, 0), (28_000, 1, 0), (28_000, 2, 0)]
-    assert summary["results"] == [{"load": 20_000.0, "resources": 1}, {"load": 28_000.0, "resources": 2}]
-    # without it (the demo as it was), the step's chance failure left no step
-    ran.clear()
-    summary = Execution(spec, tmp_path / "plain", run).run(search=lambda p: step_search(loads, p))
-    assert ran == [(20_000, 1, 0), (28_000, 1, 0), (28_000, 2, 0), (24_000, 1, 0)]
-    assert {r["resources"] for r in summary["results"]} == {1, None}
+    summary = Execution(spec, tmp_path, run).run()
+    # the hand-worked example of tests/benchmark/test_bracket.py, run for real through the execution
+    assert ran[:5] == [(20_000, 1), (40_000, 1), (28_000, 1), (33_000, 1), (30_000, 1)]
+    assert ran[5:] == [(33_000, 2), (66_000, 2), (47_000, 2), (39_000, 2), (43_000, 2)]
+    brackets = summary["answer"]["brackets"]
+    assert [(b["held"], b["failed"]) for b in brackets] == [(30_000, 33_000), (39_000, 43_000)]
+    assert summary["answer"]["sentence"].startswith("UC1 on this machine: 1 core (Spark used 1.0 CPUs) held ~30,000")
+    rows = list(csv.DictReader(open(tmp_path / "summary.csv")))
+    assert [(r["resources"], r["held"], r["failed"]) for r in rows] == [
+        ("1", "30000.0", "33000.0"),
+        ("2", "39000.0", "43000.0"),
+    ]
+    assert json.loads((tmp_path / "summary.json").read_text())["answer"]["brackets"][1]["runs"] == 5
+    assert (tmp_path / "capacity.png").stat().st_size > 5000
 
 
 def test_a_second_demo_replaces_the_first_ones_results(tmp_path):

@@ -78,7 +78,7 @@ def test_a_run_failed_by_its_latency_alone_says_so(tmp_path, capsys):
 
     Execution(parse_spec(d), tmp_path, slow_output).run()
     line = next(x for x in capsys.readouterr().out.splitlines() if "FAIL" in x)
-    assert "p95 latency 5,793 ms (limit 5,000)" in line
+    assert "output p95 latency 5,793 ms (limit 5,000)" in line
 
     # no window emitted after the warm-up: no p95, and with a latency SLO a failure that says why
     def no_output(load, res, rep, on_lag=None):
@@ -114,14 +114,17 @@ def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
     def undecided_then_pass(load, res, rep, on_lag=None):
         ran.append(rep)
         r = fake_result(load, res, rep, passed=rep == 2)
-        return dataclasses.replace(r, lag_verdict="undecided" if rep < 2 else "pass")
+        undecided = rep < 2
+        return dataclasses.replace(
+            r, lag_verdict="undecided" if undecided else "pass", verdict="undecided" if undecided else "pass"
+        )
 
     summary = Execution(spec, tmp_path, undecided_then_pass).run()
     assert ran == [0, 1, 2]  # two added runs; the third decided
     assert summary["results"] == [{"load": 1000.0, "resources": 1}]
     rows = list(csv.DictReader(open(tmp_path / "experiments.csv")))
     assert [r["lag_verdict"] for r in rows] == ["undecided", "undecided", "pass"]
-    # with no runs to add, an undecided run's own verdict stands
+    # with no runs to add, the point stays undecided: it holds nothing, and is said so
     ran.clear()
     spec0 = parse_spec(
         spec_dict(
@@ -131,8 +134,9 @@ def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
             extra_repetitions=0,
         )
     )
-    Execution(spec0, tmp_path / "none", undecided_then_pass).run()
+    summary = Execution(spec0, tmp_path / "none", undecided_then_pass).run()
     assert ran == [0]
+    assert summary["results"] == [{"load": 1000.0, "resources": None}] and summary["undecided_experiments"] == 1
 
 
 def test_majority_stops_repetitions_early_unless_all_are_asked_for(tmp_path):

@@ -276,7 +276,7 @@ def test_latency_buckets_count_every_row_at_or_below_each_edge(spark):
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    from streamscale.pipelines.output import LATENCY_EDGES_MS, _cumulative, latency_bucket
+    from streamscale.pipelines.output import LATENCY_EDGES_MS, cumulative, latency_bucket
 
     rng = np.random.default_rng(8)
     lat = np.concatenate([rng.lognormal(8, 2, 3000), [0, 0.5, 1, 2**0.25, 7, 2**30], LATENCY_EDGES_MS[::7]])
@@ -285,7 +285,7 @@ def test_latency_buckets_count_every_row_at_or_below_each_edge(spark):
     df.observe(obs, F.histogram_numeric(latency_bucket(F.col("latency")), F.lit(128)).alias("b")).write.format(
         "noop"
     ).mode("overwrite").save()
-    got = _cumulative(obs.get["b"])
+    got = cumulative(obs.get["b"])
     want = [int((lat <= e * (1 + 1e-12)).sum()) for e in LATENCY_EDGES_MS]
     assert got == want
 

@@ -1,0 +1,143 @@
+"""The capacity of each resource amount as a bracket: the highest load it held and the lowest load
+it failed, searched until they lie within a resolution of each other (not rungs fixed in advance).
+
+Per resource amount, in ascending order: the first load tried is where the amount below stopped
+holding (or the given start); the search multiplies the load by ``factor`` while it holds (divides
+while it fails) until it has a load held and a load failed, then tries their geometric middle until
+``failed / held <= 1 + resolution``. Loads are rounded to two significant digits (three where two
+would not fall strictly between the ends).
+
+More resources never hold less (the search's monotonicity), so the load the amount below held is
+this amount's lower end until a run says more: it is *assumed*, not run, and said so. A run whose
+verdict stayed undecided (its interval still straddled the limit at its longest) is no failure:
+it ends the search upwards as a failure would, and the bracket says that its upper end is
+undecided. A run that could not be judged (the load generator fell short of the load) ends the
+search upwards too: the machine cannot test beyond it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from streamscale.benchmark.units import round_significant
+
+PASS, FAIL, UNDECIDED, INVALID = "pass", "fail", "undecided", "invalid"
+
+
+@dataclass
+class Bracket:
+    resources: int
+    held: float | None = None  # the highest load held (None: not even the lowest tried)
+    failed: float | None = None  # the lowest load failed or undecided (None: every load tried held)
+    held_assumed: bool = False  # held by fewer resources, not run with these
+    failed_undecided: bool = False  # the upper end is a run that stayed undecided, not a failure
+    ceiling: str = ""  # why the search could not go higher
+    verdicts: dict = field(default_factory=dict)  # load -> pass | fail | undecided | invalid
+
+    @property
+    def width(self) -> float | None:
+        """failed / held - 1: how far apart the ends lie (None without both)."""
+        if self.held is None or self.failed is None:
+            return None
+        return self.failed / self.held - 1
+
+    @property
+    def runs(self) -> int:
+        return len(self.verdicts)
+
+    def as_dict(self) -> dict:
+        return {
+            "resources": self.resources,
+            "held": self.held,
+            "failed": self.failed,
+            "width": self.width,
+            "held_assumed": self.held_assumed,
+            "failed_undecided": self.failed_undecided,
+            "ceiling": self.ceiling,
+            "runs": self.runs,
+            "verdicts": {f"{k:g}": v for k, v in sorted(self.verdicts.items())},
+        }
+
+
+def nice(load: float, digits: int = 2) -> float:
+    return float(max(1.0, round_significant(load, digits)))
+
+
+def between(low: float, high: float) -> float | None:
+    """The geometric middle of two loads, rounded to two significant digits (three where two fall on
+    an end); None when no such load lies strictly between them."""
+    mid = math.sqrt(low * high)
+    for digits in (2, 3):
+        x = nice(mid, digits)
+        if low < x < high:
+            return x
+    return None
+
+
+def bracket_search(
+    resources: list[int],
+    verdict: Callable[[float, int], str],
+    start: float,
+    resolution: float = 0.15,
+    factor: float = 2.0,
+    low: float = 1.0,
+    high: float = math.inf,
+    max_runs: int = 12,
+) -> list[Bracket]:
+    """One :class:`Bracket` per resource amount; ``verdict(load, resources)`` runs (or recalls) an
+    experiment and returns pass, fail, undecided or invalid. ``low``/``high``: the loads the search
+    may try; ``max_runs``: the most experiments per resource amount."""
+    out: list[Bracket] = []
+    below: Bracket | None = None
+    for res in sorted(resources):
+        b = Bracket(res)
+        if below is not None and below.held is not None:
+            b.held, b.held_assumed = below.held, True
+        first = below.failed if below is not None and below.failed is not None else start
+        _search(b, verdict, nice(min(max(first, low), high)), resolution, factor, low, high, max_runs)
+        out.append(b)
+        below = b
+    return out
+
+
+def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max_runs) -> None:
+    def run(x: float) -> str:
+        v = verdict(x, b.resources)
+        b.verdicts[x] = v
+        if v == PASS and (b.held is None or b.held_assumed or x > b.held):
+            b.held, b.held_assumed = x, False
+        elif v in (FAIL, UNDECIDED) and (b.failed is None or x < b.failed):
+            b.failed, b.failed_undecided = x, v == UNDECIDED
+        elif v == INVALID and b.failed is None:
+            b.ceiling = f"the load generator could not produce {x:,.0f} records/s here"
+        return v
+
+    # outwards until one load held and one did not
+    x = load
+    while b.runs < max_runs:
+        if (b.held is not None and x <= b.held) or (b.failed is not None and x >= b.failed):
+            break
+        v = run(x)
+        if v == INVALID:
+            break
+        if v == PASS:
+            if b.failed is not None:
+                break
+            if x >= high:
+                b.ceiling = f"{high:,.0f} records/s is the highest load the search may try"
+                break
+            x = nice(min(x * factor, high))
+        else:
+            if b.held is not None or x <= low:
+                break
+            x = nice(max(x / factor, low))
+    # then inwards, the geometric middle until the ends are within the resolution
+    while b.held is not None and b.failed is not None and b.runs < max_runs:
+        if b.failed / b.held <= 1 + resolution:
+            break
+        mid = between(b.held, b.failed)
+        if mid is None:
+            break
+        run(mid)

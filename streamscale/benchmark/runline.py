@@ -1,0 +1,59 @@
+"""An experiment's line on the console: its verdict and the figures that decided it."""
+
+from __future__ import annotations
+
+import math
+
+from streamscale.benchmark.results import ExperimentResult, failed_without_output
+
+_COLOUR = {"pass": "green", "fail": "red", "undecided": "yellow", "invalid": "red"}
+
+
+def run_line(r: ExperimentResult, latency_limit_ms: float | None = None) -> str:
+    """One experiment's line: its verdict and the figures that decided it (unmeasured ones left out)."""
+    colour = _COLOUR.get(r.verdict, "red")
+    parts = [
+        f"  [{colour}]{r.verdict.upper()}[/] lag slope {r.lag_slope:,.1f}/s [{r.lag_low:,.1f}, {r.lag_high:,.1f}] "
+        f"(limit {r.lag_limit:,.0f})"
+    ]
+    if math.isfinite(r.processing_p95_ms):
+        limit = f" (limit {r.processing_limit_ms:,.0f})" if math.isfinite(r.processing_limit_ms) else ""
+        text = f"processing p95 {r.processing_p95_ms:,.0f} ms{limit}"
+        parts.append(text if r.processing_slo else f"[red]{text}[/]")
+    elif not r.processing_slo:
+        parts.append("[red]no record processed after the warm-up (processing latency SLO)[/]")
+    out = _output_latency_text(r, latency_limit_ms)
+    if out:
+        parts.append(out)
+    parts.append(f"dropped {r.dropped:,}")
+    if math.isfinite(r.median_batch_ms):
+        parts.append(f"median batch {r.median_batch_ms:,.0f} ms")
+    if math.isfinite(r.ran_s):
+        parts.append(f"{r.ran_s:.0f} s run")
+    if math.isfinite(r.spark_cpu_pct):
+        parts.append(f"Spark {r.spark_cpu_pct / 100:.1f} CPUs")
+    gen = f"generator {r.generator_rate:,.0f}/s"
+    if math.isfinite(r.generator_cpu_pct):
+        gen += f" ({r.generator_cpu_pct:.0f} % of a CPU)"
+    parts.append(gen)
+    if math.isfinite(r.machine_cpu_pct):
+        parts.append(f"machine {r.machine_cpu_pct:.0f} % busy")
+    line = ", ".join(parts)
+    if r.drifted:
+        line += f" [yellow](machine speed moved {r.drift:.0%})[/]"
+    if not r.valid:
+        line += " [red]INVALID[/]"
+    return line
+
+
+def _output_latency_text(r: ExperimentResult, limit: float | None) -> str:
+    """The run's p95 output latency (windowed UCs), with the limit where it is an SLO."""
+    if limit is not None and failed_without_output(r):
+        return "[red]no output row after the warm-up (no p95 output latency)[/]"
+    if math.isnan(r.latency_p95_ms):
+        return ""
+    text = f"output p95 latency {r.latency_p95_ms:,.0f} ms"
+    if limit is None:
+        return text
+    bound = f"limit {limit:,.0f}" if r.latency_slo else f"[red]limit {limit:,.0f}[/]"
+    return f"{text} ({bound})"

@@ -1,0 +1,128 @@
+"""What an experiment competed with, and how fast the machine was around it.
+
+On one machine the load generator and the broker share the CPUs with the Spark job they measure,
+and the machine's own speed drifts (15-30 % from one minute to the next, measured here). So every
+experiment records, beside its verdicts:
+
+* the CPU time the Spark application (its JVM and every process it started), the broker and the
+  generator took while the load ran, and the steal time of the machine (Linux ``/proc``);
+* the machine's speed just before and just after the run: a fixed pure-Python loop, timed on
+  an otherwise idle machine (best of several rounds), in loops per second.
+
+A run whose speed before or after differs from the execution's first calibration by more than
+:data:`DRIFT_LIMIT`, or whose speed after differs from its speed before by more, was taken on a
+machine that drifted: its verdict stands, and the results say so.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from streamscale.experiment.cpus import process_tree
+
+DRIFT_LIMIT = 0.1  # relative change of the calibration loop's speed that marks a run as drifted
+_LOOP = 200_000  # iterations of the calibration loop: ~10-20 ms on this kind of machine
+
+
+def calibration_speed(rounds: int = 7) -> float:
+    """Loops per second of a fixed CPU-bound loop, the fastest of ``rounds`` (the fastest round is
+    the one least disturbed by other work)."""
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.perf_counter()
+        x = 0
+        for i in range(_LOOP):
+            x = (x * 31 + i) & 0xFFFF
+        best = min(best, time.perf_counter() - t)
+    return _LOOP / best
+
+
+def drift(reference: float, before: float, after: float) -> float:
+    """The largest relative change between the reference speed and a run's speeds before and after."""
+    if not (reference > 0 and before > 0 and after > 0):
+        return float("nan")
+    return max(abs(before / reference - 1), abs(after / reference - 1), abs(after / before - 1))
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (all its threads) so far; None once it ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(root: int | None) -> dict[int, float]:
+    """CPU seconds so far of ``root`` and each of its descendants."""
+    if root is None:
+        return {}
+    out = {}
+    for pid in process_tree(root):
+        s = cpu_seconds(pid)
+        if s is not None:
+            out[pid] = s
+    return out
+
+
+def steal_ticks() -> tuple[int, int] | None:
+    """(steal, total) CPU ticks of the machine since boot, from /proc/stat."""
+    try:
+        fields = [int(x) for x in open("/proc/stat").read().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    if len(fields) < 8:
+        return None
+    return fields[7], sum(fields[:8])
+
+
+@dataclass
+class Share:
+    """CPU of the run's competitors, as percent of one CPU, and the machine's steal time (% of all)."""
+
+    spark_cpu_pct: float = float("nan")
+    broker_cpu_pct: float = float("nan")
+    steal_pct: float = float("nan")
+
+
+class CpuMeter:
+    """CPU taken by the Spark application's process tree and the broker's processes between
+    ``start()`` and ``stop()``."""
+
+    def __init__(self, spark_pid: int | None, broker_pids: list[int] | None = None):
+        self.spark_pid = spark_pid
+        self.broker_pids = list(broker_pids or [])
+        self._t0 = 0.0
+
+    def start(self) -> CpuMeter:
+        self._t0 = time.monotonic()
+        self._spark = tree_cpu(self.spark_pid)
+        self._broker = {p: cpu_seconds(p) for p in self.broker_pids}
+        self._steal = steal_ticks()
+        return self
+
+    def stop(self) -> Share:
+        wall = time.monotonic() - self._t0
+        if wall <= 0:
+            return Share()
+        spark = tree_cpu(self.spark_pid)
+        # a process started during the run counts from 0; one that ended is lost (Spark reuses its
+        # Python workers, so few end)
+        spark_s = sum(s - self._spark.get(pid, 0.0) for pid, s in spark.items()) if spark else float("nan")
+        broker_s = 0.0
+        for p, before in self._broker.items():
+            after = cpu_seconds(p)
+            if before is None or after is None:
+                broker_s = float("nan")
+                break
+            broker_s += after - before
+        if not self.broker_pids:
+            broker_s = float("nan")
+        steal = steal_ticks()
+        steal_pct = float("nan")
+        if steal and self._steal and steal[1] > self._steal[1]:
+            steal_pct = 100.0 * (steal[0] - self._steal[0]) / (steal[1] - self._steal[1])
+        return Share(100.0 * spark_s / wall, 100.0 * broker_s / wall, steal_pct)

@@ -1,0 +1,91 @@
+"""The bracket search against hand-worked examples: which loads it tries, in which order, and the
+ends it reports."""
+
+import math
+
+from streamscale.benchmark.bracket import FAIL, INVALID, PASS, UNDECIDED, Bracket, between, bracket_search
+
+
+def capacity_oracle(capacities: dict, undecided: dict | None = None, invalid_above: float = math.inf, calls=None):
+    """pass up to each amount's capacity, fail above; ``undecided``: loads that stay undecided."""
+
+    def verdict(load, res):
+        if calls is not None:
+            calls.append((load, res))
+        if load > invalid_above:
+            return INVALID
+        if undecided and load in undecided.get(res, ()):
+            return UNDECIDED
+        return PASS if load <= capacities[res] else FAIL
+
+    return verdict
+
+
+def test_hand_worked_two_amounts():
+    # 1 core holds 30,000, 2 cores 42,426 records/s; start 20,000, factor 2, resolution 15 %
+    calls = []
+    one, two = bracket_search([1, 2], capacity_oracle({1: 30_000, 2: 42_426}, calls=calls), start=20_000)
+    # 1 core: 20k pass, 40k fail; middles 28k (sqrt(20k*40k)=28,284) pass, 33k (33,466) fail,
+    # 30k (30,397) pass: 33k / 30k = 1.10, within 15 %
+    assert [c for c in calls if c[1] == 1] == [(20_000, 1), (40_000, 1), (28_000, 1), (33_000, 1), (30_000, 1)]
+    assert (one.held, one.failed, one.held_assumed, one.failed_undecided) == (30_000, 33_000, False, False)
+    assert abs(one.width - 0.1) < 1e-9
+    # 2 cores start where 1 core failed: 33k pass, 66k fail; 47k (46,669) fail, 39k (39,395) pass,
+    # 43k (42,810) fail: 43k / 39k = 1.103
+    assert [c for c in calls if c[1] == 2] == [(33_000, 2), (66_000, 2), (47_000, 2), (39_000, 2), (43_000, 2)]
+    assert (two.held, two.failed, two.held_assumed) == (39_000, 43_000, False)
+    assert two.runs == 5
+
+
+def test_a_failing_start_searches_down_and_an_amount_that_adds_nothing_keeps_the_held_load_assumed():
+    calls = []
+    one, two = bracket_search([1, 2], capacity_oracle({1: 9_000, 2: 9_500}, calls=calls), start=40_000, resolution=0.2)
+    # 40k, 20k, 10k fail; 5k pass; then 7.1k (7,071) pass, 8.4k (8,426) pass: 10k / 8.4k = 1.19
+    assert [c[0] for c in calls if c[1] == 1] == [40_000, 20_000, 10_000, 5_000, 7_100, 8_400]
+    assert (one.held, one.failed) == (8_400, 10_000)
+    # 2 cores (9,500) fail 10k too, and 1 core's 8.4k already lies within 20 % of it: one run
+    assert [c[0] for c in calls if c[1] == 2] == [10_000]
+    assert (two.held, two.failed, two.held_assumed) == (8_400, 10_000, True)
+
+
+def test_the_amount_below_held_load_is_assumed_until_a_run_says_more():
+    # 2 cores hold no more than 1 core: 30k fails with 2 as with 1, the bracket's lower end is 1 core's
+    one, two = bracket_search([1, 2], capacity_oracle({1: 27_000, 2: 27_500}), start=27_000, resolution=0.15)
+    # 27k pass, 54k fail; 38k (38,184), 32k (32,031), 29k (29,394) fail: 29k / 27k = 1.074
+    assert one.verdicts == {27_000: PASS, 54_000: FAIL, 38_000: FAIL, 32_000: FAIL, 29_000: FAIL}
+    assert (one.held, one.failed) == (27_000, 29_000)
+    assert two.held == 27_000 and two.held_assumed and two.failed == 29_000
+    assert two.verdicts == {29_000: FAIL}
+
+
+def test_an_undecided_run_ends_the_search_upwards_and_says_so():
+    # the run at 40,000 stays undecided: the bracket's upper end is undecided, not failed
+    (one,) = bracket_search([1], capacity_oracle({1: 45_000}, undecided={1: {40_000}}), start=20_000)
+    assert one.verdicts[40_000] == UNDECIDED
+    assert one.failed_undecided and one.failed == 40_000
+    # then 28k (28,284) pass, 33k (33,466) pass, 36k (36,332) pass: 40k / 36k = 1.11
+    assert list(one.verdicts) == [20_000, 40_000, 28_000, 33_000, 36_000]
+    assert one.held == 36_000
+
+
+def test_the_generator_limit_is_a_ceiling_not_a_failure():
+    (one,) = bracket_search([1], capacity_oracle({1: 1e9}, invalid_above=70_000), start=20_000)
+    assert one.verdicts == {20_000: PASS, 40_000: PASS, 80_000: INVALID}
+    assert one.held == 40_000 and one.failed is None and "could not produce 80,000" in one.ceiling
+
+
+def test_the_search_stops_at_its_budget_and_at_its_bounds():
+    (one,) = bracket_search([1], capacity_oracle({1: 1e9}), start=1_000, high=5_000, max_runs=10)
+    assert one.verdicts == {1_000: PASS, 2_000: PASS, 4_000: PASS, 5_000: PASS}
+    assert one.failed is None and "5,000" in one.ceiling
+    calls = []
+    (one,) = bracket_search([1], capacity_oracle({1: 12_345}, calls=calls), start=1_000, resolution=0.0001, max_runs=6)
+    assert len(calls) == 6 and one.held is not None and one.failed is not None
+
+
+def test_between_rounds_to_two_digits_then_three():
+    assert between(20_000, 40_000) == 28_000
+    assert between(30_000, 33_000) == 31_000
+    assert between(30_000, 31_000) == 30_500  # two digits fall on an end: three
+    assert between(30_000, 30_010) is None
+    assert abs(Bracket(1, 100.0, 115.0).width - 0.15) < 1e-12 and Bracket(1, 100.0).width is None
