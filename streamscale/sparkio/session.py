@@ -20,6 +20,20 @@ from streamscale.sparkio.home import spark_home
 
 MIN_JAVA = 17
 
+# Spark's Kafka connector keeps each query's consumers and the records they fetched ahead in pools
+# keyed by the query's own group id, for 5 minutes after their last use. A session that runs query
+# after query (a benchmark's kept session, the tests') kept every stopped query's: the driver's
+# heap grew by ~18 MB per 200,000-record query (12 queries: 480,000 ConsumerRecords retained,
+# 200 MB of byte arrays; `jmap -histo:live`), and a windowed-output benchmark ran out of its 1 GiB
+# after ~22 queries. 30 s still spans any batch interval a run of these pipelines has; the user's
+# own settings win.
+SESSION_DEFAULTS = {
+    "spark.kafka.consumer.cache.timeout": "30s",
+    "spark.kafka.consumer.cache.evictorThreadRunInterval": "10s",
+    "spark.kafka.consumer.fetchedData.cache.timeout": "30s",
+    "spark.kafka.consumer.fetchedData.cache.evictorThreadRunInterval": "10s",
+}
+
 
 def java_version() -> int:
     """Major version of the `java` that Spark will start (JAVA_HOME first, then PATH)."""
@@ -133,7 +147,7 @@ def build_session(
         # A cluster's slots are not known before the session exists: twice the driver's cores.
         shuffle_partitions = _cores(master) if master.startswith("local") else max(2, _cores(master) * 2)
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    conf = with_driver_options(dict(conf or {}), master)  # the class-data archive, when installed
+    conf = with_driver_options({**SESSION_DEFAULTS, **(conf or {})}, master)  # and the class-data archive
     jars = spark_kafka_jars()
     if jars:
         # Spark's Kafka connector for format("kafka"), installed by `make install`: on the driver's

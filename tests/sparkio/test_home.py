@@ -61,3 +61,11 @@ def test_python_workers_import_the_installed_pyspark(spark):
 
     [(imported, zips)] = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
     assert Path(imported).parent == home.pyspark_dir() and zips == []
+
+
+def test_a_sessions_kafka_consumer_pools_let_stopped_queries_go(spark):
+    # each query's pooled consumers and fetched records stay 5 minutes by Spark's default: a kept
+    # session that ran query after query filled its heap (streamscale.sparkio.session.SESSION_DEFAULTS)
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.kafka.consumer.fetchedData.cache.timeout") == "30s"
+    assert conf.get("spark.kafka.consumer.cache.timeout") == "30s"
