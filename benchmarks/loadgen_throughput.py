@@ -6,12 +6,15 @@
 2. Throttled at --target records/s with 2 workers for 10 s -> achieved rate per second, and whether
    the generator says it reached the target (and, at twice what the machine can do, that it says it did not).
 3. Throttled at the rates of streaming experiments (10k, 20k, 60k records/s, 1 worker, 8 s): the
-   generator's CPU time, percent of one CPU: the share of a small machine Spark does not get.
+   generator's CPU time, percent of one CPU and per record, the way records are sent today (in bulk)
+   against one by one (``GeneratorConfig.bulk=False``), alternating, ``--repeat`` times: the share of
+   a small machine Spark does not get.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.loadgen import GeneratorConfig, generate
@@ -22,6 +25,7 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--target", type=int, default=150_000)
     ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     with EmbeddedBroker() as broker, BrokerAccess(broker.bootstrap) as access:
         best = 0.0
@@ -49,12 +53,29 @@ def main() -> None:
                 f"reached target: {r.reached_target}"
             )
         for rate in (10_000, 20_000, 60_000):
-            topic = f"cpu-{rate}"
-            access.create_topic(topic, args.partitions)
-            r = generate(GeneratorConfig(broker.bootstrap, topic, sensors=rate, workers=1, duration_s=8))
+            per_record: dict[bool, list[float]] = {True: [], False: []}
+            for i in range(args.repeat):
+                for bulk in (True, False) if i % 2 == 0 else (False, True):
+                    topic = f"cpu-{rate}-{bulk}-{i}"
+                    access.create_topic(topic, args.partitions)
+                    r = generate(
+                        GeneratorConfig(broker.bootstrap, topic, sensors=rate, workers=1, duration_s=8, bulk=bulk)
+                    )
+                    per_record[bulk].append(r.cpu_s / max(r.delivered, 1) * 1e6)
+                    print(
+                        f"throttled at {rate:,}/s, 1 process, {'bulk' if bulk else 'one by one'}: "
+                        f"{100 * r.cpu_s / 8:.0f} % of a CPU, {per_record[bulk][-1]:.2f} us a record "
+                        f"(achieved {r.achieved_rate:,.0f}/s, reached target: {r.reached_target})",
+                        flush=True,
+                    )
+            b, e = per_record[True], per_record[False]
+            pairs = [x / y for x, y in zip(b, e)]
             print(
-                f"throttled at {rate:,}/s, 1 process: {100 * r.cpu_s / 8:.0f} % of a CPU "
-                f"(achieved {r.achieved_rate:,.0f}/s, reached target: {r.reached_target})"
+                f"  at {rate:,}/s: bulk {statistics.median(b):.2f} us a record ({min(b):.2f}-{max(b):.2f}), "
+                f"one by one {statistics.median(e):.2f} ({min(e):.2f}-{max(e):.2f}): bulk takes "
+                f"{statistics.median(b) / statistics.median(e):.0%} of the CPU per record (pairs "
+                f"{statistics.median(pairs):.0%}, {min(pairs):.0%}-{max(pairs):.0%})",
+                flush=True,
             )
 
 

@@ -63,6 +63,7 @@ class GeneratorConfig:
     duration_s: float | None = None  # or after this long; neither = endless
     throttle: bool = True  # False: as fast as possible (timestamps still follow the schedule)
     start_time_ms: int | None = None  # event time of the first record (default: now)
+    bulk: bool = True  # values formatted and records handed to librdkafka in bulk (False: one by one)
     producer_config: dict = field(default_factory=dict)
 
     def __post_init__(self):

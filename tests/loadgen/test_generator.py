@@ -132,3 +132,35 @@ def test_delivery_kept_up_is_the_trend_of_records_in_flight():
     assert not delivery_kept_up(t, [5000 * i for i in range(20)], 5000)
     # too few samples to tell a trend from the steps: judged on the rate sent alone
     assert delivery_kept_up(t[:5], [5000 * i for i in range(5)], 5000)
+
+
+@pytest.mark.parametrize("distribution,encoding", [("normal:50,20", "json"), ("uniform:0,100", "csv")])
+def test_bulk_records_are_the_per_record_ones(broker, topic_factory, distribution, encoding):
+    # the same values, keys, event times and partitions; each sensor's records in the same order
+    # (two workers' records interleave differently from run to run within a partition)
+    got, order = {}, {}
+    for bulk in (True, False):
+        topic = topic_factory(3, f"bulk-{bulk}")
+        cfg = GeneratorConfig(
+            broker.bootstrap,
+            topic=topic,
+            sensors=1_000,
+            workers=2,
+            records=25_000,
+            throttle=False,
+            start_time_ms=1_700_000_000_000,
+            distribution=distribution,
+            encoding=encoding,
+            bulk=bulk,
+        )
+        res = generate(cfg)
+        assert (res.sent, res.delivered, res.failed) == (25_000, 25_000, 0)
+        msgs = _consume_all(broker.bootstrap, topic, 3, 25_000)
+        got[bulk] = sorted((m.partition(), m.key(), m.value()) for m in msgs)
+        by_sensor: dict = {}
+        for m in sorted(msgs, key=lambda m: (m.partition(), m.offset())):
+            by_sensor.setdefault(m.key(), []).append(m.value())
+        order[bulk] = by_sensor
+    assert got[True] == got[False] and len(got[True]) == 25_000
+    assert order[True] == order[False]
+    assert len({p for p, *_ in got[True]}) == 3
