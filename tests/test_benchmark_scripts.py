@@ -51,24 +51,23 @@ def test_every_script_ends_through_run():
         assert [ast.unparse(c) for c in calls] == ["run(main)"], path.name
 
 
-def test_capacity_every_run_rechecks_given_points_whole():
+def test_capacity_searches_brackets_with_the_defaults_and_rechecks_given_points_whole():
     import capacity
 
-    spec = capacity.parse_spec(
-        capacity.spec_for(
-            "uc3",
-            capacity.parse_args(["--uc", "uc3", "--loads", "30000", "65000", "--resources", "1", "--every-run"]),
-            None,
-        )
+    default = capacity.parse_spec(capacity.spec_for("uc3", capacity.parse_args(["--uc", "uc3"]), None)).execution
+    assert (default.strategy.name, default.strategy.resolution, default.metric) == ("bracket", 0.15, "capacity")
+    assert default.load.values == [10_000, 400_000] and default.resources.values == [1, 2]
+    assert default.repetitions == 1 and default.shortest_s is not None  # sequential verdicts
+    assert default.slos.processing_latency_p95_ms == "auto" and default.slos.lag_trend_threshold == 0.01
+    uc4 = capacity.parse_spec(capacity.spec_for("uc4", capacity.parse_args(["--uc", "uc4"]), None)).execution
+    assert uc4.load.type == "nested_groups" and uc4.strategy.name == "bracket"
+    args = capacity.parse_args(
+        ["--uc", "uc3", "--loads", "30000", "65000", "--resources", "1", "--repetitions", "3", "--every-run"]
     )
-    ex = spec.execution
+    ex = capacity.parse_spec(capacity.spec_for("uc3", args, None)).execution
     assert ex.load.values == [30000, 65000] and ex.resources.values == [1]
     assert (ex.repetitions, ex.stop_at_majority, ex.extra_repetitions) == (3, False, 0)
     assert (ex.strategy.name, ex.metric) == ("full", "demand")
-    # the default stays the search of the docs' rounds
-    default = capacity.parse_spec(capacity.spec_for("uc3", capacity.parse_args(["--uc", "uc3"]), None)).execution
-    assert default.load.values[-1] == 120_000 and default.resources.values == [1, 2]
-    assert (default.strategy.name, default.metric, default.stop_at_majority) == ("binary", "capacity", True)
 
 
 def test_capacity_loads_need_one_uc(capsys):
@@ -80,45 +79,32 @@ def test_capacity_loads_need_one_uc(capsys):
     assert "exactly one --uc" in capsys.readouterr().err
 
 
-def test_capacity_latency_slo_for_windowed_ucs_only(capsys):
-    import capacity
-
-    ex = capacity.parse_spec(
-        capacity.spec_for("uc3", capacity.parse_args(["--uc", "uc3", "--latency-ms", "5000"]), None)
-    ).execution
-    assert ex.slos.latency_p95_ms == 5000
-    plain = capacity.parse_spec(capacity.spec_for("uc3", capacity.parse_args(["--uc", "uc3"]), None)).execution
-    assert plain.slos.latency_p95_ms is None
-    with pytest.raises(SystemExit):
-        capacity.parse_args(["--uc", "uc1", "uc3", "--latency-ms", "5000"])
-    assert "UC1 writes no windows" in capsys.readouterr().err
-
-
-def test_capacity_run_lines_show_latency_where_measured_and_invalid_runs(capsys):
-    # UC1 writes no windows: its lines read "latency p95 nan ms"; and a run whose generator missed
-    # its target was listed like a valid one
-    from types import SimpleNamespace
+def test_capacity_run_lines_show_what_was_measured(capsys):
+    import dataclasses
 
     import capacity
 
-    def run(load, latency, valid):
-        return SimpleNamespace(
-            load=load, resources=2, passed=False, lag_slope=1852.4, lag_low=482.0, lag_high=3222.9,
-            lag_limit=3000.0, median_batch_ms=1066.0, latency_p95_ms=latency, generator_rate=238569.0,
-            target_rate=load, generator_cpu_pct=64.0, machine_cpu_pct=98.0, valid=valid,
-        )  # fmt: skip
+    from tests.benchmark.test_execution import fake_result
 
-    capacity.print_runs([run(300_000, float("nan"), False), run(300_000, None, True), run(40_000, 4871.0, True)])
+    undecided = dataclasses.replace(
+        fake_result(40_000, 2, 0, passed=False),
+        verdict="undecided",
+        processing_p95_ms=4096.0,
+        ran_s=150.0,
+        spark_cpu_pct=140.0,
+        latency_p95_ms=float("nan"),
+        median_batch_ms=1066.0,
+        generator_cpu_pct=12.0,
+        machine_cpu_pct=90.0,
+        drifted=True,
+        drift=0.12,
+    )
+    windowed = dataclasses.replace(undecided, verdict="pass", latency_p95_ms=4871.0, drifted=False)
+    capacity.print_runs([undecided, windowed])
     lines = capsys.readouterr().out.splitlines()
-    assert "latency" not in lines[0] and "latency" not in lines[1]
-    assert lines[0].endswith("machine 98 % busy INVALID") and lines[1].endswith("machine 98 % busy")
-    assert "latency p95 4,871 ms, generator" in lines[2]
-    # a run a latency SLO failed because no window row came out after the warm-up says so
-    silent = run(40_000, float("nan"), True)
-    silent.latency_slo = False
-    capacity.print_runs([silent])
-    line = capsys.readouterr().out
-    assert "no output row after the warm-up (latency SLO), generator" in line and "nan" not in line
+    assert "UNDECIDED" in lines[0] and "processing p95 4,096 ms" in lines[0] and "150 s" in lines[0]
+    assert "output p95" not in lines[0] and lines[0].endswith("machine 90 % busy (speed moved 12 %)")
+    assert "PASS" in lines[1] and "output p95 4,871 ms" in lines[1] and "Spark 1.4 CPUs" in lines[1]
 
 
 def test_the_reassignment_benchmark_reaches_its_phases(broker):

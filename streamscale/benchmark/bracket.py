@@ -35,13 +35,14 @@ class Bracket:
     failed_undecided: bool = False  # the upper end is a run that stayed undecided, not a failure
     ceiling: str = ""  # why the search could not go higher
     verdicts: dict = field(default_factory=dict)  # load -> pass | fail | undecided | invalid
+    rate: Callable[[float], float] = float  # a load value in records/s (UC4's load is a level n: 4^n)
 
     @property
     def width(self) -> float | None:
-        """failed / held - 1: how far apart the ends lie (None without both)."""
+        """failed / held - 1 in records/s: how far apart the ends lie (None without both)."""
         if self.held is None or self.failed is None:
             return None
-        return self.failed / self.held - 1
+        return self.rate(self.failed) / self.rate(self.held) - 1
 
     @property
     def runs(self) -> int:
@@ -65,9 +66,13 @@ def nice(load: float, digits: int = 2) -> float:
     return float(max(1.0, round_significant(load, digits)))
 
 
-def between(low: float, high: float) -> float | None:
+def between(low: float, high: float, whole: bool = False) -> float | None:
     """The geometric middle of two loads, rounded to two significant digits (three where two fall on
-    an end); None when no such load lies strictly between them."""
+    an end); with ``whole`` loads (UC4's levels) the whole number halfway; None when no such load
+    lies strictly between them."""
+    if whole:
+        mid = float(math.floor((low + high) / 2))
+        return mid if low < mid < high else None
     mid = math.sqrt(low * high)
     for digits in (2, 3):
         x = nice(mid, digits)
@@ -85,24 +90,35 @@ def bracket_search(
     low: float = 1.0,
     high: float = math.inf,
     max_runs: int = 12,
+    whole: bool = False,
+    rate: Callable[[float], float] = float,
 ) -> list[Bracket]:
     """One :class:`Bracket` per resource amount; ``verdict(load, resources)`` runs (or recalls) an
     experiment and returns pass, fail, undecided or invalid. ``low``/``high``: the loads the search
-    may try; ``max_runs``: the most experiments per resource amount."""
+    may try; ``max_runs``: the most experiments per resource amount. ``whole``: loads are whole
+    numbers stepped by one (UC4's levels of groups), ``rate`` turns a load into records/s, in which
+    the resolution is judged."""
     out: list[Bracket] = []
     below: Bracket | None = None
     for res in sorted(resources):
-        b = Bracket(res)
+        b = Bracket(res, rate=rate)
         if below is not None and below.held is not None:
             b.held, b.held_assumed = below.held, True
         first = below.failed if below is not None and below.failed is not None else start
-        _search(b, verdict, nice(min(max(first, low), high)), resolution, factor, low, high, max_runs)
+        first = min(max(first, low), high)
+        _search(b, verdict, first if whole else nice(first), resolution, factor, low, high, max_runs, whole)
         out.append(b)
         below = b
     return out
 
 
-def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max_runs) -> None:
+def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max_runs, whole=False) -> None:
+    def up(x: float) -> float:
+        return min(x + 1, high) if whole else nice(min(x * factor, high))
+
+    def down(x: float) -> float:
+        return max(x - 1, low) if whole else nice(max(x / factor, low))
+
     def run(x: float) -> str:
         v = verdict(x, b.resources)
         b.verdicts[x] = v
@@ -128,16 +144,16 @@ def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max
             if x >= high:
                 b.ceiling = f"{high:,.0f} records/s is the highest load the search may try"
                 break
-            x = nice(min(x * factor, high))
+            x = up(x)
         else:
             if b.held is not None or x <= low:
                 break
-            x = nice(max(x / factor, low))
+            x = down(x)
     # then inwards, the geometric middle until the ends are within the resolution
     while b.held is not None and b.failed is not None and b.runs < max_runs:
-        if b.failed / b.held <= 1 + resolution:
+        if b.width <= resolution:
             break
-        mid = between(b.held, b.failed)
+        mid = between(b.held, b.failed, whole)
         if mid is None:
             break
         run(mid)

@@ -199,15 +199,22 @@ class Execution:
 
         ex = self.spec.execution
         st, values = ex.strategy, [float(v) for v in ex.load.values]
+        whole = ex.load.type == "nested_groups"  # UC4's levels: 4^n sensors, stepped one level at a time
+        if whole:
+            low, high = 1.0, values[-1] if len(values) > 1 else 10.0
+        else:
+            low, high = values[0] / 64, values[-1] if len(values) > 1 else values[0] * 64
         brackets = bracket_search(
             list(ex.resources.values),
             self.verdict,
             start=values[0],
             resolution=st.resolution,
             factor=st.factor,
-            low=values[0] / 64,
-            high=values[-1] if len(values) > 1 else values[0] * 64,
+            low=low,
+            high=high,
             max_runs=st.max_runs,
+            whole=whole,
+            rate=Axes.of(self.spec).rate,
         )
         table = [b.as_dict() for b in brackets]
         metric = {b.resources: b.held for b in brackets}
