@@ -103,8 +103,9 @@ def spark(_created_topics):
 _PRODUCERS: dict = {}
 
 
-def produce(bootstrap: str, topic: str, records, **conf):
-    """Produce (key, value, partition) tuples with an idempotent batching producer; return count."""
+def produce(bootstrap: str, topic: str, records, timestamp: int | None = None, **conf):
+    """Produce (key, value, partition) tuples with an idempotent batching producer; return count.
+    ``timestamp``: every record's Kafka timestamp (ms), else the time it is produced."""
     from confluent_kafka import Producer
 
     cfg = {
@@ -124,6 +125,8 @@ def produce(bootstrap: str, topic: str, records, **conf):
         kwargs = {"key": key, "value": value, "on_delivery": lambda e, m: errors.append(e) if e else None}
         if partition is not None:
             kwargs["partition"] = partition
+        if timestamp is not None:
+            kwargs["timestamp"] = timestamp
         while True:
             try:
                 p.produce(topic, **kwargs)

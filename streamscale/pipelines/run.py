@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from streamscale.errors import SparkError, WaitTimeout
-from streamscale.pipelines.progress import processing_cdf, progress_offsets
+from streamscale.pipelines.progress import CREATED_BIN_MS, commit_ms, processing_cdf, progress_offsets
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +173,7 @@ class PipelineRun:
             if replayed is not None:
                 self._to_replay.append(replayed)
         batch_ms = int(p.get("durationMs", {}).get("triggerExecution", 0))
+        processing = processing_cdf(inp.get("created_bins"), commit_ms(p), CREATED_BIN_MS)
         return BatchMetrics(
             batch_id=p["batchId"],
             timestamp=p["timestamp"],
@@ -194,8 +195,8 @@ class PipelineRun:
                 else (self.writer is None or bool(late) or not p.get("numInputRows"))
             ),
             latency_cdf=out.latency_cdf if out else None,
-            processing_cdf=processing_cdf(inp.get("wait_buckets"), batch_ms) if p.get("numInputRows") else None,
-            processing_max_ms=(float(inp["max_wait_ms"]) + batch_ms if inp.get("max_wait_ms") is not None else None),
+            processing_cdf=processing[0],
+            processing_max_ms=processing[1],
         )
 
     def count_late(self) -> None:

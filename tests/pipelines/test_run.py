@@ -6,6 +6,8 @@ import threading
 import time
 import uuid
 
+import pytest
+
 from streamscale.pipelines.run import settle_jobs
 from streamscale.waiting import wait_for
 
@@ -43,3 +45,67 @@ def test_settle_jobs_cancels_a_job_its_query_missed_and_waits_until_it_ended(spa
 
 def test_settle_jobs_without_queries_or_context_does_nothing():
     settle_jobs([])
+
+
+def test_processing_latency_from_the_created_bins_hand_worked():
+    from streamscale.pipelines.output import LATENCY_EDGES_MS
+    from streamscale.pipelines.progress import commit_ms, processing_cdf
+
+    committed = commit_ms({"timestamp": "2026-11-27T10:00:00.000Z", "durationMs": {"triggerExecution": 1500}})
+    assert committed == 1_795_773_601_500.0
+    bins = [  # 3 records created in [..58.000, ..58.050), 5 in [..30.000, ..30.050): bins of 50 ms
+        {"x": (committed - 3_500) / 50, "y": 3.0},
+        {"x": (committed - 31_500) / 50, "y": 5.0},
+    ]
+    cdf, longest = processing_cdf(bins, committed, 50)
+    # 3.5 s lies in the bucket (2^(47/4) = 3,444, 2^(48/4) = 4,096]; 31.5 s in (2^59/4, 2^60/4]
+    assert (
+        LATENCY_EDGES_MS[47] < 3_500 <= LATENCY_EDGES_MS[48] and LATENCY_EDGES_MS[59] < 31_500 <= LATENCY_EDGES_MS[60]
+    )
+    assert cdf[47] == 0 and cdf[48] == 3 and cdf[59] == 3 and cdf[60] == 8 and cdf[-1] == 8
+    assert longest == 31_500
+    assert processing_cdf([], committed, 50) == (None, None)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("connector", ["spark", "python"])
+def test_every_records_latency_runs_from_its_kafka_timestamp_to_its_batchs_commit(
+    spark, broker, topic_factory, connector
+):
+    """Records created 40 s before a run and records created just before it: the first all count
+    with a latency of 40 s and more, the others below it, none is missed (UC1, which writes no
+    windows, too)."""
+    import json
+
+    from streamscale.experiment.slo import processing_percentile_ms
+    from streamscale.pipelines import make_pipeline
+    from tests.conftest import produce
+
+    topic = topic_factory(2)
+    now = int(time.time() * 1000)
+    old = [
+        (b"s_%d" % i, json.dumps({"identifier": f"s_{i}", "timestamp": now, "valueInW": 1.0}).encode(), i % 2)
+        for i in range(300)
+    ]
+    fresh = [
+        (b"s_%d" % i, json.dumps({"identifier": f"s_{i}", "timestamp": now, "valueInW": 2.0}).encode(), i % 2)
+        for i in range(900)
+    ]
+    produce(broker.bootstrap, topic, old, timestamp=now - 40_000)
+    produce(broker.bootstrap, topic, fresh)
+    run = make_pipeline("uc1", {"sink": "none"}, connector=connector).start(
+        spark, broker.bootstrap, topic, "unused", available_now=True
+    )
+    run.await_available(300)
+    assert run.exception() is None
+    batches = [b for b in run.batches if b.input_rows]
+    assert sum(b.input_rows for b in batches) == 1_200
+    assert sum(b.processing_cdf[-1] for b in batches) == 1_200  # every record counted
+    from streamscale.pipelines.output import LATENCY_EDGES_MS
+
+    below_40s = sum(
+        int(b.processing_cdf[max(k for k, e in enumerate(LATENCY_EDGES_MS) if e < 40_000)]) for b in batches
+    )
+    assert below_40s == 900  # the fresh ones, whatever the batch took (less than 40 s)
+    assert processing_percentile_ms(batches, 0.5) < 40_000 <= processing_percentile_ms(batches, 0.95)
+    assert max(b.processing_max_ms for b in batches) >= 40_000
