@@ -36,10 +36,35 @@ _MEANING: dict[str, tuple[str, str]] = {
     "execution.slos.dropped_records_threshold": ("max fraction of records dropped as late", "fraction"),
     "execution.executor_cores": ("cores per executor (resource type executors)", ""),
     "execution.executor_memory": ("memory per executor (resource type executors)", "Java size"),
-    "execution.duration_s": ("length of one experiment, load generated throughout", "s"),
+    "execution.duration_s": (
+        "longest length of one experiment, load generated throughout (sequential testing stops a decided one sooner)",
+        "s",
+    ),
+    "execution.min_duration_s": (
+        "sequential testing: from this length on an experiment stops as soon as its lag trend's 99.5 % "
+        "interval clears the limit; auto: warmup_s + a quarter of the rest, at least 10 s; null: every "
+        "experiment lasts duration_s",
+        "s",
+    ),
+    "execution.slos.processing_latency_p95_ms": (
+        "every UC: max 95th percentile after the warm-up of every record's latency from its Kafka timestamp "
+        "to its batch's commit; auto: 8 trigger intervals; null: no such SLO (reported always)",
+        "ms",
+    ),
+    "execution.strategy.resolution": ("bracket: how far apart held and failed loads may end", "fraction"),
+    "execution.strategy.factor": ("bracket: the load's step while the search goes outwards", "factor"),
+    "execution.strategy.max_runs": ("bracket: most experiments per resource amount", ""),
     "execution.warmup_s": ("start of an experiment left out of its SLO checks", "s"),
-    "execution.repetitions": ("runs per (load, resources) point; a majority decides", ""),
-    "execution.strategy.name": ("search strategy over the loads and resources", ""),
+    "execution.repetitions": (
+        "runs per (load, resources) point; a strict majority decides, runs that disagree leave it undecided",
+        "",
+    ),
+    "execution.strategy.name": (
+        "search: full, linear or binary over the given loads; bracket: per resource amount the highest load "
+        "held and the lowest failed, the given loads being the first tried and the highest allowed "
+        "(metric capacity)",
+        "",
+    ),
     "execution.strategy.lower_bound": ("start a load's search at the resources the previous load needed", ""),
     "execution.metric": ("demand: resources needed per load; capacity: load held per resource amount", ""),
     "execution.bootstrap_servers": ("an external Kafka cluster (older place of kafka.bootstrap_servers)", ""),
