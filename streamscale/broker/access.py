@@ -104,6 +104,16 @@ class BrokerAccess:
             name: len(t.partitions) for name, t in md.topics.items() if t.error is None and not name.startswith("__")
         }
 
+    def partition_layout(self, topics: list[str] | None = None) -> dict[str, dict[int, tuple[int, list, list]]]:
+        """{topic: {partition: (leader, replicas, in-sync replicas)}} as the cluster's metadata says
+        (leader -1: none); ``topics`` None: every topic but the internal ones."""
+        md = self.admin.list_topics(timeout=self.timeout)
+        return {
+            name: {p: (pm.leader, list(pm.replicas), list(pm.isrs)) for p, pm in t.partitions.items()}
+            for name, t in md.topics.items()
+            if t.error is None and (name in topics if topics is not None else not name.startswith("__"))
+        }
+
     def topic_exists(self, topic: str) -> bool:
         return topic in self.topics()
 

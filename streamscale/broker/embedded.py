@@ -10,79 +10,20 @@ never leaves an orphaned JVM behind.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from streamscale.broker import kafka_server
-from streamscale.broker.connection import BOOTSTRAP_ENV, KafkaConnection
+from streamscale.broker.readiness import wait_for_group_coordinator, wait_until_ready
 from streamscale.errors import BrokerError
-from streamscale.ports import free_port, port_in_use, port_open
+from streamscale.ports import free_port, port_in_use
 from streamscale.processes import die_with_parent
-
-
-def wait_until_ready(
-    bootstrap: str, timeout: float = 60.0, proc: subprocess.Popen | None = None, log_path: Path | None = None
-) -> None:
-    """Block until the broker answers a metadata request naming itself (or raise)."""
-
-    host, port = bootstrap.split(",")[0].rsplit(":", 1)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            tail = _tail(log_path) if log_path else ""
-            raise BrokerError(f"broker exited with code {proc.returncode} during start-up{tail}")
-        if port_open(host, int(port)):
-            try:
-                admin = KafkaConnection(bootstrap).admin({"socket.timeout.ms": 2000, "log_level": 0})
-                if admin.list_topics(timeout=2).brokers:
-                    return
-            except Exception:  # noqa: BLE001 - keep polling until the deadline
-                pass
-        time.sleep(0.05)
-    raise BrokerError(f"broker at {bootstrap} was not ready after {timeout:.0f} s{_tail(log_path)}")
-
-
-# Retried until the deadline: the coordinator still loading, or a request that timed out on a busy
-# machine (the broker answers later; a dead one fails the deadline).
-_COORDINATOR_WAIT = (
-    "NOT_COORDINATOR",
-    "COORDINATOR_NOT_AVAILABLE",
-    "COORDINATOR_LOAD_IN_PROGRESS",
-    "_TIMED_OUT",
-    "_TRANSPORT",
-)
-
-
-def wait_for_group_coordinator(bootstrap: str, timeout: float = 60.0) -> None:
-    """Block until the group coordinator answers (its offsets topic created and loaded), as a
-    running cluster's does. A fresh broker creates ``__consumer_offsets`` on the first group
-    request; librdkafka 2.16 crashed (SIGSEGV) in an OffsetFetch sent while it was still loading."""
-    admin = KafkaConnection(bootstrap).admin({"log_level": 0})
-    deadline = time.monotonic() + timeout
-    while True:
-        fut = admin.describe_consumer_groups(["streamscale-coordinator-check"], request_timeout=10)
-        try:
-            next(iter(fut.values())).result()
-            return
-        except Exception as exc:  # noqa: BLE001 - retried while the coordinator loads
-            if not any(code in str(exc) for code in _COORDINATOR_WAIT) or time.monotonic() > deadline:
-                raise BrokerError(f"the broker at {bootstrap} has no group coordinator: {exc}") from None
-        time.sleep(0.1)
-
-
-def _tail(path: Path | None, lines: int = 15) -> str:
-    if path is None or not path.exists():
-        return ""
-    text = path.read_text(errors="replace").splitlines()[-lines:]
-    return "\n--- broker log (" + str(path) + ") ---\n" + "\n".join(text)
 
 
 @dataclass
@@ -257,116 +198,3 @@ class EmbeddedBroker:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-# --- the daemon started by `streamscale broker start` --------------------------------------
-
-
-def state_dir() -> Path:
-    return Path(os.environ.get("STREAMSCALE_STATE_DIR", Path.home() / ".streamscale"))
-
-
-def _state_file() -> Path:
-    return state_dir() / "broker.json"
-
-
-def _pid_is_our_broker(pid: int, properties: str) -> bool:
-    try:
-        cmdline = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
-    except OSError:
-        return False
-    return bool(properties) and kafka_server.is_server_cmdline(cmdline, properties)
-
-
-def daemon_status() -> BrokerInfo | None:
-    """The running daemon broker, or None (a stale state file is removed)."""
-    path = _state_file()
-    if not path.exists():
-        return None
-    try:
-        info = BrokerInfo(**json.loads(path.read_text()))
-    except (ValueError, TypeError):
-        path.unlink(missing_ok=True)
-        return None
-    if not _pid_is_our_broker(info.pid, info.properties):
-        path.unlink(missing_ok=True)
-        return None
-    return info
-
-
-def daemon_start(port: int | None = None, data_dir: str | os.PathLike | None = None) -> BrokerInfo:
-    running = daemon_status()
-    if running is not None:
-        raise BrokerError(
-            f"a broker is already running at {running.bootstrap} (pid {running.pid}); "
-            "stop it first with `streamscale broker stop`"
-        )
-    broker = EmbeddedBroker(port=port, log_dir=state_dir() / "logs", daemon=True, data_dir=data_dir).start()
-    info = broker.info()
-    state_dir().mkdir(parents=True, exist_ok=True)
-    _state_file().write_text(json.dumps(asdict(info), indent=2))
-    broker.proc = None  # the daemon outlives this process on purpose
-    return info
-
-
-def daemon_stop(timeout: float = 30.0) -> BrokerInfo | None:
-    info = daemon_status()
-    if info is None:
-        return None
-    os.kill(info.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _pid_is_our_broker(info.pid, info.properties):
-        if _reap(info.pid):
-            break
-        time.sleep(0.05)
-    if _pid_is_our_broker(info.pid, info.properties):
-        os.kill(info.pid, signal.SIGKILL)
-    if info.temporary and info.data_dir:
-        shutil.rmtree(info.data_dir, ignore_errors=True)
-    _state_file().unlink(missing_ok=True)
-    return info
-
-
-def _reap(pid: int) -> bool:
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == pid
-    except ChildProcessError:
-        return False
-
-
-def external_connection(bootstrap: str | None = None, properties: dict | None = None) -> KafkaConnection | None:
-    """For commands that start their own embedded broker when given none: --bootstrap-servers,
-    else $STREAMSCALE_BOOTSTRAP_SERVERS (which must answer), else None (start one)."""
-    bootstrap = bootstrap or os.environ.get(BOOTSTRAP_ENV) or None
-    if not bootstrap:
-        return None
-    from streamscale.broker.access import ensure_reachable
-
-    conn = KafkaConnection.of(bootstrap, properties)
-    ensure_reachable(conn)
-    return conn
-
-
-def resolve_connection(bootstrap: str | None = None, properties: dict | None = None) -> KafkaConnection:
-    """--bootstrap-servers, else $STREAMSCALE_BOOTSTRAP_SERVERS, else the running daemon broker;
-    checked to answer within $STREAMSCALE_CONNECT_TIMEOUT seconds (one clear error if not)."""
-    from streamscale.broker.access import ensure_reachable
-
-    chosen = external_connection(bootstrap, properties)  # the option or the environment, checked
-    if chosen is not None:
-        return chosen
-    info = daemon_status()
-    if info is not None:
-        conn = KafkaConnection.of(info.bootstrap, properties)
-        ensure_reachable(conn)
-        return conn
-    raise BrokerError(
-        "no broker: start the embedded one with `streamscale broker start` "
-        "or pass --bootstrap-servers HOST:PORT for an external Kafka cluster"
-    )
-
-
-def resolve_bootstrap(bootstrap: str | None) -> str:
-    """:func:`resolve_connection`'s bootstrap (the older API)."""
-    return resolve_connection(bootstrap).bootstrap

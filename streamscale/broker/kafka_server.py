@@ -122,6 +122,61 @@ def server_properties(
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
+def cluster_settings(nodes: int) -> dict[str, str]:
+    """What a cluster of ``nodes`` combined broker-and-controller nodes runs with: internal topics
+    replicated as a production cluster's (3 replicas, 2 in sync, or what fewer nodes allow), no
+    unclean leader election unless a topic asks for it, and failure detection in seconds, not in
+    Kafka's 9 s session and 30 s replica lag: a killed broker is fenced after 3 s, a follower that
+    stopped fetching leaves the ISR after 5 s."""
+    rf, isr = str(min(3, nodes)), str(min(2, nodes))
+    return {
+        **SINGLE_NODE_SETTINGS,
+        "default.replication.factor": rf,
+        "min.insync.replicas": "1",  # a topic's own setting decides (streamscale topic create)
+        "offsets.topic.replication.factor": rf,
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": isr,
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": isr,
+        "unclean.leader.election.enable": "false",
+        "num.io.threads": "2",
+        "broker.heartbeat.interval.ms": "500",
+        "broker.session.timeout.ms": "3000",
+        "replica.lag.time.max.ms": "5000",
+        "controller.quorum.election.timeout.ms": "1000",
+        "controller.quorum.fetch.timeout.ms": "2000",
+    }
+
+
+def node_properties(
+    node_id: int,
+    nodes: int,
+    data_dir: Path,
+    host: str,
+    port: int,
+    controller_port: int,
+    voters: str,
+    extra: dict | None = None,
+) -> str:
+    """server.properties of node ``node_id`` of a cluster whose controller quorum is ``voters``
+    (``id@host:port,...``, every node)."""
+    props = {
+        **cluster_settings(nodes),
+        "node.id": str(node_id),
+        "log.dirs": str(data_dir / "logs"),
+        "metadata.log.dir": str(data_dir / "metadata"),
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "controller.quorum.voters": voters,
+        **(extra or {}),
+    }
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
 # Java's class-data archive of a broker's classes, written by `make install` beside the jars it
 # was made from (python -m streamscale.broker.classdata): a broker then started in 4.1 s and 5.6
 # CPU-s instead of 7.0 s and 9.7 (2 CPUs, 2026-11-26), and the storage format in 1.2 CPU-s, not 1.9.
@@ -173,9 +228,12 @@ def is_formatted(data_dir: Path) -> bool:
     return (data_dir / "metadata" / "meta.properties").exists()
 
 
-def format_storage(data_dir: Path, props: Path, log4j: Path, log, prefix: list[str] | None = None) -> None:
-    """Kafka's StorageTool: a new cluster id, formatted storage (once; a kept directory is reused)."""
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+def format_storage(
+    data_dir: Path, props: Path, log4j: Path, log, prefix: list[str] | None = None, cluster_id: str | None = None
+) -> None:
+    """Kafka's StorageTool: formatted storage (once; a kept directory is reused) for ``cluster_id``
+    (every node of a cluster the same; default a new one)."""
+    cluster_id = cluster_id or new_cluster_id()
     cmd = [
         *(prefix or []),
         *_jvm(java_binary(), kafka_libs(), log4j, "256m", short_lived=True),
@@ -195,8 +253,10 @@ def format_storage(data_dir: Path, props: Path, log4j: Path, log, prefix: list[s
         raise BrokerError(f"Kafka could not format its storage in {data_dir} (exit code {done.returncode})")
 
 
-def server_command(props: Path, log4j: Path, prefix: list[str] | None = None) -> list[str]:
-    return [*(prefix or []), *_jvm(java_binary(), kafka_libs(), log4j, heap()), "kafka.Kafka", str(props)]
+def server_command(
+    props: Path, log4j: Path, prefix: list[str] | None = None, heap_size: str | None = None
+) -> list[str]:
+    return [*(prefix or []), *_jvm(java_binary(), kafka_libs(), log4j, heap_size or heap()), "kafka.Kafka", str(props)]
 
 
 def is_server_cmdline(cmdline: list[str], props: str) -> bool:

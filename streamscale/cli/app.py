@@ -72,7 +72,7 @@ def kafka_connection(bootstrap, properties, config_file, section=None):
     """The command's Kafka connection: -b / -X / --kafka-config / a spec's kafka: section /
     $STREAMSCALE_BOOTSTRAP_SERVERS, else the broker of `streamscale broker start`; checked to answer."""
     from streamscale.broker.connection import build_connection
-    from streamscale.broker.embedded import resolve_connection
+    from streamscale.broker.daemon import resolve_connection
 
     bs, props = build_connection(bootstrap, properties or (), config_file, section)
     return resolve_connection(bs, props)
@@ -82,7 +82,7 @@ def external_kafka(bootstrap, properties, config_file, section=None):
     """For commands that start an embedded broker when given none: (the connection, or None for
     the embedded broker; the user's properties, which apply to the embedded broker's clients too)."""
     from streamscale.broker.connection import build_connection
-    from streamscale.broker.embedded import external_connection
+    from streamscale.broker.daemon import external_connection
 
     bs, props = build_connection(bootstrap, properties or (), config_file, section)
     return external_connection(bs, props), props

@@ -7,47 +7,90 @@ from pathlib import Path
 import typer
 
 from streamscale.cli.app import Bootstrap, KafkaConfig, KafkaProperty, broker_app, kafka_connection, out, topic_app
+from streamscale.errors import ConfigError
 
 
 # -- broker --------------------------------------------------------------------------------
 @broker_app.command("start")
 def broker_start(
-    port: int = typer.Option(None, help="Port on 127.0.0.1 (default: a free one)"),
+    port: int = typer.Option(None, help="Port on 127.0.0.1 (default: a free one; one broker only)"),
+    brokers: int = typer.Option(
+        1, "--brokers", min=1, max=9, help="Nodes: above 1, an embedded cluster (each node broker and controller)"
+    ),
     data_dir: Path = typer.Option(
-        None, "--data-dir", help="Keep the broker's storage here (default: a temporary directory removed on stop)"
+        None, "--data-dir", help="Keep the storage here (default: a temporary directory removed on stop)"
     ),
 ):
-    """Start the embedded broker (Apache Kafka) in the background; prints its bootstrap address."""
-    from streamscale.broker.embedded import daemon_start
+    """Start the embedded broker (Apache Kafka), or a cluster of several, in the background; prints
+    the bootstrap address."""
+    from streamscale.broker import daemon
 
-    info = daemon_start(port, data_dir)
-    out.print(f"broker running at [bold]{info.bootstrap}[/] (pid {info.pid}, log {info.log_path})")
+    if brokers > 1:
+        if port is not None:
+            raise ConfigError("--port: a cluster's nodes take free ports; leave out --port")
+        info = daemon.cluster_start(brokers, data_dir)
+        pids = ", ".join(str(p) for p in info.pids)
+        out.print(f"cluster of {brokers} brokers running at [bold]{info.bootstrap}[/] (pids {pids})")
+        out.print(f"logs in {daemon.state_dir() / 'logs'}")
+    else:
+        info = daemon.daemon_start(port, data_dir)
+        out.print(f"broker running at [bold]{info.bootstrap}[/] (pid {info.pid}, log {info.log_path})")
     kept = "removed when it stops" if info.temporary else "kept"
     out.print(f"data in {info.data_dir} ({kept}); stop it with `streamscale broker stop`")
 
 
 @broker_app.command("stop")
 def broker_stop():
-    """Stop the embedded broker started by `broker start` (its data is removed unless --data-dir kept it)."""
-    from streamscale.broker.embedded import daemon_stop
+    """Stop the embedded broker or cluster started by `broker start` (its data is removed unless
+    --data-dir kept it)."""
+    from streamscale.broker import daemon
 
-    info = daemon_stop()
-    out.print("no broker running" if info is None else f"stopped broker at {info.bootstrap} (pid {info.pid})")
+    info = daemon.daemon_stop()
+    cluster = daemon.cluster_stop()
+    if info is not None:
+        out.print(f"stopped broker at {info.bootstrap} (pid {info.pid})")
+    if cluster is not None:
+        out.print(f"stopped cluster at {cluster.bootstrap} (pids {', '.join(str(p) for p in cluster.pids)})")
+    if info is None and cluster is None:
+        out.print("no broker running")
 
 
 @broker_app.command("status")
 def broker_status():
-    """Is the embedded broker running? Exit code 0 if so, 1 if not."""
+    """Is the embedded broker (or cluster) running? For a cluster: which nodes are up, and per
+    partition its leader, replicas and in-sync replicas. Exit code 0 if running, 1 if not."""
+    from streamscale.broker import daemon
     from streamscale.broker.access import BrokerAccess
-    from streamscale.broker.embedded import daemon_status
 
-    info = daemon_status()
-    if info is None:
+    info = daemon.daemon_status()
+    if info is not None:
+        with BrokerAccess(info.bootstrap) as access:
+            topics = access.topics()
+        out.print(f"broker running at {info.bootstrap} (pid {info.pid}), {len(topics)} topics, log {info.log_path}")
+        return
+    cluster = daemon.cluster_status()
+    if cluster is None:
         out.print("no broker running")
         raise typer.Exit(1)
-    with BrokerAccess(info.bootstrap) as access:
-        topics = access.topics()
-    out.print(f"broker running at {info.bootstrap} (pid {info.pid}), {len(topics)} topics, log {info.log_path}")
+    _cluster_status(cluster)
+
+
+def _cluster_status(cluster) -> None:
+    from streamscale.broker.access import BrokerAccess
+    from streamscale.broker.connection import KafkaConnection
+
+    alive = {n["id"] for n in cluster.alive()}
+    out.print(f"cluster at {cluster.bootstrap}: {len(alive)} of {len(cluster.nodes)} brokers up")
+    for n in cluster.nodes:
+        state = "up" if n["id"] in alive else "down"
+        out.print(f"  broker {n['id']}\t{n['address']}\tpid {n['pid']}\t{state}\tlog {n['log_path']}")
+    live = ",".join(n["address"] for n in cluster.nodes if n["id"] in alive)
+    with BrokerAccess(KafkaConnection.of(live)) as access:
+        layout = access.partition_layout()
+    for topic, parts in sorted(layout.items()):
+        for p, (leader, replicas, isr) in sorted(parts.items()):
+            lead = "none" if leader < 0 else str(leader)
+            out.print(f"{topic}[{p}]\tleader {lead}\treplicas {replicas}\tin sync {isr}")
 
 
 # -- topics --------------------------------------------------------------------------------
@@ -55,6 +98,10 @@ def broker_status():
 def topic_create(
     name: str,
     partitions: int = typer.Option(8, "--partitions", "-p", min=1),
+    replication_factor: int = typer.Option(1, "--replication-factor", "-r", min=1, help="Replicas of each partition"),
+    min_insync_replicas: int = typer.Option(
+        None, "--min-insync-replicas", min=1, help="Replicas that must have a record before acks=all is answered"
+    ),
     exist_ok: bool = typer.Option(False, "--exist-ok"),
     bootstrap: str = Bootstrap,
     kafka_property: list[str] = KafkaProperty,
@@ -63,9 +110,13 @@ def topic_create(
     """Create a topic."""
     from streamscale.broker import BrokerAccess
 
+    if min_insync_replicas is not None and min_insync_replicas > replication_factor:
+        raise ConfigError(f"--min-insync-replicas cannot exceed the replication factor ({replication_factor})")
+    config = {} if min_insync_replicas is None else {"min.insync.replicas": str(min_insync_replicas)}
     with BrokerAccess(kafka_connection(bootstrap, kafka_property, kafka_config)) as access:
-        access.create_topic(name, partitions, exist_ok=exist_ok)
-    out.print(f"topic {name}: {partitions} partitions")
+        access.create_topic(name, partitions, replication_factor, config, exist_ok=exist_ok)
+    isr = f", min.insync.replicas {min_insync_replicas}" if min_insync_replicas is not None else ""
+    out.print(f"topic {name}: {partitions} partitions, replication factor {replication_factor}{isr}")
 
 
 @topic_app.command("delete")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from streamscale.broker import BrokerAccess, EmbeddedBroker, embedded
+from streamscale.broker import BrokerAccess, EmbeddedBroker, daemon, embedded, readiness
 
 
 def _alive(pid: int) -> bool:
@@ -116,8 +116,8 @@ def test_stale_state_file_is_ignored(tmp_path, monkeypatch):
         f'{{"pid": {os.getpid()}, "port": 1, "bootstrap": "127.0.0.1:1", "log_path": "x", "binary": "java", '
         '"started_at": 0}'
     )
-    assert embedded.daemon_status() is None
-    assert embedded.daemon_stop() is None
+    assert daemon.daemon_status() is None
+    assert daemon.daemon_stop() is None
     assert not (tmp_path / "broker.json").exists()
 
 
@@ -125,14 +125,14 @@ def test_bootstrap_resolution_order(tmp_path, monkeypatch):
     monkeypatch.setenv("STREAMSCALE_STATE_DIR", str(tmp_path))
     monkeypatch.delenv("STREAMSCALE_BOOTSTRAP_SERVERS", raising=False)
     with pytest.raises(embedded.BrokerError, match="--bootstrap-servers"):
-        embedded.resolve_bootstrap(None)
+        daemon.resolve_bootstrap(None)
     import streamscale.broker.access as access_mod
 
     probed: list[str] = []
     monkeypatch.setattr(access_mod, "ensure_reachable", lambda bs, *a, **k: probed.append(str(bs)))  # no such hosts
     monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "kafka:9092")
-    assert embedded.resolve_bootstrap(None) == "kafka:9092"
-    assert embedded.resolve_bootstrap("other:1") == "other:1"
+    assert daemon.resolve_bootstrap(None) == "kafka:9092"
+    assert daemon.resolve_bootstrap("other:1") == "other:1"
     assert probed == ["kafka:9092", "other:1"]  # whichever wins is checked to answer
 
 
@@ -165,7 +165,7 @@ def _fake_connection(monkeypatch, admin):
         def admin(self, overrides):
             return admin
 
-    monkeypatch.setattr(embedded, "KafkaConnection", _Conn)
+    monkeypatch.setattr(readiness, "KafkaConnection", _Conn)
 
 
 def test_coordinator_wait_retries_a_timed_out_request_and_a_loading_coordinator(monkeypatch):
@@ -179,7 +179,7 @@ def test_coordinator_wait_retries_a_timed_out_request_and_a_loading_coordinator(
         ]
     )
     _fake_connection(monkeypatch, admin)
-    embedded.wait_for_group_coordinator("127.0.0.1:1", timeout=30)
+    readiness.wait_for_group_coordinator("127.0.0.1:1", timeout=30)
     assert admin.calls == 3
 
 
@@ -189,12 +189,12 @@ def test_coordinator_wait_fails_at_once_on_another_error_and_at_the_deadline(mon
     admin = _Admin([KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED))])
     _fake_connection(monkeypatch, admin)
     with pytest.raises(embedded.BrokerError, match="no group coordinator"):
-        embedded.wait_for_group_coordinator("127.0.0.1:1", timeout=30)
+        readiness.wait_for_group_coordinator("127.0.0.1:1", timeout=30)
     assert admin.calls == 1
     admin = _Admin([KafkaException(KafkaError(KafkaError._TIMED_OUT))] * 3)
     _fake_connection(monkeypatch, admin)
     with pytest.raises(embedded.BrokerError, match="Timed out"):
-        embedded.wait_for_group_coordinator("127.0.0.1:1", timeout=0)
+        readiness.wait_for_group_coordinator("127.0.0.1:1", timeout=0)
     assert admin.calls == 1
 
 

@@ -1,0 +1,102 @@
+"""A network for a cluster whose brokers can be cut off: each node in a network namespace of its own,
+joined by a veth pair to a bridge in the host's namespace, where the clients run (root only).
+
+Isolating a node takes its veth pair's host end down: the node can reach neither the other nodes
+nor the clients, and they cannot reach it, as when a switch port dies; healing brings it up again.
+The addresses are a /24 of 10.x that only these namespaces and the bridge use, made here and
+removed by :meth:`ClusterNetwork.destroy` (and on any failure while it is made).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import uuid
+
+from streamscale.errors import BrokerError
+
+
+def _run(*cmd: str) -> None:
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BrokerError(f"`{' '.join(cmd)}` failed: {(r.stderr or r.stdout).strip()}")
+
+
+@functools.lru_cache(maxsize=1)
+def namespaces_available() -> tuple[bool, str]:
+    """Whether network namespaces, veth pairs and a bridge can be made here, and why not."""
+    if os.geteuid() != 0:
+        return False, "isolating a broker needs root (network namespaces, veth pairs, a bridge)"
+    if shutil.which("ip") is None:
+        return False, "`ip` is not installed (Debian package iproute2)"
+    net = ClusterNetwork(1)
+    try:
+        net.create()
+        return True, "network namespaces work"
+    except BrokerError as exc:
+        return False, str(exc)
+    finally:
+        net.destroy()
+
+
+class ClusterNetwork:
+    """``nodes`` namespaces ``ssc<tag>-<i>`` at ``10.<a>.<b>.<10 + i>``, the bridge at ``.1``."""
+
+    def __init__(self, nodes: int):
+        tag = uuid.uuid4().hex[:6]
+        self.tag, self.nodes = tag, nodes
+        a, b = 200 + int(tag[:2], 16) % 50, int(tag[2:4], 16)
+        self.prefix = f"10.{a}.{b}"
+        self.bridge = f"ssb{tag}"
+        self.created: list[str] = []  # what to remove, in reverse
+
+    def netns(self, node: int) -> str:
+        return f"ssc{self.tag}-{node}"
+
+    def ip(self, node: int) -> str:
+        return f"{self.prefix}.{10 + node}"
+
+    def host_if(self, node: int) -> str:
+        return f"ssh{self.tag}{node}"
+
+    def create(self) -> ClusterNetwork:
+        try:
+            _run("ip", "link", "add", self.bridge, "type", "bridge")
+            self.created.append(f"link:{self.bridge}")
+            _run("ip", "addr", "add", f"{self.prefix}.1/24", "dev", self.bridge)
+            _run("ip", "link", "set", self.bridge, "up")
+            for node in range(1, self.nodes + 1):
+                ns, host_if, ns_if = self.netns(node), self.host_if(node), f"ssn{self.tag}{node}"
+                _run("ip", "netns", "add", ns)
+                self.created.append(f"netns:{ns}")
+                _run("ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if)
+                self.created.append(f"link:{host_if}")
+                _run("ip", "link", "set", ns_if, "netns", ns)
+                _run("ip", "link", "set", host_if, "master", self.bridge)
+                _run("ip", "link", "set", host_if, "up")
+                _run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{self.ip(node)}/24", "dev", ns_if)
+                _run("ip", "netns", "exec", ns, "ip", "link", "set", ns_if, "up")
+                _run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        except BaseException:
+            self.destroy()
+            raise
+        return self
+
+    def prefix_cmd(self, node: int) -> list[str]:
+        """What runs a command inside node ``node``'s namespace."""
+        return ["ip", "netns", "exec", self.netns(node)]
+
+    def isolate(self, node: int) -> None:
+        _run("ip", "link", "set", self.host_if(node), "down")
+
+    def heal(self, node: int) -> None:
+        _run("ip", "link", "set", self.host_if(node), "up")
+
+    def destroy(self) -> None:
+        for item in reversed(self.created):
+            kind, name = item.split(":", 1)
+            cmd = ["ip", "link", "del", name] if kind == "link" else ["ip", "netns", "del", name]
+            subprocess.run(cmd, capture_output=True)
+        self.created = []

@@ -1,0 +1,222 @@
+"""What `streamscale broker start` leaves running: the embedded broker, or an embedded cluster
+(``--brokers N``), as daemons that outlive the command, found again by their state file in
+``$STREAMSCALE_STATE_DIR`` (default ``~/.streamscale``) and stopped by their process ids; and how
+a command finds its Kafka: ``--bootstrap-servers``, the environment, else the daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from streamscale.broker import kafka_server
+from streamscale.broker.cluster import EmbeddedCluster
+from streamscale.broker.connection import BOOTSTRAP_ENV, KafkaConnection
+from streamscale.broker.embedded import BrokerInfo, EmbeddedBroker
+from streamscale.errors import BrokerError
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("STREAMSCALE_STATE_DIR", Path.home() / ".streamscale"))
+
+
+def _state_file() -> Path:
+    return state_dir() / "broker.json"
+
+
+def _pid_is_our_broker(pid: int, properties: str) -> bool:
+    try:
+        cmdline = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
+    except OSError:
+        return False
+    return bool(properties) and kafka_server.is_server_cmdline(cmdline, properties)
+
+
+def daemon_status() -> BrokerInfo | None:
+    """The running daemon broker, or None (a stale state file is removed)."""
+    path = _state_file()
+    if not path.exists():
+        return None
+    try:
+        info = BrokerInfo(**json.loads(path.read_text()))
+    except (ValueError, TypeError):
+        path.unlink(missing_ok=True)
+        return None
+    if not _pid_is_our_broker(info.pid, info.properties):
+        path.unlink(missing_ok=True)
+        return None
+    return info
+
+
+def daemon_start(port: int | None = None, data_dir: str | os.PathLike | None = None) -> BrokerInfo:
+    _refuse_if_running()
+    broker = EmbeddedBroker(port=port, log_dir=state_dir() / "logs", daemon=True, data_dir=data_dir).start()
+    info = broker.info()
+    state_dir().mkdir(parents=True, exist_ok=True)
+    _state_file().write_text(json.dumps(asdict(info), indent=2))
+    broker.proc = None  # the daemon outlives this process on purpose
+    return info
+
+
+def daemon_stop(timeout: float = 30.0) -> BrokerInfo | None:
+    info = daemon_status()
+    if info is None:
+        return None
+    os.kill(info.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _pid_is_our_broker(info.pid, info.properties):
+        if _reap(info.pid):
+            break
+        time.sleep(0.05)
+    if _pid_is_our_broker(info.pid, info.properties):
+        os.kill(info.pid, signal.SIGKILL)
+    if info.temporary and info.data_dir:
+        shutil.rmtree(info.data_dir, ignore_errors=True)
+    _state_file().unlink(missing_ok=True)
+    return info
+
+
+def _reap(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == pid
+    except ChildProcessError:
+        return False
+
+
+def external_connection(bootstrap: str | None = None, properties: dict | None = None) -> KafkaConnection | None:
+    """For commands that start their own embedded broker when given none: --bootstrap-servers,
+    else $STREAMSCALE_BOOTSTRAP_SERVERS (which must answer), else None (start one)."""
+    bootstrap = bootstrap or os.environ.get(BOOTSTRAP_ENV) or None
+    if not bootstrap:
+        return None
+    from streamscale.broker.access import ensure_reachable
+
+    conn = KafkaConnection.of(bootstrap, properties)
+    ensure_reachable(conn)
+    return conn
+
+
+def resolve_connection(bootstrap: str | None = None, properties: dict | None = None) -> KafkaConnection:
+    """--bootstrap-servers, else $STREAMSCALE_BOOTSTRAP_SERVERS, else the running daemon broker (or
+    cluster);
+    checked to answer within $STREAMSCALE_CONNECT_TIMEOUT seconds (one clear error if not)."""
+    from streamscale.broker.access import ensure_reachable
+
+    chosen = external_connection(bootstrap, properties)  # the option or the environment, checked
+    if chosen is not None:
+        return chosen
+    info = daemon_status() or cluster_status()
+    if info is not None:
+        conn = KafkaConnection.of(info.bootstrap, properties)
+        ensure_reachable(conn)
+        return conn
+    raise BrokerError(
+        "no broker: start the embedded one with `streamscale broker start` "
+        "or pass --bootstrap-servers HOST:PORT for an external Kafka cluster"
+    )
+
+
+def resolve_bootstrap(bootstrap: str | None) -> str:
+    """:func:`resolve_connection`'s bootstrap (the older API)."""
+    return resolve_connection(bootstrap).bootstrap
+
+
+# --- an embedded cluster as a daemon ------------------------------------------------------
+
+
+@dataclass
+class ClusterInfo:
+    bootstrap: str
+    nodes: list[dict] = field(default_factory=list)  # id, pid, address, properties, log_path
+    data_dir: str = ""
+    temporary: bool = True
+    started_at: float = 0.0
+
+    @property
+    def pids(self) -> list[int]:
+        return [n["pid"] for n in self.nodes]
+
+    def alive(self) -> list[dict]:
+        return [n for n in self.nodes if _pid_is_our_broker(n["pid"], n["properties"])]
+
+
+def _cluster_file() -> Path:
+    return state_dir() / "cluster.json"
+
+
+def cluster_status() -> ClusterInfo | None:
+    """The running daemon cluster (some node of it alive), or None (a stale state file is removed)."""
+    path = _cluster_file()
+    if not path.exists():
+        return None
+    try:
+        info = ClusterInfo(**json.loads(path.read_text()))
+    except (ValueError, TypeError):
+        path.unlink(missing_ok=True)
+        return None
+    if not info.alive():
+        path.unlink(missing_ok=True)
+        return None
+    return info
+
+
+def _refuse_if_running() -> None:
+    running = daemon_status() or cluster_status()
+    if running is not None:
+        what = "a broker" if isinstance(running, BrokerInfo) else "a cluster"
+        raise BrokerError(
+            f"{what} is already running at {running.bootstrap}; stop it first with `streamscale broker stop`"
+        )
+
+
+def cluster_start(brokers: int, data_dir: str | os.PathLike | None = None) -> ClusterInfo:
+    """An embedded cluster of ``brokers`` nodes in the background (see :class:`EmbeddedCluster`)."""
+    _refuse_if_running()
+    cluster = EmbeddedCluster(brokers, log_dir=state_dir() / "logs", daemon=True, data_dir=data_dir).start()
+    info = ClusterInfo(
+        bootstrap=cluster.bootstrap,
+        nodes=[
+            {
+                "id": n.node_id,
+                "pid": n.proc.pid,
+                "address": n.address,
+                "properties": str(n.props),
+                "log_path": str(n.log_path),
+            }
+            for n in cluster.nodes.values()
+        ],
+        data_dir=str(cluster.root),
+        temporary=not cluster.keep_data,
+        started_at=time.time(),
+    )
+    state_dir().mkdir(parents=True, exist_ok=True)
+    _cluster_file().write_text(json.dumps(asdict(info), indent=2))
+    for n in cluster.nodes.values():
+        n.proc = None  # the daemons outlive this process on purpose
+    return info
+
+
+def cluster_stop(timeout: float = 30.0) -> ClusterInfo | None:
+    info = cluster_status()
+    if info is None:
+        return None
+    alive = info.alive()
+    for n in alive:  # storage that is removed needs no clean shutdown (see EmbeddedCluster.stop)
+        os.kill(n["pid"], signal.SIGKILL if info.temporary else signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_pid_is_our_broker(n["pid"], n["properties"]) for n in alive):
+        for n in alive:
+            _reap(n["pid"])
+        time.sleep(0.05)
+    for n in alive:
+        if _pid_is_our_broker(n["pid"], n["properties"]):
+            os.kill(n["pid"], signal.SIGKILL)
+    if info.temporary and info.data_dir:
+        shutil.rmtree(info.data_dir, ignore_errors=True)
+    _cluster_file().unlink(missing_ok=True)
+    return info

@@ -1,0 +1,100 @@
+"""The embedded cluster: a daemon of several brokers from the command line (who leads which
+partition, which replicas are in sync, topics with replicas), and no broker JVM left behind by a
+killed parent."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from streamscale.waiting import wait_for
+
+EXE = str(Path(sys.executable).parent / "streamscale")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def run(*args, env):
+    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=180, env={**os.environ, **env})
+
+
+@pytest.fixture
+def state(tmp_path):
+    env = {
+        "STREAMSCALE_STATE_DIR": str(tmp_path),
+        "STREAMSCALE_BOOTSTRAP_SERVERS": "",
+        "STREAMSCALE_METRICS_PORT": "-1",
+    }
+    yield env
+    run("broker", "stop", env=env)
+
+
+def test_a_cluster_from_the_command_line(state):
+    r = run("broker", "start", "--brokers", "3", env=state)
+    assert r.returncode == 0, r.stderr
+    assert "cluster of 3 brokers running at" in r.stdout
+    info = json.loads((Path(state["STREAMSCALE_STATE_DIR"]) / "cluster.json").read_text())
+    pids = [n["pid"] for n in info["nodes"]]
+    assert len(set(pids)) == 3 and all(_alive(p) for p in pids)
+    for n in info["nodes"]:  # each its own log file, and a bounded heap
+        assert Path(n["log_path"]).exists()
+        cmdline = Path(f"/proc/{n['pid']}/cmdline").read_bytes().split(b"\0")
+        assert any(a.startswith(b"-Xmx") for a in cmdline)
+    r = run("broker", "start", env=state)
+    assert r.returncode != 0 and "already running" in r.stderr and "Traceback" not in r.stderr
+    r = run("topic", "create", "orders", "-p", "2", "-r", "3", "--min-insync-replicas", "2", env=state)
+    assert r.returncode == 0, r.stderr
+    assert "replication factor 3, min.insync.replicas 2" in r.stdout
+    r = run("topic", "create", "bad", "-r", "2", "--min-insync-replicas", "3", env=state)
+    assert r.returncode != 0 and "cannot exceed the replication factor" in r.stderr
+    r = run("broker", "status", env=state)
+    assert r.returncode == 0, r.stderr
+    assert "3 of 3 brokers up" in r.stdout
+    rows = re.findall(r"orders\[(\d)\]\s+leader (\d)\s+replicas \[([\d, ]+)\]\s+in sync \[([\d, ]+)\]", r.stdout)
+    assert len(rows) == 2, r.stdout
+    for _, leader, replicas, isr in rows:
+        assert sorted(replicas.split(", ")) == ["1", "2", "3"] and leader in replicas
+        assert sorted(isr.split(", ")) == ["1", "2", "3"]
+    # a node down: the status says so, and the cluster still answers
+    os.kill(pids[0], signal.SIGKILL)
+    wait_for(lambda: not _alive(pids[0]), 10, "the killed node to exit")
+    r = run("broker", "status", env=state)
+    assert r.returncode == 0 and "2 of 3 brokers up" in r.stdout, r.stdout + r.stderr
+    r = run("broker", "stop", env=state)
+    assert r.returncode == 0 and "stopped cluster" in r.stdout
+    assert not any(_alive(p) for p in pids) and not os.path.exists(info["data_dir"])
+    assert run("broker", "status", env=state).returncode == 1
+
+
+def test_a_clusters_brokers_die_with_a_killed_parent(tmp_path):
+    # A parent killed by SIGKILL runs no cleanup; none of its cluster's JVMs may be orphaned.
+    script = textwrap.dedent(f"""
+        import time
+        from streamscale.broker.cluster import EmbeddedCluster
+        c = EmbeddedCluster(3, log_dir={str(tmp_path)!r}).start()
+        print(" ".join(str(p) for p in c.pids()), flush=True)
+        time.sleep(600)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in parent.stdout.readline().split()]
+        assert len(pids) == 3 and all(_alive(p) for p in pids)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        wait_for(lambda: not any(_alive(p) for p in pids), 15, "the cluster's brokers to exit")
+    finally:
+        parent.kill()
+        parent.wait(10)
