@@ -1,6 +1,7 @@
-"""`streamscale reliability run spec.yaml`: every semantics x size x fault x repetition, then
-trials.csv, summary.csv/json and the paper's figures (loss vs delay, loss vs loss rate,
-duplicates vs loss rate)."""
+"""`streamscale reliability run spec.yaml`: every producer (or semantics) x size x fault x topic
+setting (min.insync.replicas, unclean leader election) x repetition, then trials.csv,
+summary.csv/json and the paper's figures (loss vs delay, loss vs loss rate, duplicates vs loss
+rate)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,27 @@ import pandas as pd
 from streamscale.broker.connection import KafkaConnection, build_connection, masked
 from streamscale.errors import ConfigError
 from streamscale.reliability.spec import NetemFault, NoFault, ReliabilitySpec
-from streamscale.reliability.testbeds import ExternalTestbed, NetemTestbed, ProxyTestbed
+from streamscale.reliability.testbeds import ClusterTestbed, ExternalTestbed, NetemTestbed, ProxyTestbed
 from streamscale.reliability.tester import TrialResult, run_trial
 
 
-def _testbed_kind(fault) -> str:
+def _testbed_kind(spec: ReliabilitySpec, fault, external: bool) -> str:
+    if external:
+        return "external"
+    if spec.cluster is not None:
+        return "cluster"
     return "netem" if isinstance(fault, NetemFault) else "proxy"
+
+
+def _testbed(kind: str, spec: ReliabilitySpec, out_dir: Path, bootstrap, properties):
+    logs = out_dir / "broker-logs"
+    if kind == "external":
+        return ExternalTestbed(bootstrap, properties)
+    if kind == "cluster":
+        return ClusterTestbed(spec.cluster.brokers, spec.isolation(), logs, properties)
+    if kind == "netem":
+        return NetemTestbed(logs, properties)
+    return ProxyTestbed(logs, seed=0, properties=properties)
 
 
 def run_spec(
@@ -45,6 +61,14 @@ def run_spec(
             "with --bootstrap-servers only `kind: none` can run, because an external cluster "
             "advertises its own addresses and clients would bypass the proxy"
         )
+    if bootstrap and spec.cluster is not None:
+        raise ConfigError("cluster: starts an embedded cluster; leave out --bootstrap-servers (or cluster:)")
+    if spec.isolation():
+        from streamscale.broker.clusternet import namespaces_available
+
+        ok, why = namespaces_available()
+        if not ok:
+            raise ConfigError(f"a fault isolates a broker, which needs network namespaces: {why}")
     if any(isinstance(f, NetemFault) for f in faults):
         from streamscale.reliability.netem import require_netem
 
@@ -54,59 +78,65 @@ def run_spec(
     saved["kafka"]["properties"] = masked(saved["kafka"]["properties"])  # results keep no credential
     (out_dir / "spec.json").write_text(json.dumps(saved, indent=2))
     results: list[TrialResult] = []
-    total = len(faults) * len(spec.semantics) * len(spec.sizes) * spec.repetitions
+    producers = spec.producer_settings()
+    settings = [(m, u) for m in spec.topic.min_insync_replicas for u in spec.topic.unclean_leader_election]
+    per_fault = len(spec.sizes) * len(producers) * len(settings) * spec.repetitions
+    total = len(faults) * per_fault
+    rf = spec.replication_factor()
     beds: dict[str, object] = {}
     csv_path = out_dir / "trials.csv"
     csv_path.unlink(missing_ok=True)
     try:
         for fault in faults:
-            kind = "external" if bootstrap else _testbed_kind(fault)
+            kind = _testbed_kind(spec, fault, bool(bootstrap))
             if kind not in beds:
-                beds[kind] = (
-                    ExternalTestbed(bootstrap, properties)
-                    if kind == "external"
-                    else NetemTestbed(out_dir / "broker-logs", properties)
-                    if kind == "netem"
-                    else ProxyTestbed(out_dir / "broker-logs", seed=0, properties=properties)
-                )
+                beds[kind] = _testbed(kind, spec, out_dir, bootstrap, properties)
             bed = beds[kind]
             for size in spec.sizes:
-                for semantics in spec.semantics:
-                    for rep in range(spec.repetitions):
-                        r = run_trial(
-                            bed,
-                            semantics,
-                            spec.messages,
-                            size,
-                            fault,
-                            spec.partitions,
-                            spec.rate,
-                            rep,
-                            spec.transaction_messages,
-                            spec.send_timeout_s,
-                            spec.receive_timeout_s,
-                        )
-                        results.append(r)
-                        _append(csv_path, r)
-                        progress(
-                            f"[{len(results)}/{total}] {semantics:<13} {size:>4} B  {fault.label():<32} "
-                            f"alpha={r.alpha:.6f} beta={r.beta:.6f}  (L={r.lost}, D={r.duplicated}, "
-                            f"{r.accounted_rate:,.0f} msg/s accounted)"
-                            + ("  [broker data lost]" if r.broker_restarted else "")
-                        )
+                for producer in producers:
+                    for min_isr, unclean in settings:
+                        for rep in range(spec.repetitions):
+                            r = run_trial(
+                                bed,
+                                producer,
+                                spec.messages,
+                                size,
+                                fault,
+                                spec.partitions,
+                                spec.rate,
+                                rep,
+                                spec.transaction_messages,
+                                spec.send_timeout_s,
+                                spec.receive_timeout_s,
+                                replication_factor=rf,
+                                min_insync_replicas=min_isr,
+                                unclean_election=unclean,
+                            )
+                            results.append(r)
+                            _append(csv_path, r)
+                            progress(_progress_line(len(results), total, r, spec))
     finally:
         for bed in beds.values():
             bed.close()
     df = pd.DataFrame([r.row() for r in results])
     summary = (
-        df.groupby(["semantics", "size", "fault"], sort=False)
+        df.groupby(
+            ["semantics", "size", "fault", "replication_factor", "min_insync_replicas", "unclean_election"],
+            sort=False,
+        )
         .agg(
             trials=("alpha", "size"),
+            N=("N", "sum"),
             alpha=("alpha", "mean"),
             beta=("beta", "mean"),
             lost=("lost", "sum"),
             duplicated=("duplicated", "sum"),
             acked_but_lost=("acked_but_lost", "sum"),
+            acked_but_lost_max=("acked_but_lost", "max"),
+            unacked_lost=("unacked_lost", "sum"),
+            stall_s=("stall_s", "median"),
+            recovery_s=("recovery_s", "median"),
+            leader_changes=("leader_changes", "sum"),
             accounted_rate=("accounted_rate", "mean"),
             broker_restarted=("broker_restarted", "any"),
         )
@@ -116,6 +146,22 @@ def run_spec(
     (out_dir / "summary.json").write_text(json.dumps(summary.to_dict(orient="records"), indent=2, default=float))
     plot(df, out_dir)
     return df
+
+
+def _progress_line(done: int, total: int, r: TrialResult, spec: ReliabilitySpec) -> str:
+    line = (
+        f"[{done}/{total}] {r.semantics:<13} {r.size:>4} B  {r.fault:<32} "
+        f"alpha={r.alpha:.6f} beta={r.beta:.6f}  (L={r.lost}, D={r.duplicated}, "
+        f"{r.accounted_rate:,.0f} msg/s accounted)"
+    )
+    if spec.cluster is not None:
+        unclean = ", unclean election" if r.unclean_election else ""
+        line += (
+            f"  RF {r.replication_factor} min ISR {r.min_insync_replicas}{unclean}: {r.acked_but_lost} acknowledged "
+            f"lost, {r.unacked_lost} unacknowledged; {r.leader_changes} leader changes, "
+            f"no acknowledgment for {r.stall_s:.1f} s"
+        )
+    return line + ("  [broker data lost]" if r.broker_restarted else "")
 
 
 def _append(path: Path, r: TrialResult) -> None:

@@ -1,11 +1,13 @@
 """Testbeds of the reliability tester: where its clients connect and how faults are applied —
-an external cluster (no faults), the embedded broker behind the fault proxy, or the embedded broker
-in a network namespace whose veth pair tc netem degrades."""
+an external cluster (no faults), the embedded broker behind the fault proxy, the embedded broker
+in a network namespace whose veth pair tc netem degrades, or an embedded cluster of several
+brokers whose nodes are killed, restarted and cut off."""
 
 from __future__ import annotations
 
 from streamscale.broker.connection import KafkaConnection
-from streamscale.broker.embedded import EmbeddedBroker, wait_for_group_coordinator
+from streamscale.broker.embedded import EmbeddedBroker
+from streamscale.broker.readiness import wait_for_group_coordinator
 from streamscale.errors import ReliabilityError
 from streamscale.ports import free_port
 from streamscale.reliability.proxy import FaultProxy
@@ -31,6 +33,15 @@ class Testbed:
 
     def proxy_resets(self) -> int:
         return 0
+
+    def settle(self, topic: str) -> None:
+        """Before a trial sends to the new ``topic``: until its replicas are all in sync."""
+
+    def cluster_fault(self, fault, topic: str):
+        raise ReliabilityError("faults of kind cluster need an embedded cluster (cluster: in the spec)")
+
+    def leader_watch(self, topic: str, t0: float):
+        return None
 
     def close(self) -> None: ...
 
@@ -130,3 +141,35 @@ class NetemTestbed(Testbed):
     def close(self) -> None:
         self.broker.stop()
         self.link.destroy()
+
+
+class ClusterTestbed(Testbed):
+    """An embedded cluster of ``brokers`` nodes (in network namespaces of their own with
+    ``isolation``); cluster faults act on its nodes, and after each trial every node is up and
+    joined again before the records are read back."""
+
+    def __init__(self, brokers: int = 3, isolation: bool = False, log_dir=None, properties: dict | None = None):
+        from streamscale.broker.cluster import EmbeddedCluster
+
+        self.properties = properties
+        self.cluster = EmbeddedCluster(brokers, log_dir=log_dir, isolation=isolation).start()
+        self.bootstrap = self.cluster.bootstrap
+
+    def settle(self, topic: str) -> None:
+        self.cluster.wait_in_sync([topic])
+
+    def cluster_fault(self, fault, topic: str):
+        from streamscale.reliability.clusterfaults import ClusterFaultRun
+
+        return ClusterFaultRun(self.cluster, fault, topic)
+
+    def leader_watch(self, topic: str, t0: float):
+        from streamscale.reliability.clusterfaults import LeaderWatch
+
+        return LeaderWatch(self.cluster, topic, t0).start()
+
+    def clear(self) -> None:
+        self.cluster.restore()
+
+    def close(self) -> None:
+        self.cluster.stop()
