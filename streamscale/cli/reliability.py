@@ -50,7 +50,13 @@ def reliability_pipeline(
     messages: int = typer.Option(20000, "--messages", "-n", min=100),
     size: int = typer.Option(100, min=16),
     partitions: int = typer.Option(2, min=1),
-    kill_at: float = typer.Option(0.3, min=0.01, max=0.99, help="Kill the query when this fraction is written"),
+    kill_at: float = typer.Option(0.3, min=0.01, max=0.99, help="The fault when this fraction is written"),
+    kill: str = typer.Option(
+        "query",
+        help="query: its processes (SIGKILL), then a restart from its checkpoint; leader: the output "
+        "partition's leader (SIGKILL) on an embedded cluster the command starts, the query running on",
+    ),
+    brokers: int = typer.Option(3, min=2, max=9, help="The embedded cluster's brokers (--kill leader)"),
     master: str = typer.Option("local[1]"),
     connector: str = typer.Option(
         None, help="Kafka connector: spark (Spark's own) or python; default $STREAMSCALE_KAFKA_IMPL, else spark"
@@ -60,17 +66,38 @@ def reliability_pipeline(
     kafka_property: list[str] = KafkaProperty,
     kafka_config: Path = KafkaConfig,
 ):
-    """Ids through a Spark pass-through query that is killed (SIGKILL) and restarted from its checkpoint."""
+    """Ids through a Spark pass-through query with a fault mid-run: the query killed (SIGKILL) and
+    restarted from its checkpoint, or the leader of its output killed on an embedded cluster."""
     metrics_endpoint()
+    from contextlib import ExitStack
+
+    from streamscale.errors import ConfigError
     from streamscale.reliability.pipeline import run_pipeline_trial
 
-    conn = kafka_connection(bootstrap, kafka_property, kafka_config)
-    r = run_pipeline_trial(conn, out_dir, messages, size, partitions, kill_at, master, connector=connector)
+    if kill not in ("query", "leader"):
+        raise ConfigError(f"--kill must be query or leader, not {kill!r}")
+    with ExitStack() as stack:
+        cluster = None
+        if kill == "leader":
+            from streamscale.broker.cluster import EmbeddedCluster
+
+            if bootstrap:
+                raise ConfigError("--kill leader kills a broker of the embedded cluster it starts; leave out -b")
+            console.print(f"starting an embedded cluster of {brokers} brokers", highlight=False)
+            cluster = stack.enter_context(EmbeddedCluster(brokers, log_dir=out_dir / "broker-logs"))
+            conn = kafka_connection(cluster.bootstrap, kafka_property, kafka_config)
+        else:
+            conn = kafka_connection(bootstrap, kafka_property, kafka_config)
+        r = run_pipeline_trial(
+            conn, out_dir, messages, size, partitions, kill_at, master, connector=connector, kill=kill, cluster=cluster
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "pipeline.json").write_text(json.dumps(r.row(), indent=2))
+    what = f"broker {r.killed_node} (the output's leader) killed" if r.killed_node is not None else "query killed"
     out.print(
-        f"N={r.N} M={r.M} M'={r.distinct}: alpha={r.alpha:.6f} (L={r.lost}), beta={r.beta:.6f} (D={r.duplicated}); "
-        f"killed with {r.output_at_kill} records written; {r.connector} connector; {out_dir}/pipeline.json"
+        f"N={r.N} M={r.M} M'={r.distinct}: alpha={r.alpha:.6f} (L={r.lost}), beta={r.beta:.6f} (D={r.duplicated}; "
+        f"Spark's Kafka sink is at-least-once); {what} with {r.output_at_kill} records written, "
+        f"{r.query_restarts} restart(s) from the checkpoint; {r.connector} connector; {out_dir}/pipeline.json"
     )
 
 

@@ -1,10 +1,12 @@
 """Reliability end to end through Spark: ids from the input topic through a UC1-style pass-through
-query to the output topic, with the query's process killed (SIGKILL, driver and executors) mid-run
-and restarted from its checkpoint. Loss and duplicates are counted on the output topic.
+query to the output topic, with a fault mid-run: the query's process killed (SIGKILL, driver and
+executors) and restarted from its checkpoint, or, on an embedded cluster, the leader of the output
+topic's first partition killed (SIGKILL) while the query runs on. Loss and duplicates are counted
+on the output topic.
 
 The Kafka sink of Structured Streaming is at-least-once: a micro-batch whose output was written but
-whose commit did not reach the checkpoint is written again after the restart. So alpha must be 0
-and beta shows how much the kill cost; the test asserts exactly that.
+whose commit did not reach the checkpoint is written again after a restart. So alpha must be 0
+and beta shows how much the fault cost; the tests assert exactly that.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ class PipelineResult:
     first_run_s: float
     restart_run_s: float
     connector: str = "spark"  # the Kafka connector the query read and wrote with
+    fault: str = "query killed"
+    killed_node: int | None = None  # the broker a leader kill took down
+    query_restarts: int = 0  # times the query failed and was started again from its checkpoint
+    replication_factor: int = 1
 
     def row(self) -> dict:
         return asdict(self)
@@ -105,75 +111,148 @@ def run_pipeline_trial(
     timeout_s: float = 300,
     topics_out: list[str] | None = None,
     connector: str | None = None,
+    kill: str = "query",
+    cluster=None,
 ) -> PipelineResult:
+    """``kill``: ``query`` (its processes, then a restart from the checkpoint) or ``leader`` (of
+    the output topic's partition 0, on ``cluster``, an :class:`EmbeddedCluster`, whose topics get
+    up to 3 replicas, 2 in sync)."""
     from streamscale.sparkio.io import kafka_impl
 
     connector = kafka_impl(connector)  # checked here, not in the child process
+    if kill not in ("query", "leader"):
+        raise ReliabilityError(f"kill must be query or leader, not {kill!r}")
+    if kill == "leader" and cluster is None:
+        raise ReliabilityError("killing a partition's leader needs the embedded cluster")
     conn = KafkaConnection.of(bootstrap)
     work_dir.mkdir(parents=True, exist_ok=True)
     tag = uuid.uuid4().hex[:8]
     src, dst = f"trak-in-{tag}", f"trak-out-{tag}"
     if topics_out is not None:
         topics_out.extend([src, dst])
+    rf = min(3, cluster.brokers) if cluster is not None else 1
+    config = {"min.insync.replicas": str(max(1, rf - 1))}
     with BrokerAccess(conn) as access:
-        access.create_topics({src: partitions, dst: partitions})
-        p = conn.producer({"enable.idempotence": True, "linger.ms": 5})
-        for i in range(n):
-            while True:
-                try:
-                    p.produce(src, make_value(i, size))
-                    break
-                except BufferError:
-                    p.poll(0.01)
-        if p.flush(60) != 0:
-            raise ReliabilityError("could not write the input records")
+        access.create_topics({src: partitions, dst: partitions}, rf, config)
+        _write_input(conn, src, n, size)
         args = [
-            "--bootstrap",
-            conn.bootstrap,
-            "--kafka-properties",
-            json.dumps(dict(conn.properties)),
-            "--input",
-            src,
-            "--output",
-            dst,
-            "--checkpoint",
-            str(work_dir / f"checkpoint-{tag}"),
-            "--master",
-            master,
-            "--connector",
-            connector,
+            *("--bootstrap", conn.bootstrap, "--kafka-properties", json.dumps(dict(conn.properties))),
+            *("--input", src, "--output", dst, "--checkpoint", str(work_dir / f"checkpoint-{tag}")),
+            *("--master", master, "--connector", connector),
         ]
-        # small batches before the kill (so it lands mid-run), one big catch-up batch after it
-        first_args = [*args, "--max-offsets", str(max(100, n // 20))]
         log = work_dir / f"pipeline-{tag}.log"
-        t0 = time.monotonic()
-        proc = _start(first_args, log)
+        run = _Run(access, dst, log, timeout_s)
+        if kill == "query":
+            result = run.query_killed(args, n, kill_at_fraction)
+        else:
+            result = run.leader_killed(args, n, kill_at_fraction, cluster)
+    ids = receive(conn, dst, "read_uncommitted", timeout_s)
+    m, distinct, lost, dup = account(ids, n)
+    return PipelineResult(
+        n,
+        m,
+        distinct,
+        lost,
+        dup,
+        lost / n,
+        dup / n,
+        *result,
+        connector=connector,
+        replication_factor=rf,
+        fault="query killed" if kill == "query" else "leader killed",
+        killed_node=run.killed_node,
+        query_restarts=run.restarts,
+    )
+
+
+def _write_input(conn: KafkaConnection, topic: str, n: int, size: int) -> None:
+    p = conn.producer({"enable.idempotence": True, "linger.ms": 5})
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, make_value(i, size))
+                break
+            except BufferError:
+                p.poll(0.01)
+    if p.flush(60) != 0:
+        raise ReliabilityError("could not write the input records")
+
+
+class _Run:
+    """The query's runs of one trial, and the fault between them."""
+
+    def __init__(self, access: BrokerAccess, dst: str, log: Path, timeout_s: float):
+        self.access, self.dst, self.log, self.timeout_s = access, dst, log, timeout_s
+        self.killed_node: int | None = None
+        self.restarts = 0
+
+    def written(self) -> int:
+        return sum(self.access.end_offsets(self.dst).values())
+
+    def _until_written(self, proc: subprocess.Popen, count: float, t0: float) -> None:
         written = 0
+        while written < count:
+            if proc.poll() is not None:
+                raise ReliabilityError(f"the pipeline exited early (code {proc.returncode}); see {self.log}")
+            if time.monotonic() - t0 > self.timeout_s:
+                raise ReliabilityError(f"the pipeline wrote only {written} records in {self.timeout_s} s")
+            time.sleep(0.2)  # polling the output's end offsets, not waiting blindly
+            written = self.written()
+
+    def _to_the_end(self, args: list[str], n: int, proc: subprocess.Popen | None = None) -> None:
+        """The query processes what is there and exits; one that fails is started again from its
+        checkpoint (up to 3 times)."""
+        while True:
+            proc = proc or _start([*args, "--available-now", "--max-offsets", str(n)], self.log)
+            try:
+                proc.wait(self.timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                raise ReliabilityError(
+                    f"the pipeline did not finish within {self.timeout_s} s; see {self.log}"
+                ) from None
+            if proc.returncode == 0:
+                return
+            if self.restarts >= 3:
+                raise ReliabilityError(
+                    f"the pipeline failed (code {proc.returncode}) {self.restarts + 1} times; see {self.log}"
+                )
+            self.restarts += 1
+            proc = None
+
+    def query_killed(self, args: list[str], n: int, kill_at: float) -> tuple[int, float, float]:
+        # small batches before the kill (so it lands mid-run), one big catch-up batch after it
+        t0 = time.monotonic()
+        proc = _start([*args, "--max-offsets", str(max(100, n // 20))], self.log)
         try:
-            while written < kill_at_fraction * n:
-                if proc.poll() is not None:
-                    raise ReliabilityError(f"the pipeline exited early (code {proc.returncode}); see {log}")
-                if time.monotonic() - t0 > timeout_s:
-                    raise ReliabilityError(f"the pipeline wrote only {written} of {n} records in {timeout_s} s")
-                time.sleep(0.2)  # polling the output's end offsets, not waiting blindly
-                written = sum(access.end_offsets(dst).values())
+            self._until_written(proc, kill_at * n, t0)
         finally:
             _kill_group(proc)
         first = time.monotonic() - t0
-        at_kill = sum(access.end_offsets(dst).values())
+        at_kill = self.written()
         t1 = time.monotonic()
-        proc = _start([*args, "--available-now", "--max-offsets", str(n)], log)
+        self.restarts = 1
+        self._to_the_end(args, n)
+        return at_kill, first, time.monotonic() - t1
+
+    def leader_killed(self, args: list[str], n: int, kill_at: float, cluster) -> tuple[int, float, float]:
+        # one run in small batches; the output's leader dies under it, and the query carries on
+        # (or, failing, is started again from its checkpoint)
+        t0 = time.monotonic()
+        proc = _start([*args, "--available-now", "--max-offsets", str(max(100, n // 40))], self.log)
         try:
-            proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
+            self._until_written(proc, kill_at * n, t0)
+            at_kill = self.written()
+            self.killed_node = cluster.leader(self.dst, 0)
+            cluster.kill(self.killed_node, hard=True)
+            first = time.monotonic() - t0
+            self._to_the_end(args, n, proc)
+        except BaseException:
             _kill_group(proc)
-            raise ReliabilityError(f"the restarted pipeline did not finish within {timeout_s} s; see {log}") from None
-        if proc.returncode != 0:
-            raise ReliabilityError(f"the restarted pipeline failed (code {proc.returncode}); see {log}")
-        restart = time.monotonic() - t1
-    ids = receive(conn, dst, "read_uncommitted", timeout_s)
-    m, distinct, lost, dup = account(ids, n)
-    return PipelineResult(n, m, distinct, lost, dup, lost / n, dup / n, at_kill, first, restart, connector)
+            raise
+        rest = time.monotonic() - t0 - first
+        cluster.restore()
+        return at_kill, first, rest
 
 
 if __name__ == "__main__":

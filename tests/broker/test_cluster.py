@@ -84,7 +84,7 @@ def test_a_clusters_brokers_die_with_a_killed_parent(tmp_path):
     script = textwrap.dedent(f"""
         import time
         from streamscale.broker.cluster import EmbeddedCluster
-        c = EmbeddedCluster(3, log_dir={str(tmp_path)!r}).start()
+        c = EmbeddedCluster(3, log_dir={str(tmp_path)!r}, data_dir={str(tmp_path / "data")!r}).start()
         print(" ".join(str(p) for p in c.pids()), flush=True)
         time.sleep(600)
     """)

@@ -196,6 +196,25 @@ def test_pipeline_killed_and_restarted_loses_nothing(broker, _created_topics, tm
     assert 0 < r.output_at_kill < n  # the kill landed mid-run
     assert r.lost == 0 and r.alpha == 0.0 and r.distinct == n
     assert r.duplicated == r.M - n and r.beta == r.duplicated / n  # replayed micro-batch, counted exactly
+    assert (r.fault, r.query_restarts, r.killed_node) == ("query killed", 1, None)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_pipeline_across_a_leader_kill_loses_nothing(tmp_path):
+    # A minute or more: Spark's source asks for the end offsets with an admin client that waits
+    # for the dead leader until its 60 s default.api.timeout.ms, then retries.
+    from streamscale.broker.cluster import EmbeddedCluster
+    from streamscale.reliability.pipeline import run_pipeline_trial
+
+    n = 10_000
+    with EmbeddedCluster(3, log_dir=tmp_path / "logs") as cluster:
+        r = run_pipeline_trial(cluster.bootstrap, tmp_path, n=n, kill="leader", cluster=cluster)
+        assert r.killed_node in cluster.nodes and cluster.nodes[r.killed_node].alive()  # back after the run
+    assert (r.fault, r.replication_factor) == ("leader killed", 3)
+    assert 0 < r.output_at_kill < n  # the kill landed mid-run
+    assert r.lost == 0 and r.alpha == 0.0 and r.distinct == n
+    assert r.duplicated == r.M - n and r.beta == r.duplicated / n  # what the at-least-once sink wrote twice
 
 
 @pytest.mark.parametrize("name", ["reliability-small", "reliability-paper"])
