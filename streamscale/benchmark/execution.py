@@ -310,6 +310,22 @@ def short_for_windows(spec: Spec) -> str | None:
     )
 
 
+def embedded_kafka(spec: Spec, log_dir: Path):
+    """The embedded Kafka a spec asks for: one broker, or a cluster of ``broker.brokers`` nodes."""
+    from streamscale.broker import EmbeddedBroker
+    from streamscale.broker.cluster import EmbeddedCluster
+
+    rf = spec.replication_factor(embedded=True)
+    if rf > spec.broker.brokers:
+        raise ConfigError(
+            f"benchmark.topics.replication_factor {rf} needs as many brokers: set broker.brokers "
+            f"(now {spec.broker.brokers}), or give an external cluster with -b"
+        )
+    if spec.broker.brokers > 1:
+        return EmbeddedCluster(spec.broker.brokers, log_dir=log_dir)
+    return EmbeddedBroker(log_dir=log_dir)
+
+
 def run_execution(
     spec: Spec,
     out_dir: Path,
@@ -331,7 +347,6 @@ def run_execution(
     from contextlib import ExitStack
 
     from streamscale.benchmark.report import write_report
-    from streamscale.broker import EmbeddedBroker
     from streamscale.observe.html import environment
 
     with ExitStack() as stack:
@@ -339,16 +354,19 @@ def run_execution(
             bootstrap, properties = build_connection(section=spec.kafka_section(), use_env=False)
         embedded = bootstrap is None
         if embedded:
-            broker = stack.enter_context(EmbeddedBroker(log_dir=out_dir / "logs"))
+            broker = stack.enter_context(embedded_kafka(spec, out_dir / "logs"))
             bootstrap, broker_pids = broker.bootstrap, broker.pids()
         conn = KafkaConnection.of(bootstrap, properties)
         note = short_for_windows(spec)
         if note:
             console.print(f"note: {note}", highlight=False)
-        runner = ExperimentRunner(spec, out_dir, conn, sessions, broker_pids)
+        runner = ExperimentRunner(spec, out_dir, conn, sessions, broker_pids, spec.replication_factor(embedded))
         stack.callback(runner.close)  # a kept session stops before the broker it reads
         execution = Execution(spec, out_dir, runner, live=live)
         env = environment(spec, conn.bootstrap, embedded)
+        env["topics"] = f"{spec.benchmark.topics.partitions} partitions, replication factor {runner.replication_factor}"
+        if embedded and spec.broker.brokers > 1:
+            env["broker"] = f"embedded cluster of {spec.broker.brokers} nodes: " + env["broker"]
         changed = broker_change_note(out_dir, env)
         if changed and execution.done:
             console.print(f"note: {changed}", highlight=False)

@@ -119,17 +119,27 @@ def combined_verdict(valid: bool, lag: str, others_hold: bool) -> str:
 class ExperimentRunner:
     """Runs single experiments for real (broker, generator, Spark pipeline) and judges them."""
 
-    def __init__(self, spec: Spec, out_dir: Path, bootstrap: KafkaConnection | str, sessions=None, broker_pids=None):
+    def __init__(
+        self,
+        spec: Spec,
+        out_dir: Path,
+        bootstrap: KafkaConnection | str,
+        sessions=None,
+        broker_pids=None,
+        replication_factor: int | None = None,
+    ):
         """``sessions``: a :class:`~streamscale.experiment.sessions.SparkSessions` the experiments take
         their Spark sessions from (its owner closes it); default: one of the runner's own, keeping a
         session from one experiment for the next when the spec says ``reuse_spark``. ``broker_pids``:
-        the broker's processes (an embedded broker's), whose CPU each experiment reports."""
+        the broker's processes (an embedded broker's), whose CPU each experiment reports.
+        ``replication_factor``: of the experiments' topics (default: the spec's, else 1)."""
         from streamscale.experiment.sessions import SparkSessions
 
         self.spec, self.out_dir, self.bootstrap = spec, out_dir, bootstrap
         self.own_sessions = sessions is None
         self.sessions = SparkSessions(keep=spec.execution.reuse_spark) if sessions is None else sessions
         self.broker_pids = list(broker_pids or [])
+        self.replication_factor = replication_factor or spec.replication_factor(embedded=False)
         self.reference_speed: float | None = None  # the execution's first calibration
 
     def close(self) -> None:
@@ -189,6 +199,8 @@ class ExperimentRunner:
             judge=self.judge(s, limit) if ex.shortest_s is not None else None,
             min_duration_s=ex.shortest_s,
             broker_pids=self.broker_pids,
+            replication_factor=self.replication_factor,
+            topic_config=spec.benchmark.topics.config(),
         )
         speed_after = calibration_speed()
         trend = lag_trend_estimate(

@@ -23,6 +23,27 @@ class LoadGenSpec(_Model):
 
 class TopicSpec(_Model):
     partitions: int = Field(4, ge=1)
+    replication_factor: int | None = Field(
+        None, ge=1, description="replicas of the input and output topics; null: up to 3 on an embedded cluster, else 1"
+    )
+    min_insync_replicas: int | None = Field(
+        None, ge=1, description="replicas that must have a record before the generator's acks=all is answered"
+    )
+
+    @model_validator(mode="after")
+    def _isr(self):
+        if self.min_insync_replicas and self.replication_factor and self.min_insync_replicas > self.replication_factor:
+            raise ValueError("min_insync_replicas cannot exceed replication_factor")
+        return self
+
+    def config(self) -> dict:
+        return {} if self.min_insync_replicas is None else {"min.insync.replicas": str(self.min_insync_replicas)}
+
+
+class BrokerSection(_Model):
+    brokers: int = Field(
+        1, ge=1, le=9, description="the embedded Kafka's nodes: above 1, a cluster (each node broker and controller)"
+    )
 
 
 class BenchmarkSpec(_Model):
@@ -182,6 +203,14 @@ class Spec(_Model):
     benchmark: BenchmarkSpec
     execution: ExecutionSpec
     kafka: KafkaSection = Field(default_factory=KafkaSection)
+    broker: BrokerSection = Field(default_factory=BrokerSection)
+
+    def replication_factor(self, embedded: bool) -> int:
+        """The topics' replicas: as the spec says, else up to 3 on an embedded cluster, else 1."""
+        given = self.benchmark.topics.replication_factor
+        if given is not None:
+            return given
+        return min(3, self.broker.brokers) if embedded else 1
 
     def kafka_section(self) -> dict:
         """The spec's Kafka connection section (execution.bootstrap_servers is the older place)."""

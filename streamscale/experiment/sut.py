@@ -110,6 +110,8 @@ def run_sut(
     judge: Callable[..., bool] | None = None,
     min_duration_s: float | None = None,
     broker_pids: list[int] | None = None,
+    replication_factor: int = 1,
+    topic_config: dict | None = None,
 ) -> SutResult:
     """Generate ``sensors`` records/s for ``duration_s`` into a fresh topic and run the pipeline.
 
@@ -123,7 +125,8 @@ def run_sut(
     ``judge(lag_samples, batches, t0_wall, topic)``: sequential testing. From ``min_duration_s`` on,
     every :data:`CHECK_EVERY_S` the run so far is handed to it, and the load stops as soon as it
     says the run is decided; ``duration_s`` is then the longest the run may take. ``broker_pids``:
-    the broker's processes, whose CPU the result reports (the Spark application's always is)."""
+    the broker's processes, whose CPU the result reports (the Spark application's always is).
+    ``replication_factor`` and ``topic_config``: of the input and output topics."""
     pipe = make_pipeline(uc, params)
     if encoding != "json":
         from streamscale.errors import ConfigError
@@ -140,7 +143,7 @@ def run_sut(
             bootstrap = broker.bootstrap
         bootstrap = KafkaConnection.of(bootstrap, properties)
         access = stack.enter_context(BrokerAccess(bootstrap))
-        access.create_topics({input_topic: partitions, output_topic: partitions})
+        access.create_topics({input_topic: partitions, output_topic: partitions}, replication_factor, topic_config)
         own_spark = spark is None
         sessions = sessions if sessions is not None else SparkSessions()
         if own_spark:
