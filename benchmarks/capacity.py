@@ -1,7 +1,7 @@
 """Load capacity of UC1-UC4 per resource amount, as brackets: the highest load each core (or
 executor) count held and the lowest it failed, searched until they lie within 15 % of each other.
 
-    .venv/bin/python benchmarks/capacity.py [--uc uc1 uc2 uc3 uc4] [--standalone]
+    .venv/bin/python benchmarks/capacity.py [--uc uc1 uc2 uc3 uc4] [--standalone] [--brokers 3]
         [--duration S] [--warmup S] [--repetitions 1] [--resolution 0.15] [--out results/capacity]
         [--loads L ...] [--resources N ...] [--every-run]
 
@@ -16,8 +16,9 @@ from pyspark's jars. The search starts at the UC's first load below on the fewes
 each amount above where the one below failed. UC4's load is seed 002's (4^n sensors in n levels
 of groups of 4): its search steps one level, and its bracket is two levels apart at best. 8
 partitions, 1 generator process on the same machine; a load the generator cannot reach ends the
-search upwards (the run says so). Results (experiments.csv, capacity.png, report.html) per UC
-under ``--out``; a table at the end.
+search upwards (the run says so). ``--brokers 3``: on an embedded cluster of three nodes, the
+topics with three replicas, two in sync (the generator's acks=all waits for both). Results
+(experiments.csv, capacity.png, report.html) per UC under ``--out``; a table at the end.
 
 To re-check points rather than search: ``--loads`` (one UC) the loads, ``--resources`` the
 resource amounts, and ``--every-run`` runs every load x resource point ``--repetitions`` times,
@@ -36,6 +37,7 @@ from streamscale.benchmark.execution import run_execution
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import parse_spec
 from streamscale.broker import EmbeddedBroker
+from streamscale.broker.cluster import EmbeddedCluster
 from streamscale.experiment.standalone import StandaloneCluster
 
 # (pipeline parameters, loads: the first tried and the highest the search may try, longest run
@@ -72,9 +74,12 @@ def spec_for(uc: str, args, master: str | None) -> dict:
         execution.update(stop_at_majority=False, extra_repetitions=0)
     if master:
         execution.update(master=master, executor_cores=1, executor_memory="2g")
+    topics = {"partitions": 8}
+    if args.brokers > 1:
+        topics.update(replication_factor=min(3, args.brokers), min_insync_replicas=min(2, args.brokers))
     return {
         "name": f"capacity-{uc}{'-standalone' if master else ''}",
-        "benchmark": {"sut": uc, "params": params, "topics": {"partitions": 8}, "loadgen": {"workers": 1}},
+        "benchmark": {"sut": uc, "params": params, "topics": topics, "loadgen": {"workers": 1}},
         "execution": execution,
     }
 
@@ -83,6 +88,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--uc", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     ap.add_argument("--standalone", action="store_true", help="executors of a 2-worker standalone cluster")
+    ap.add_argument("--brokers", type=int, default=1, help="an embedded cluster of this many nodes (default 1)")
     ap.add_argument("--duration", type=float, help="run seconds (default per UC: 60 for UC1, 150 for the others)")
     ap.add_argument("--warmup", type=float, help="warm-up seconds (default per UC: 20 for UC1, 30 for the others)")
     ap.add_argument("--repetitions", type=int, default=1)
@@ -102,6 +108,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     out = args.out / ("standalone" if args.standalone else "local")
+    if args.brokers > 1:
+        out = out.with_name(f"{out.name}-{args.brokers}brokers")
     answers = {}
     with contextlib.ExitStack() as stack:
         master = None
@@ -110,11 +118,15 @@ def main() -> None:
                 StandaloneCluster(workers=2, cores_per_worker=1, memory_per_worker="2g", log_dir=out / "cluster")
             )
             master = c.master_url
-        broker = stack.enter_context(EmbeddedBroker(log_dir=out / "broker"))
+        if args.brokers > 1:
+            broker = stack.enter_context(EmbeddedCluster(args.brokers, log_dir=out / "broker"))
+        else:
+            broker = stack.enter_context(EmbeddedBroker(log_dir=out / "broker"))
         print(f"{master or 'local[n]'}; broker {broker.bootstrap}", flush=True)
         for uc in args.uc:
             t0 = time.monotonic()
-            summary = run_execution(parse_spec(spec_for(uc, args, master)), out / uc, broker.bootstrap)
+            spec = parse_spec(spec_for(uc, args, master))
+            summary = run_execution(spec, out / uc, broker.bootstrap, broker_pids=broker.pids())
             answers[uc] = (summary, read_results(out / uc), time.monotonic() - t0)
             print(f"{uc}: {summary['answer']['sentence']} ({answers[uc][2]:.0f} s)", flush=True)
     unit = "executor" if args.standalone else "core"

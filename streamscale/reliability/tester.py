@@ -55,6 +55,7 @@ class TrialResult:
     beta: float = 0.0
     acked_but_lost: int = 0  # acknowledged loss: what Kafka's guarantees are about
     unacked_lost: int = 0  # lost, but the producer was never told they were written
+    trial_s: float = 0.0  # the whole trial: topic made, sending, fault, recovery, receiving
     send_s: float = 0.0
     receive_s: float = 0.0
     send_rate: float = 0.0
@@ -99,6 +100,7 @@ def run_trial(
     :class:`~streamscale.reliability.spec.Producer`) while ``fault`` acts; the trial topic has
     ``partitions``, ``replication_factor`` replicas, ``min_insync_replicas`` and unclean leader
     election as ``unclean_election`` says."""
+    t_trial = time.monotonic()
     settings = settings_of(semantics)
     topic = f"trak-{uuid.uuid4().hex[:10]}"
     config = {"min.insync.replicas": str(min_insync_replicas)}
@@ -188,6 +190,7 @@ def run_trial(
     _account(result, sender, ids, n)
     if result.broker_restarted:
         result.note = "broker restarted mid-run (stopped and started again on its storage)"
+    result.trial_s = time.monotonic() - t_trial
     return result
 
 
