@@ -182,10 +182,16 @@ def use_python_source(spark) -> None:
     from streamscale.sparkio.kafka import KafkaDataSource
 
     jsession = spark._jsparkSession
-    if getattr(spark, "_streamscale_python_source", None) is jsession:
-        return
-    spark.dataSource.register(KafkaDataSource)
-    spark._streamscale_python_source = jsession
+    if getattr(spark, "_streamscale_python_source", None) is not jsession:
+        spark.dataSource.register(KafkaDataSource)
+        spark._streamscale_python_source = jsession
+    # Spark finds a Python data source by name in the *active* session of the calling JVM thread
+    # (DataSource.lookupDataSource), and each Python thread has its own JVM thread (pinned mode),
+    # which may have none: a query started from another thread, or after py4j replaced the
+    # thread's connection, failed with DATA_SOURCE_NOT_FOUND although the source was registered.
+    set_active = getattr(getattr(spark, "_jvm", None), "SparkSession", None)
+    if set_active is not None:
+        set_active.setActiveSession(jsession)
 
 
 SPARK_KAFKA_LIBS_ENV = "STREAMSCALE_SPARK_KAFKA_LIBS"

@@ -10,6 +10,15 @@ from tests.conftest import produce
 pytestmark = pytest.mark.spark
 
 
+@pytest.fixture(autouse=True)
+def _python_source(spark):
+    # these tests name the ``streamscale-kafka`` format themselves: registered here, not by
+    # whichever test happened to run first in this worker's session
+    from streamscale.sparkio.session import use_python_source
+
+    use_python_source(spark)
+
+
 def _read_all(spark, bootstrap, topic, tmp_path):
     name = f"r_{uuid.uuid4().hex[:8]}"
     q = (
@@ -117,3 +126,31 @@ def test_batch_write_of_a_micro_batch_exact_and_failing_loudly(spark, broker, to
     with pytest.raises(Exception, match="needs a 'value' column"):
         write_kafka_batch(spark.range(3), broker.bootstrap, out)
     assert len(_read_all(spark, broker.bootstrap, out, tmp_path)) == 5000  # nothing more arrived
+
+
+def test_the_python_connector_reads_and_writes_from_another_thread(spark, broker, topic_factory, tmp_path):
+    # Spark looks a Python data source up in the calling JVM thread's active session; a Python
+    # thread of its own gets a JVM thread with none
+    import threading
+
+    from streamscale.sparkio.io import write_kafka
+
+    src, out = topic_factory(1), topic_factory(1)
+    produce(broker.bootstrap, src, ((None, b"v%d" % i, 0) for i in range(100)))
+    outcome: dict = {}
+
+    def work():
+        try:
+            df = read_kafka(spark, broker.bootstrap, src, "earliest", impl="python").select("value")
+            q = write_kafka(df, broker.bootstrap, out, str(tmp_path / "ck"), "python", {"availableNow": True})
+            q.awaitTermination(300)
+            outcome["error"] = q.exception()
+        except Exception as e:  # noqa: BLE001 - handed to the test's thread
+            outcome["error"] = e
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(300)
+    assert not t.is_alive() and outcome["error"] is None
+    rows = _read_all(spark, broker.bootstrap, out, tmp_path)
+    assert sorted(bytes(r["value"]) for r in rows) == sorted(b"v%d" % i for i in range(100))

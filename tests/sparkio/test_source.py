@@ -14,6 +14,15 @@ from tests.conftest import produce
 pytestmark = pytest.mark.spark
 
 
+@pytest.fixture(autouse=True)
+def _python_source(spark):
+    # these tests name the ``streamscale-kafka`` format themselves: registered here, not by
+    # whichever test happened to run first in this worker's session
+    from streamscale.sparkio.session import use_python_source
+
+    use_python_source(spark)
+
+
 def _drain(spark, df, tmp_path, name=None, **trigger):
     """Run a query until everything available is read; return the memory table's rows."""
     name = name or f"q_{uuid.uuid4().hex[:8]}"
