@@ -95,14 +95,15 @@ EARLY_CONFIDENCE = 0.995
 
 def processing_limit_ms(spec: Spec, params: dict) -> float | None:
     """The processing-latency SLO's limit on the p95, ms (None: no such SLO)."""
-    from streamscale.benchmark.spec import PROCESSING_P95_TRIGGERS
+    from streamscale.benchmark.spec import PROCESSING_P95_MAX_MS, PROCESSING_P95_TRIGGERS
     from streamscale.pipelines import make_pipeline
 
     given = spec.execution.slos.processing_latency_p95_ms
     if given is None:
         return None
     if given == "auto":
-        return PROCESSING_P95_TRIGGERS * make_pipeline(spec.benchmark.sut, params).params.trigger_interval_s * 1000
+        interval_ms = make_pipeline(spec.benchmark.sut, params).params.trigger_interval_s * 1000
+        return min(PROCESSING_P95_TRIGGERS * interval_ms, PROCESSING_P95_MAX_MS)
     return float(given)
 
 

@@ -48,7 +48,7 @@ _MEANING: dict[str, tuple[str, str]] = {
     ),
     "execution.slos.processing_latency_p95_ms": (
         "every UC: max 95th percentile after the warm-up of every record's latency from its Kafka timestamp "
-        "to its batch's commit; auto: 8 trigger intervals; null: no such SLO (reported always)",
+        "to its batch's commit; auto: 8 trigger intervals, at most 10 s; null: no such SLO (reported always)",
         "ms",
     ),
     "execution.strategy.resolution": ("bracket: how far apart held and failed loads may end", "fraction"),

@@ -84,3 +84,20 @@ def test_runs_too_short_for_their_windows_are_told_so():
     assert short_for_windows(parse_spec(spec)) is None
     for example in EXAMPLES:  # the examples leave room for two periods
         assert short_for_windows(load_spec(example)) is None, example
+
+
+def test_the_default_processing_latency_limit_is_8_trigger_intervals_at_most_10_s():
+    from streamscale.benchmark.experiment_runner import processing_limit_ms
+
+    def limit(uc: str, params: dict | None = None, slos: dict | None = None) -> float | None:
+        d = base(**({"slos": slos} if slos is not None else {}))
+        d["benchmark"] = {"sut": uc, "params": params or {}}
+        spec = parse_spec(d)
+        return processing_limit_ms(spec, spec.benchmark.params)
+
+    assert limit("uc1") == 8_000  # 1 s trigger
+    assert limit("uc2") == 8_000
+    assert limit("uc3") == 10_000  # 5 s emit interval: 40 s capped
+    assert limit("uc3", {"emit_interval_s": 0.5}) == 4_000
+    assert limit("uc3", slos={"processing_latency_p95_ms": 60_000}) == 60_000  # the spec's own
+    assert limit("uc3", slos={"processing_latency_p95_ms": None}) is None
