@@ -71,6 +71,11 @@ class SparkError(StreamscaleError):
     exit_code = 4
 
 
+class SparkDied(SparkError):
+    """Spark's JVM (the driver, and in local mode the executors) exited under the command: e.g. out
+    of memory under a load whose batches kept growing."""
+
+
 class JavaMissing(SparkError):
     """No Java 17+ for Spark."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import math
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
 from streamscale.broker.connection import KafkaConnection
+from streamscale.errors import SparkDied
 from streamscale.experiment.slo import (
     lag_limit,
     lag_trend_estimate,
@@ -163,8 +165,7 @@ class ExperimentRunner:
     def __call__(
         self, load: float, resources: int, repetition: int, on_lag: Callable | None = None
     ) -> ExperimentResult:
-        from streamscale.experiment.noise import DRIFT_LIMIT, calibration_speed, drift
-        from streamscale.experiment.sut import run_sut
+        from streamscale.experiment.noise import calibration_speed
         from streamscale.observe import prometheus
 
         spec, ex = self.spec, self.spec.execution
@@ -182,7 +183,22 @@ class ExperimentRunner:
         speed_before = calibration_speed()
         if self.reference_speed is None:
             self.reference_speed = speed_before
-        r = run_sut(
+        t_run = time.monotonic()
+        try:
+            r = self._run_sut(spec, s, on_lag, limit)
+        except SparkDied as died:
+            # a query whose batches outgrow the driver's memory ran out of it: the load was not
+            # held; the next experiment starts a new JVM (experiment.sessions)
+            res = died_result(load, resources, repetition, s["rate"], limit, str(died), time.monotonic() - t_run)
+            prometheus.experiments_total.labels("fail").inc()
+            return res
+        return self._judged(load, resources, repetition, s, r, speed_before)
+
+    def _run_sut(self, spec: Spec, s: dict, on_lag, limit: float):
+        from streamscale.experiment.sut import run_sut
+
+        ex = spec.execution
+        return run_sut(
             spec.benchmark.sut,
             sensors=s["sensors"],
             duration_s=ex.duration_s,
@@ -203,6 +219,12 @@ class ExperimentRunner:
             replication_factor=self.replication_factor,
             topic_config=spec.benchmark.topics.config(),
         )
+
+    def _judged(self, load: float, resources: int, repetition: int, s: dict, r, speed_before: float):
+        from streamscale.experiment.noise import DRIFT_LIMIT, calibration_speed, drift
+        from streamscale.observe import prometheus
+
+        spec, ex = self.spec, self.spec.execution
         speed_after = calibration_speed()
         trend = lag_trend_estimate(
             r.lag, r.batches, r.t0_wall, ex.warmup_s, r.input_topic, period_s=emission_period_s(spec, s["params"])
@@ -324,3 +346,34 @@ class ExperimentRunner:
             trend=trend,
             axes=Axes.of(self.spec),
         )
+
+
+def died_result(
+    load: float, resources: int, repetition: int, rate: float, limit: float, reason: str, ran_s: float
+) -> ExperimentResult:
+    """A run whose Spark JVM died under the load: failed, with why, and nothing measured."""
+    nan = float("nan")
+    return ExperimentResult(
+        exp_id=exp_id(load, resources, repetition),
+        load=load,
+        resources=resources,
+        repetition=repetition,
+        target_rate=rate,
+        generator_rate=nan,
+        generator_reached_target=True,
+        valid=True,
+        lag_slope=nan,
+        lag_limit=limit,
+        lag_slo=False,
+        dropped=0,
+        dropped_fraction=nan,
+        dropped_slo=True,
+        passed=False,
+        final_lag=-1,
+        processed_records=0,
+        sampler_cpu_pct=nan,
+        wall_s=round(ran_s, 1),
+        note=reason,
+        verdict="fail",
+        ran_s=round(ran_s, 1),
+    )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from rich.markup import escape
+
 from streamscale.benchmark.results import ExperimentResult, failed_without_output
 
 _COLOUR = {"pass": "green", "fail": "red", "undecided": "yellow", "invalid": "red"}
@@ -12,6 +14,8 @@ _COLOUR = {"pass": "green", "fail": "red", "undecided": "yellow", "invalid": "re
 def run_line(r: ExperimentResult, latency_limit_ms: float | None = None) -> str:
     """One experiment's line: its verdict and the figures that decided it (unmeasured ones left out)."""
     colour = _COLOUR.get(r.verdict, "red")
+    if math.isnan(r.lag_slope) and r.note:  # nothing measured: Spark's JVM died under the load
+        return f"  [{colour}]{r.verdict.upper()}[/] {escape(r.note)}, after {r.ran_s:.0f} s"
     parts = [
         f"  [{colour}]{r.verdict.upper()}[/] lag slope {r.lag_slope:,.1f}/s [{r.lag_low:,.1f}, {r.lag_high:,.1f}] "
         f"(limit {r.lag_limit:,.0f})"

@@ -114,7 +114,8 @@ class SLOSpec(_Model):
     processing_latency_p95_ms: float | Literal["auto"] | None = Field(
         "auto",
         description="every UC: max 95th percentile after the warm-up of every record's latency from its "
-        "Kafka timestamp to its batch's commit; auto: 8 trigger intervals, at most 10 s; null: no such SLO (reported always)",
+        "Kafka timestamp to its batch's commit; auto: 8 trigger intervals, at most 10 s; "
+        "null: no such SLO (reported always)",
     )
     dropped_records_threshold: float | None = Field(0.01, ge=0, description="windowed UCs: max dropped fraction")
     latency_p95_ms: float | None = Field(

@@ -15,6 +15,8 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
+from streamscale.errors import SparkDied
+
 log = logging.getLogger(__name__)
 
 
@@ -56,6 +58,14 @@ class SparkSessions:
         try:
             yield self._spark
             ok = True
+        except Exception as exc:
+            from streamscale.sparkio.session import jvm_alive, jvm_death_reason
+
+            if not jvm_alive():  # what failed was the JVM under the block: say so, not py4j's error
+                reason = jvm_death_reason()
+                self.close()
+                raise SparkDied(reason) from exc
+            raise
         finally:
             if not (ok and self.keep):
                 self.close()
@@ -94,9 +104,13 @@ class SparkSessions:
             self._run_after_close()
             return
         from streamscale.pipelines.base import remove_stopped_checkpoints
+        from streamscale.sparkio.session import forget_dead_jvm, jvm_alive
 
         try:
-            spark.stop()
+            if jvm_alive():
+                spark.stop()
+            else:  # nothing to stop; the next session starts a new JVM
+                forget_dead_jvm()
         finally:
             remove_stopped_checkpoints()
             if cpus is not None:

@@ -204,16 +204,18 @@ def run_sut(
             finally:
                 if sampler is not None:
                     sampler.stop(raise_error=False)  # raised above when the run got that far
-                if run is not None:
-                    n_seen = len(run.batches)
-                    uncounted = {b.batch_id for b in run.batches if not b.late_counted}
-                    run.stop()
-                    for b in run.batches[n_seen:]:  # batches that finished while the query stopped
-                        _export(b)
-                    for b in run.batches[:n_seen]:  # late records counted at the end (Spark's connector)
-                        if b.batch_id in uncounted and b.late_counted:
-                            prometheus.dropped_total.inc(b.dropped_late)
-                gres = gen.stop() if gen is not None else None
+                try:
+                    if run is not None:
+                        n_seen = len(run.batches)
+                        uncounted = {b.batch_id for b in run.batches if not b.late_counted}
+                        run.stop()  # raises when Spark's JVM died: the generator stops all the same
+                        for b in run.batches[n_seen:]:  # batches that finished while the query stopped
+                            _export(b)
+                        for b in run.batches[:n_seen]:  # late records counted at the end (Spark's connector)
+                            if b.batch_id in uncounted and b.late_counted:
+                                prometheus.dropped_total.inc(b.dropped_late)
+                finally:
+                    gres = gen.stop() if gen is not None else None
         if own_spark:
             topics = [input_topic, output_topic] + ([f"warmup-{run_id}"] if warmed else [])
             if sessions.kept:

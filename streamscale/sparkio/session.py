@@ -229,6 +229,44 @@ def _quiet_accumulator_servers() -> None:
             cls.handle_error = handle_error
 
 
+def jvm_alive() -> bool:
+    """Whether this process's Spark JVM (started by pyspark's gateway) is running; True when none
+    was started here or its process is not known (a JVM given to pyspark from outside)."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    return proc is None or proc.poll() is None
+
+
+def jvm_death_reason() -> str:
+    """Why this process's Spark JVM exited, as far as its exit code and its log's end say."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    code = proc.poll() if proc is not None else None
+    log = _JVM_LOG[0]
+    tail = ""
+    if log:
+        with contextlib.suppress(OSError), open(log, "rb") as f:
+            f.seek(max(0, os.path.getsize(log) - (1 << 20)))
+            tail = f.read().decode("utf-8", "replace")
+    if "java.lang.OutOfMemoryError" in tail:
+        return f"Spark's JVM ran out of memory (java.lang.OutOfMemoryError in {log})"
+    return f"Spark's JVM exited (code {code})" + (f"; its log: {log}" if log else "")
+
+
+def forget_dead_jvm() -> None:
+    """Drop pyspark's handles on a JVM that exited, so that the next session starts a new one."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    gateway = SparkContext._gateway
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    SparkContext._gateway = SparkContext._jvm = SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = SparkSession._activeSession = None
+
+
 def _cores(master: str) -> int:
     m = re.match(r"local\[(\d+|\*)", master)
     if m:

@@ -343,3 +343,24 @@ def test_the_runner_keeps_spark_sessions_only_where_the_spec_says_so():
     kept.sessions.close = lambda: closed.append("own")
     kept.close()
     assert closed == ["own"]
+
+
+def test_a_run_whose_spark_jvm_died_fails_with_why(monkeypatch):
+    # an overloaded query's batches can outgrow the driver's heap: that load was not held, and the
+    # execution goes on (the next experiment starts a new JVM)
+    from streamscale.benchmark import experiment_runner as er
+    from streamscale.errors import SparkDied
+
+    def died(*_a, **_k):
+        raise SparkDied("Spark's JVM ran out of memory (java.lang.OutOfMemoryError in /tmp/x.log)")
+
+    runner = er.ExperimentRunner(parse_spec(spec_dict()), Path("."), "127.0.0.1:9092")
+    monkeypatch.setattr(runner, "_run_sut", died)
+    monkeypatch.setattr("streamscale.experiment.noise.calibration_speed", lambda: 1e7)
+    r = runner(2000, 1, 0)
+    assert (r.verdict, r.passed, r.valid, r.load, r.resources) == ("fail", False, True, 2000, 1)
+    assert r.note == "Spark's JVM ran out of memory (java.lang.OutOfMemoryError in /tmp/x.log)"
+    assert r.exp_id == er.exp_id(2000, 1, 0)
+    from streamscale.benchmark.runline import run_line
+
+    assert run_line(r).startswith("  [red]FAIL[/] Spark's JVM ran out of memory (java.lang.OutOfMemoryError in ")

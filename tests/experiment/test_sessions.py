@@ -99,3 +99,53 @@ def test_work_after_close_runs_once_when_the_session_is_gone_and_survives_a_fail
     assert "cleanup after the Spark session failed: broker gone" in caplog.text
     s.close()
     assert calls == ["fails", "deleted"]  # once
+
+
+_DEATH = """
+import os, signal, sys
+from pyspark import SparkContext
+from streamscale.errors import SparkDied
+from streamscale.experiment.sessions import SparkSessions
+
+s = SparkSessions(keep=True)
+try:
+    with s.session("local[1]", "dies") as spark:
+        assert spark.range(5).count() == 5
+        os.kill(SparkContext._gateway.proc.pid, signal.SIGKILL)
+        SparkContext._gateway.proc.wait()
+        spark.range(5).count()
+    print("no error")
+except SparkDied as e:
+    print("died:", e)
+with s.session("local[1]", "again") as spark:  # a new JVM
+    print("again:", spark.range(7).count())
+s.close()
+"""
+
+
+@pytest.mark.spark
+def test_a_dead_jvm_is_said_and_the_next_session_starts_a_new_one(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "STREAMSCALE_SPARK_LOG": str(tmp_path / "spark.log")}
+    p = subprocess.Popen(
+        [sys.executable, "-c", _DEATH],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        out, err = p.communicate(timeout=240)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 0, err[-2000:]
+    lines = out.splitlines()
+    assert lines[0].startswith("died: Spark's JVM exited (code -9)"), out
+    assert lines[1] == "again: 7", out
