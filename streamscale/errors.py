@@ -72,8 +72,8 @@ class SparkError(StreamscaleError):
 
 
 class SparkDied(SparkError):
-    """Spark's JVM (the driver, and in local mode the executors) exited under the command: e.g. out
-    of memory under a load whose batches kept growing."""
+    """Spark's JVM (the driver, and in local mode the executors) exited under the command, or a
+    query ran out of its memory: e.g. under a load whose batches kept growing."""
 
 
 class JavaMissing(SparkError):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.broker.connection import KafkaConnection
-from streamscale.errors import SparkError
+from streamscale.errors import SparkDied, SparkError
 from streamscale.experiment.cpus import _jvm_pid, busy_pct, machine_ticks
 from streamscale.experiment.lagsampler import LagSample, LagSampler  # noqa: F401 - re-exported
 from streamscale.experiment.noise import CpuMeter
@@ -188,7 +188,7 @@ def run_sut(
                         if on_batch:
                             on_batch(asdict(b))
                     if run.exception() is not None:
-                        raise SparkError(f"{uc} failed: {run.exception()}")
+                        raise query_failure(uc, run.exception())
                     if judge is not None and time.monotonic() >= next_check:
                         if judge(list(sampler.samples), list(run.batches), sampler.t0_wall, input_topic):
                             break
@@ -311,3 +311,18 @@ def write_result(result: SutResult, out_dir: Path) -> None:
                 w.writerow(
                     {**b, "end_offsets": json.dumps(b["end_offsets"]), "latency_cdf": json.dumps(b.get("latency_cdf"))}
                 )
+
+
+# What a query fails with when the load outgrew the memory it has (the driver's heap, a broadcast
+# of UC4's registry of every sensor): the load was not held; any other failure is an error.
+OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "Not enough memory to build and broadcast")
+
+
+def query_failure(uc: str, exc: BaseException) -> SparkError:
+    """The error for a failed query, on one line (Spark's message goes on with the whole plan):
+    :class:`SparkDied` when it ran out of memory, else :class:`SparkError`."""
+    text = str(exc)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+    if any(m in text for m in OUT_OF_MEMORY):
+        return SparkDied(f"{uc} ran out of memory: {first[:300]}")
+    return SparkError(f"{uc} failed: {first[:500]}")

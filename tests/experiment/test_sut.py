@@ -37,3 +37,23 @@ def test_a_sampler_that_broke_fails_the_run_instead_of_shortening_it(broker, mon
     with pytest.raises(StreamscaleError, match="the lag sampler stopped: a bug"):
         sampler.stop()
     assert len(calls) == 3
+
+
+def test_a_query_out_of_memory_is_a_load_not_held_and_other_failures_are_errors():
+    from streamscale.errors import SparkDied, SparkError
+    from streamscale.experiment.sut import query_failure
+
+    plan = "\n== Physical Plan ==\n" + "+- Project [a, b]\n" * 500
+    oom = query_failure(
+        "uc4",
+        RuntimeError(
+            "org.apache.spark.SparkException: Not enough memory to build and broadcast the table to all "
+            "worker nodes." + plan
+        ),
+    )
+    assert isinstance(oom, SparkDied) and "\n" not in str(oom)
+    assert str(oom).startswith("uc4 ran out of memory: org.apache.spark.SparkException: Not enough memory")
+    heap = query_failure("uc2", RuntimeError("\njava.lang.OutOfMemoryError: Java heap space" + plan))
+    assert isinstance(heap, SparkDied) and "Java heap space" in str(heap)
+    other = query_failure("uc1", RuntimeError("[UNKNOWN_TOPIC_OR_PARTITION] no such topic" + plan))
+    assert type(other) is SparkError and str(other) == "uc1 failed: [UNKNOWN_TOPIC_OR_PARTITION] no such topic"
