@@ -1,4 +1,5 @@
-"""Child-process hygiene: children that die with their parent (``PR_SET_PDEATHSIG``).
+"""Child-process hygiene: children that die with their parent (``PR_SET_PDEATHSIG``), and a stop
+that ends in SIGKILL when a child does not go.
 
 Neutral: every concern that starts a child (broker, Spark cluster, fault proxy, reliability
 pipeline driver) passes one of these as ``preexec_fn``, so a SIGKILLed streamscale leaves nothing.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 
 _PR_SET_PDEATHSIG = 1
 
@@ -36,3 +38,14 @@ def die_with_parent_in_own_session() -> None:
     follows the thread that forked."""
     _pdeathsig()
     os.setsid()
+
+
+def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 20.0) -> None:
+    """Send ``sig`` to ``proc`` if it still runs and wait for it; SIGKILL after ``timeout`` s."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout)

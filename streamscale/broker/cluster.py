@@ -28,7 +28,7 @@ from streamscale.broker.connection import KafkaConnection
 from streamscale.broker.readiness import wait_for_group_coordinator
 from streamscale.errors import BrokerError
 from streamscale.ports import free_port
-from streamscale.processes import die_with_parent
+from streamscale.processes import die_with_parent, stop_process
 
 
 @dataclass
@@ -218,13 +218,7 @@ class EmbeddedCluster:
     def _stop_proc(self, n: Node, hard: bool, timeout: float = 30.0) -> None:
         if n.proc is None:
             return
-        if n.proc.poll() is None:
-            n.proc.send_signal(signal.SIGKILL if hard else signal.SIGTERM)
-            try:
-                n.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                n.proc.kill()
-                n.proc.wait(timeout)
+        stop_process(n.proc, signal.SIGKILL if hard else signal.SIGTERM, timeout)
         n.proc = None
 
     def kill(self, node: int, hard: bool = True) -> None:

@@ -18,10 +18,11 @@ import uuid
 from streamscale.errors import BrokerError
 
 
-def _run(*cmd: str) -> None:
+def run_net(*cmd: str, error: type[Exception] = BrokerError) -> None:
+    """Run an ``ip`` / ``tc`` command; its failure is ``error`` with the command and what it said."""
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        raise BrokerError(f"`{' '.join(cmd)}` failed: {(r.stderr or r.stdout).strip()}")
+        raise error(f"`{' '.join(cmd)}` failed: {(r.stderr or r.stdout).strip()}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -63,22 +64,22 @@ class ClusterNetwork:
 
     def create(self) -> ClusterNetwork:
         try:
-            _run("ip", "link", "add", self.bridge, "type", "bridge")
+            run_net("ip", "link", "add", self.bridge, "type", "bridge")
             self.created.append(f"link:{self.bridge}")
-            _run("ip", "addr", "add", f"{self.prefix}.1/24", "dev", self.bridge)
-            _run("ip", "link", "set", self.bridge, "up")
+            run_net("ip", "addr", "add", f"{self.prefix}.1/24", "dev", self.bridge)
+            run_net("ip", "link", "set", self.bridge, "up")
             for node in range(1, self.nodes + 1):
                 ns, host_if, ns_if = self.netns(node), self.host_if(node), f"ssn{self.tag}{node}"
-                _run("ip", "netns", "add", ns)
+                run_net("ip", "netns", "add", ns)
                 self.created.append(f"netns:{ns}")
-                _run("ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if)
+                run_net("ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if)
                 self.created.append(f"link:{host_if}")
-                _run("ip", "link", "set", ns_if, "netns", ns)
-                _run("ip", "link", "set", host_if, "master", self.bridge)
-                _run("ip", "link", "set", host_if, "up")
-                _run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{self.ip(node)}/24", "dev", ns_if)
-                _run("ip", "netns", "exec", ns, "ip", "link", "set", ns_if, "up")
-                _run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+                run_net("ip", "link", "set", ns_if, "netns", ns)
+                run_net("ip", "link", "set", host_if, "master", self.bridge)
+                run_net("ip", "link", "set", host_if, "up")
+                run_net("ip", "netns", "exec", ns, "ip", "addr", "add", f"{self.ip(node)}/24", "dev", ns_if)
+                run_net("ip", "netns", "exec", ns, "ip", "link", "set", ns_if, "up")
+                run_net("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
         except BaseException:
             self.destroy()
             raise
@@ -89,10 +90,10 @@ class ClusterNetwork:
         return ["ip", "netns", "exec", self.netns(node)]
 
     def isolate(self, node: int) -> None:
-        _run("ip", "link", "set", self.host_if(node), "down")
+        run_net("ip", "link", "set", self.host_if(node), "down")
 
     def heal(self, node: int) -> None:
-        _run("ip", "link", "set", self.host_if(node), "up")
+        run_net("ip", "link", "set", self.host_if(node), "up")
 
     def destroy(self) -> None:
         for item in reversed(self.created):

@@ -36,20 +36,24 @@ def _pid_is_our_broker(pid: int, properties: str) -> bool:
     return bool(properties) and kafka_server.is_server_cmdline(cmdline, properties)
 
 
-def daemon_status() -> BrokerInfo | None:
-    """The running daemon broker, or None (a stale state file is removed)."""
-    path = _state_file()
+def _running(path: Path, kind, alive):
+    """The ``kind`` (BrokerInfo, ClusterInfo) a state file at ``path`` holds, when ``alive`` says it
+    still runs; None otherwise, and an unreadable or stale file is removed."""
     if not path.exists():
         return None
     try:
-        info = BrokerInfo(**json.loads(path.read_text()))
+        info = kind(**json.loads(path.read_text()))
     except (ValueError, TypeError):
-        path.unlink(missing_ok=True)
-        return None
-    if not _pid_is_our_broker(info.pid, info.properties):
+        info = None
+    if info is None or not alive(info):
         path.unlink(missing_ok=True)
         return None
     return info
+
+
+def daemon_status() -> BrokerInfo | None:
+    """The running daemon broker, or None (a stale state file is removed)."""
+    return _running(_state_file(), BrokerInfo, lambda i: _pid_is_our_broker(i.pid, i.properties))
 
 
 def daemon_start(port: int | None = None, data_dir: str | os.PathLike | None = None) -> BrokerInfo:
@@ -151,18 +155,7 @@ def _cluster_file() -> Path:
 
 def cluster_status() -> ClusterInfo | None:
     """The running daemon cluster (some node of it alive), or None (a stale state file is removed)."""
-    path = _cluster_file()
-    if not path.exists():
-        return None
-    try:
-        info = ClusterInfo(**json.loads(path.read_text()))
-    except (ValueError, TypeError):
-        path.unlink(missing_ok=True)
-        return None
-    if not info.alive():
-        path.unlink(missing_ok=True)
-        return None
-    return info
+    return _running(_cluster_file(), ClusterInfo, lambda i: bool(i.alive()))
 
 
 def _refuse_if_running() -> None:

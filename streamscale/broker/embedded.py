@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -23,7 +24,7 @@ from streamscale.broker import kafka_server
 from streamscale.broker.readiness import wait_for_group_coordinator, wait_until_ready
 from streamscale.errors import BrokerError
 from streamscale.ports import free_port, port_in_use
-from streamscale.processes import die_with_parent
+from streamscale.processes import die_with_parent, stop_process
 
 
 @dataclass
@@ -153,13 +154,7 @@ class EmbeddedBroker:
     def _kill(self, timeout: float = 20.0) -> None:
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.proc.terminate()  # Kafka's own shutdown hook: logs closed cleanly
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout)
+        stop_process(self.proc, signal.SIGTERM, timeout)  # Kafka's own shutdown hook: logs closed cleanly
         self.proc = None
 
     def _remove_data(self) -> None:

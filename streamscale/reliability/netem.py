@@ -14,13 +14,12 @@ import shutil
 import subprocess
 import uuid
 
+from streamscale.broker.clusternet import run_net
 from streamscale.errors import ConfigError, ReliabilityError
 
 
 def _run(*cmd: str) -> None:
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise ReliabilityError(f"`{' '.join(cmd)}` failed: {(r.stderr or r.stdout).strip()}")
+    run_net(*cmd, error=ReliabilityError)
 
 
 @functools.lru_cache(maxsize=1)
