@@ -11,7 +11,8 @@ from typing import Literal
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-# What a field means, where its model gives no description: (meaning, unit)
+# What a field means, where its model gives no description (or another wording), and its unit:
+# (meaning, unit); an empty meaning is the model's description
 _MEANING: dict[str, tuple[str, str]] = {
     "name": ("name of the benchmark; its results directory is named after it by default", ""),
     "benchmark.sut": ("the pipeline under test (UC1-UC4)", ""),
@@ -46,14 +47,9 @@ _MEANING: dict[str, tuple[str, str]] = {
         "experiment lasts duration_s",
         "s",
     ),
-    "execution.slos.processing_latency_p95_ms": (
-        "every UC: max 95th percentile after the warm-up of every record's latency from its Kafka timestamp "
-        "to its batch's commit; auto: 8 trigger intervals, at most 10 s; null: no such SLO (reported always)",
-        "ms",
-    ),
+    "execution.slos.processing_latency_p95_ms": ("", "ms"),  # the model's description, with its unit
     "execution.strategy.resolution": ("bracket: how far apart held and failed loads may end", "fraction"),
     "execution.strategy.factor": ("bracket: the load's step while the search goes outwards", "factor"),
-    "execution.strategy.max_runs": ("bracket: most experiments per resource amount", ""),
     "execution.warmup_s": ("start of an experiment left out of its SLO checks", "s"),
     "execution.repetitions": (
         "runs per (load, resources) point; a strict majority decides, runs that disagree leave it undecided",
@@ -152,7 +148,8 @@ def rows(
         path = f"{prefix}{name}"
         tp = field.annotation
         nested = tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
-        meaning, unit = meanings.get(path, (field.description or "", ""))
+        meaning, unit = meanings.get(path, ("", ""))
+        meaning = meaning or field.description or ""
         if nested is not None:
             out.extend(rows(nested, path + ".", meanings))
             continue
