@@ -27,6 +27,13 @@ def _explain(exc: ValidationError, source: str) -> str:
     return f"{source}: invalid spec\n" + "\n".join(lines)
 
 
+def base_dir(info) -> Path:
+    """The folder relative file names in a spec are read from (a validator's ``info``): the spec's
+    folder when it was read from a file, else the working directory."""
+    ctx = getattr(info, "context", None) or {}
+    return Path(ctx.get("base_dir") or ".")
+
+
 def read_yaml(path: str | Path):
     """A spec file's content, or a ConfigError naming the file (missing, or not YAML)."""
     path = Path(path)
@@ -38,11 +45,12 @@ def read_yaml(path: str | Path):
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
 
 
-def validate(model, data, source: str, top_level: str):
-    """``model`` from parsed YAML, or a ConfigError that names every wrong field."""
+def validate(model, data, source: str, top_level: str, base_dir: str | Path | None = None):
+    """``model`` from parsed YAML, or a ConfigError that names every wrong field. ``base_dir``: where
+    files the spec names by a relative path lie (the spec's folder)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the spec must be a mapping with {top_level}")
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context={"base_dir": str(base_dir) if base_dir else None})
     except ValidationError as exc:
         raise ConfigError(_explain(exc, source)) from None

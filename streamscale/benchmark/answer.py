@@ -11,6 +11,11 @@ from __future__ import annotations
 from streamscale.benchmark.units import Axes, approx
 
 
+def _who(sut: str) -> str:
+    """A task sample in capitals (UC2), a user's job by its function's name as written."""
+    return sut.upper() if sut.lower() in ("uc1", "uc2", "uc3", "uc4", "the sut") else sut
+
+
 def _amount(axes: Axes, load: float) -> str:
     if axes.load_type == "window_s":
         return f"~{approx(axes.rate(load))} s windows"
@@ -55,11 +60,9 @@ def answer(
     steps = [(r, v) for i, (r, v) in enumerate(held) if i == 0 or held[i - 1][1] != v]
     if steps:
         parts = [f"{axes.resources(r)} up to {_amount(axes, v)}" for r, v in steps]
-        sentence = f"{sut.upper()} needs " + (
-            ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
-        )
+        sentence = f"{_who(sut)} needs " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
     else:
-        sentence = f"{sut.upper()} met its SLOs at none of the tested points"
+        sentence = f"{_who(sut)} met its SLOs at none of the tested points"
     beyond = [k for k, v in sorted(demand.items()) if v is None]
     if beyond and most_resources:
         sentence += f"; {_amount(axes, beyond[0])} needs more than {axes.resources(most_resources)}"
@@ -82,8 +85,14 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
     whether a run that decided it was taken on a machine that drifted."""
     parts, table = [], []
     for b in brackets:
-        res = b["resources"]
-        mine = [r for r in rows if int(r.resources) == res and r.verdict in ("pass", "fail", "undecided")]
+        res, config = b["resources"], b.get("config", "")
+        mine = [
+            r
+            for r in rows
+            if int(r.resources) == res
+            and getattr(r, "config", "") == config
+            and r.verdict in ("pass", "fail", "undecided")
+        ]
         cpus = [r.spark_cpu_pct / 100 for r in mine if r.spark_cpu_pct == r.spark_cpu_pct]  # not NaN
         ends = {b["held"], b["failed"]}
         drifted = [r for r in mine if r.drifted and float(r.load) in ends]
@@ -95,10 +104,14 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
             "ends_drifted": len(drifted),
         }
         table.append(row)
-        parts.append(_bracket_words(row, axes))
-    sentence = f"{sut.upper()} on this machine: " + "; ".join(parts) if parts else f"{sut.upper()}: nothing searched"
+        words = _bracket_words(row, axes)
+        if config and (len(table) == 1 or table[-2].get("config") != config):
+            words = f"with {config}: {words}"  # the first of a configuration's amounts names it
+        parts.append(words)
+    sentence = f"{_who(sut)} on this machine: " + "; ".join(parts) if parts else f"{_who(sut)}: nothing searched"
     capacity = [
         {
+            **({"config": r["config"]} if "config" in r else {}),
             "resources": r["resources"],
             "load": r["held"],
             "rate": r["held_rate"],

@@ -23,7 +23,7 @@ import yaml
 
 from streamscale import terminal
 from streamscale.benchmark.answer import answer, assumed_capacities, bracket_answer
-from streamscale.benchmark.experiment_runner import ExperimentRunner, emission_period_s
+from streamscale.benchmark.experiment_runner import ExperimentRunner
 from streamscale.benchmark.results import (
     ExperimentResult,
     ResultsFile,
@@ -33,10 +33,17 @@ from streamscale.benchmark.results import (
 )
 from streamscale.benchmark.runline import run_line
 from streamscale.benchmark.search import CountingOracle, load_capacity, resource_demand
+from streamscale.benchmark.setting import (  # noqa: F401 - re-exported: where callers found them
+    broker_change_note,
+    embedded_kafka,
+    short_for_windows,
+    spec_connector,
+)
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
 from streamscale.broker.connection import KafkaConnection, build_connection, masked
 from streamscale.errors import ConfigError
+from streamscale.pipelines.jobref import display_name
 
 console = terminal.console()
 
@@ -76,6 +83,7 @@ class Execution:
         self.done: dict[tuple, ExperimentResult] = {}
         self.resumed = 0
         self.ran = 0
+        self.config = ""  # the configuration being searched (execution.configs; "": the spec names none)
         out_dir.mkdir(parents=True, exist_ok=True)
         self._load_previous()
 
@@ -137,15 +145,17 @@ class Execution:
 
     def _run(self, load, res, rep: int, of: int) -> ExperimentResult:
         """Repetition ``rep`` of a point: recalled from the results, or run now."""
-        key = (float(load), int(res), rep)
+        key = (float(load), int(res), rep, self.config)
         r = self.done.get(key)
         if r is not None:
             self.resumed += 1
             return r
-        console.print(f"[bold]experiment[/] load {load:g} x resources {res} (repetition {rep + 1}/{of})")
+        which = f" with {self.config}" if self.config else ""
+        console.print(f"[bold]experiment[/] load {load:g} x resources {res}{which} (repetition {rep + 1}/{of})")
         t0 = time.monotonic()
         if self.live is not None:
-            self.live.start_experiment(exp_id=exp_id(load, res, rep), load=load, resources=res, repetition=rep)
+            eid = exp_id(load, res, rep, self.config)
+            self.live.start_experiment(exp_id=eid, load=load, resources=res, repetition=rep)
         with console.status("warming up") as status:
 
             def on_lag(sample, status=status, t0=t0):
@@ -153,7 +163,8 @@ class Execution:
                 if self.live is not None:
                     self.live.add_sample(sample.t_s, sample.lag)
 
-            r = self.run_experiment(load, res, rep, on_lag=on_lag)
+            # a configuration is named only where the spec has some (a caller's runner may not know of them)
+            r = self.run_experiment(load, res, rep, on_lag=on_lag, **({"config": self.config} if self.config else {}))
         if self.live is not None:
             self.live.end_experiment(asdict(r))
         self.ran += 1
@@ -164,21 +175,28 @@ class Execution:
 
     def run(self, search: Callable[[Callable], dict] | None = None) -> dict:
         """The spec's search, or ``search(passes) -> metric``; either way the same experiments,
-        files and summary."""
+        files and summary. With named configurations, the search runs for each in turn."""
         ex = self.spec.execution
         if search is None and ex.strategy.name == "bracket":
             return self._run_brackets()
-        oracle = CountingOracle(self.passes)
-        loads = [float(v) for v in ex.load.values]
-        res = list(ex.resources.values)
-        if search is not None:
-            metric = search(oracle)
-        elif ex.metric == "demand":
-            metric = resource_demand(loads, res, oracle, ex.strategy.name, ex.strategy.lower_bound)
-        else:
-            metric = load_capacity(res, loads, oracle, ex.strategy.name, ex.strategy.lower_bound)
-        # a capacity taken over from fewer resources without a run is said so (table, plot, JSON)
-        assumed = assumed_capacities(metric, oracle.calls) if ex.metric == "capacity" else set()
+        metrics, assumed = {}, {}
+        for name in self.spec.config_names() if search is None else [""]:
+            self.config = name
+            oracle = CountingOracle(self.passes)
+            loads = [float(v) for v in ex.load.values]
+            res = list(ex.resources.values)
+            if search is not None:
+                metric = search(oracle)
+            elif ex.metric == "demand":
+                metric = resource_demand(loads, res, oracle, ex.strategy.name, ex.strategy.lower_bound)
+            else:
+                metric = load_capacity(res, loads, oracle, ex.strategy.name, ex.strategy.lower_bound)
+            metrics[name] = metric
+            # a capacity taken over from fewer resources without a run is said so (table, plot, JSON)
+            assumed[name] = assumed_capacities(metric, oracle.calls) if ex.metric == "capacity" else set()
+        if list(metrics) != [""]:
+            return self._write_config_summary(metrics, assumed)
+        metric, assumed = metrics[""], assumed[""]
         summary = self._write_summary(metric, assumed)
         from streamscale.benchmark.plots import plot_metric
 
@@ -204,22 +222,34 @@ class Execution:
             low, high = 1.0, values[-1] if len(values) > 1 else 10.0
         else:
             low, high = values[0] / 64, values[-1] if len(values) > 1 else values[0] * 64
-        brackets = bracket_search(
-            list(ex.resources.values),
-            self.verdict,
-            start=values[0],
-            resolution=st.resolution,
-            factor=st.factor,
-            low=low,
-            high=high,
-            max_runs=st.max_runs,
-            whole=whole,
-            rate=Axes.of(self.spec).rate,
-        )
-        table = [b.as_dict() for b in brackets]
-        metric = {b.resources: b.held for b in brackets}
-        summary = self._write_summary(metric, {b.resources for b in brackets if b.held_assumed}, brackets=table)
-        plot_brackets(summary["answer"]["brackets"], Axes.of(self.spec), self.out_dir / "capacity.png")
+        table, assumed = [], set()
+        names = self.spec.config_names()
+        for i, name in enumerate(names, 1):
+            self.config = name
+            if name:
+                console.print(f"[bold]configuration {name}[/] ({i} of {len(names)})")
+            brackets = bracket_search(
+                list(ex.resources.values),
+                self.verdict,
+                start=values[0],
+                resolution=st.resolution,
+                factor=st.factor,
+                low=low,
+                high=high,
+                max_runs=st.max_runs,
+                whole=whole,
+                rate=Axes.of(self.spec).rate,
+            )
+            table += [{**b.as_dict(), **({"config": name} if name else {})} for b in brackets]
+            assumed |= {(name, b.resources) for b in brackets if b.held_assumed}
+        metric = {(b.get("config", ""), b["resources"]): b["held"] for b in table}
+        summary = self._write_summary(metric, assumed, brackets=table)
+        if names == [""]:
+            plot_brackets(summary["answer"]["brackets"], Axes.of(self.spec), self.out_dir / "capacity.png")
+        else:
+            from streamscale.benchmark.plots import plot_config_brackets
+
+            plot_config_brackets(summary["answer"]["brackets"], Axes.of(self.spec), self.out_dir / "capacity.png")
         return summary
 
     def _write_summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
@@ -228,6 +258,7 @@ class Execution:
         rows = [{kx: k, ky: v} for k, v in metric.items()]
         if brackets is not None:
             keys = ("resources", "held", "failed", "width", "failed_undecided", "held_assumed", "runs")
+            keys = (("config",) if any("config" in b for b in brackets) else ()) + keys
             rows = [{k: b[k] for k in keys} for b in brackets]
         with open(self.out_dir / "summary.csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else [kx, ky])
@@ -235,7 +266,7 @@ class Execution:
             w.writerows(rows)
         cpu = [r.sampler_cpu_pct for r in self.done.values()]
         axes = Axes.of(self.spec)
-        sut = self.spec.benchmark.sut
+        sut = display_name(self.spec.benchmark.sut)
         if brackets is not None:
             said = bracket_answer(brackets, axes, sut, list(self.done.values()))
         else:
@@ -260,70 +291,34 @@ class Execution:
             "drifted_experiments": sum(1 for r in self.done.values() if r.drifted),
             "max_sampler_cpu_pct": max(cpu) if cpu else None,
         }
+        if self.spec.execution.configs:
+            summary["configs"] = dict(self.spec.execution.configs)
         (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
 
-
-def broker_change_note(out_dir: Path, env: dict) -> str | None:
-    """One line when the results already in ``out_dir`` were measured on another kind of broker
-    (e.g. the embedded Tansu of older streamscale versions), else None."""
-    path = Path(out_dir) / "environment.json"
-    try:
-        before = str(json.loads(path.read_text()).get("broker", ""))
-    except (OSError, ValueError, AttributeError):
-        return None
-
-    def kind(text: str) -> str:
-        return text.split(" at ", 1)[0].strip()
-
-    now = str(env.get("broker", ""))
-    if not before or kind(before) == kind(now):
-        return None
-    return (
-        f"the experiments already in {out_dir} ran on {kind(before)}; the ones run now run on {kind(now)}: "
-        "their figures are not directly comparable"
-    )
-
-
-def spec_connector(spec: Spec) -> str:
-    """The Kafka connector the spec's runs use: its ``connector`` parameter, else the default."""
-    from streamscale.sparkio.io import kafka_impl
-
-    return kafka_impl(spec.benchmark.params.get("connector"))
-
-
-def short_for_windows(spec: Spec) -> str | None:
-    """Why the runs are too short for their pipeline's windows, if they are: windows that close
-    within a run make the lag jump once per window slide, which the trend fits out only over two
-    whole periods after the warm-up (streamscale.experiment.slo.fit_periodic)."""
-    ex = spec.execution
-    if ex.load.type == "window_s":
-        return None  # the window is the load: one period per load, no single rule
-    period = emission_period_s(spec, dict(spec.benchmark.params))
-    if not period or period > ex.duration_s or ex.duration_s - ex.warmup_s >= 2 * period:
-        return None
-    return (
-        f"{spec.benchmark.sut.upper()}'s windows close every {period:g} s; {ex.duration_s:g} s runs with "
-        f"{ex.warmup_s:g} s warm-up fit the lag trend over less than two of those periods, so a window "
-        f"closing near a run's end can pass for growth: duration_s ≥ warmup_s + {2 * period:g} fits the "
-        "jump out"
-    )
-
-
-def embedded_kafka(spec: Spec, log_dir: Path):
-    """The embedded Kafka a spec asks for: one broker, or a cluster of ``broker.brokers`` nodes."""
-    from streamscale.broker import EmbeddedBroker
-    from streamscale.broker.cluster import EmbeddedCluster
-
-    rf = spec.replication_factor(embedded=True)
-    if rf > spec.broker.brokers:
-        raise ConfigError(
-            f"benchmark.topics.replication_factor {rf} needs as many brokers: set broker.brokers "
-            f"(now {spec.broker.brokers}), or give an external cluster with -b"
-        )
-    if spec.broker.brokers > 1:
-        return EmbeddedCluster(spec.broker.brokers, log_dir=log_dir)
-    return EmbeddedBroker(log_dir=log_dir)
+    def _write_config_summary(self, metrics: dict, assumed: dict) -> dict:
+        """The summary of a linear, binary or full search run per configuration: the rows and the
+        answer's capacity (or demand) entries carry their configuration's name."""
+        ex = self.spec.execution
+        axes, sut = Axes.of(self.spec), display_name(self.spec.benchmark.sut)
+        rows, capacity, demand, parts = [], [], [], []
+        kx, ky = ("load", "resources") if ex.metric == "demand" else ("resources", "load")
+        for name, metric in metrics.items():
+            rows += [{"config": name, kx: k, ky: v} for k, v in metric.items()]
+            said = answer(metric, ex.metric, axes, sut, max(ex.resources.values), assumed[name])
+            capacity += [{"config": name, **c} for c in said["capacity"]]
+            demand += [{"config": name, **d} for d in said["demand"]]
+            parts.append(f"with {name}: {said['sentence'].removesuffix(' on this machine')}")
+        summary = self._write_summary({}, set())
+        with open(self.out_dir / "summary.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["config", kx, ky])
+            w.writeheader()
+            w.writerows(rows)
+        sentence = "; ".join(parts) + " on this machine"
+        summary.update(results=rows)
+        summary["answer"] = {"sentence": sentence, "capacity": capacity, "demand": demand}
+        (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        return summary
 
 
 def run_execution(

@@ -26,12 +26,18 @@ from streamscale.experiment.slo import (
 )
 
 
-def experiment_settings(spec: Spec, load: float, resources: int) -> dict:
-    """What one experiment runs: pipeline parameters, number of sensors, Spark master and conf."""
+def experiment_settings(spec: Spec, load: float, resources: int, config: str = "") -> dict:
+    """What one experiment runs: pipeline parameters, number of sensors, Spark master and conf;
+    ``config``: the named configuration's settings over the spec's."""
     ex, bm = spec.execution, spec.benchmark
-    params = dict(bm.params)
+    config_conf, config_params = spec.config(config)
+    params = {**bm.params, **config_params}
     sensors = int(load)
-    if ex.load.type == "nested_groups":
+    rate = None
+    if ex.load.type == "rate":
+        rate = float(load)
+        sensors = max(1, round(load * bm.loadgen.period_s)) if bm.records is None else int(round(load))
+    elif ex.load.type == "nested_groups":
         params["levels"] = int(load)
         params.setdefault("children", 4)
         sensors = params["children"] ** int(load)
@@ -54,14 +60,17 @@ def experiment_settings(spec: Spec, load: float, resources: int) -> dict:
                 "spark.dynamicAllocation.enabled": "false",
             }
         )
+    conf.update(config_conf)
     confine = ex.resources.type == "cores" and master.startswith("local") and ex.resources.confine
     return {
         "params": params,
         "sensors": sensors,
         "master": master,
         "spark_conf": conf,
-        "rate": sensors / bm.loadgen.period_s,
+        "rate": rate if rate is not None else sensors / bm.loadgen.period_s,
+        "load_rate": rate,
         "cpus": resources if confine else None,
+        "config": config,
     }
 
 
@@ -70,7 +79,7 @@ def emission_period_s(spec: Spec, params: dict) -> float | None:
     lag, jumps once per period; None for a pipeline without event-time windows."""
     from streamscale.pipelines import make_pipeline
 
-    grid = make_pipeline(spec.benchmark.sut, params).window_grid_ms()
+    grid = make_pipeline(spec.benchmark.sut, params, records=spec.benchmark.records).window_grid_ms()
     return grid[1] / 1000 if grid else None
 
 
@@ -104,7 +113,8 @@ def processing_limit_ms(spec: Spec, params: dict) -> float | None:
     if given is None:
         return None
     if given == "auto":
-        interval_ms = make_pipeline(spec.benchmark.sut, params).params.trigger_interval_s * 1000
+        pipe = make_pipeline(spec.benchmark.sut, params, records=spec.benchmark.records)
+        interval_ms = pipe.params.trigger_interval_s * 1000
         return min(PROCESSING_P95_TRIGGERS * interval_ms, PROCESSING_P95_MAX_MS)
     return float(given)
 
@@ -163,13 +173,13 @@ class ExperimentRunner:
         return decided
 
     def __call__(
-        self, load: float, resources: int, repetition: int, on_lag: Callable | None = None
+        self, load: float, resources: int, repetition: int, on_lag: Callable | None = None, config: str = ""
     ) -> ExperimentResult:
         from streamscale.experiment.noise import calibration_speed
         from streamscale.observe import prometheus
 
         spec, ex = self.spec, self.spec.execution
-        s = experiment_settings(spec, load, resources)
+        s = experiment_settings(spec, load, resources, config)
         prometheus.experiment.info(
             {
                 "benchmark": spec.name,
@@ -190,6 +200,7 @@ class ExperimentRunner:
             # a query whose batches outgrow the driver's memory ran out of it: the load was not
             # held; the next experiment starts a new JVM (experiment.sessions)
             res = died_result(load, resources, repetition, s["rate"], limit, str(died), time.monotonic() - t_run)
+            res.config, res.exp_id = config, exp_id(load, resources, repetition, config)
             prometheus.experiments_total.labels("fail").inc()
             return res
         return self._judged(load, resources, repetition, s, r, speed_before)
@@ -218,6 +229,8 @@ class ExperimentRunner:
             broker_pids=self.broker_pids,
             replication_factor=self.replication_factor,
             topic_config=spec.benchmark.topics.config(),
+            records=spec.benchmark.records,
+            rate=s["load_rate"],
         )
 
     def _judged(self, load: float, resources: int, repetition: int, s: dict, r, speed_before: float):
@@ -231,7 +244,7 @@ class ExperimentRunner:
         )
         slope, limit = trend.slope, lag_limit(r.target_rate, ex.slos.lag_trend_threshold)
         lag_verdict = trend.verdict(limit)
-        windowed = spec.benchmark.sut in ("uc2", "uc4")
+        windowed = spec.benchmark.sut in ("uc2", "uc4") or ":" in spec.benchmark.sut  # a job: Spark's drops
         frac = r.dropped_late / r.generated if r.generated else 0.0
         thr = ex.slos.dropped_records_threshold
         dropped_ok = not windowed or thr is None or frac <= thr
@@ -263,7 +276,8 @@ class ExperimentRunner:
         longest = [b["processing_max_ms"] for b in r.batches if b.get("processing_max_ms") is not None]
 
         res = ExperimentResult(
-            exp_id=exp_id(load, resources, repetition),
+            exp_id=exp_id(load, resources, repetition, s["config"]),
+            config=s["config"],
             load=load,
             resources=resources,
             repetition=repetition,

@@ -206,6 +206,37 @@ def plot_brackets(brackets: list[dict], axes: Axes, path: Path) -> Path:
     return _finish(fig, ax, axes.resource_label, axes.load_label, path)
 
 
+def plot_config_brackets(brackets: list[dict], axes: Axes, path: Path) -> Path:
+    """Configurations side by side: per resource amount one bar per configuration up to the load it
+    held, a line on to the load it failed (dashed where that run stayed undecided)."""
+    names = list(dict.fromkeys(b.get("config", "") for b in brackets))
+    amounts = sorted({b["resources"] for b in brackets})
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    width = 0.8 / max(1, len(names))
+    top = 0.0
+    for i, name in enumerate(names):
+        colour = f"C{i}"
+        mine = {b["resources"]: b for b in brackets if b.get("config", "") == name}
+        for j, res in enumerate(amounts):
+            b = mine.get(res)
+            if b is None:
+                continue
+            x = j + (i - (len(names) - 1) / 2) * width
+            held, failed = b.get("held_rate"), b.get("failed_rate")
+            hatch = "//" if b.get("held_assumed") else None
+            ax.bar(x, held or 0, width * 0.9, color=colour, alpha=0.8, hatch=hatch, label=name if j == 0 else None)
+            if failed is not None:
+                style = "--" if b.get("failed_undecided") else "-"
+                ax.plot([x, x], [held or 0, failed], style, color="black", linewidth=1.2)
+                ax.plot([x], [failed], marker="_", markersize=12, color="black")
+            top = max(top, held or 0, failed or 0)
+    ax.set_xticks(range(len(amounts)), [axes.resources(r) for r in amounts])
+    ax.set_ylim(0, max(top, 1) * 1.15)
+    _thousands(ax.yaxis)
+    ax.set_title("capacity per configuration: bar = load held, line up to the load failed")
+    return _finish(fig, ax, axes.resource_label, axes.load_label, path)
+
+
 def _missing_and_fit(ax, xs, ys, missing_at, marker: str, missing_label: str, kind: str, axes: Axes) -> None:
     """Markers where no tested amount sufficed, and the linear fit where it means something."""
     for x, y in missing_at:

@@ -32,11 +32,16 @@ def _answer(summary: dict) -> list[str]:
         return "—" if v is None else f"{v:,.0f}" if v >= 100 else f"{v:g}"
 
     demand = [
-        {load_col: rate(r["rate"]), res_col: r["resources"] if r["resources"] is not None else "more than tested"}
+        {
+            **({"configuration": r["config"]} if "config" in r else {}),
+            load_col: rate(r["rate"]),
+            res_col: r["resources"] if r["resources"] is not None else "more than tested",
+        }
         for r in a.get("demand", [])
     ]
     capacity = [
         {
+            **({"configuration": r["config"]} if "config" in r else {}),
             res_col: r["resources"],
             f"highest {load_col} held": rate(r["rate"])
             # a lower bound taken over from fewer resources: every higher load failed, this one was not run
@@ -76,6 +81,7 @@ def _bracket_rows(a: dict, load_col: str, res_col: str) -> list[dict]:
             failed = f"— ({b['ceiling']})"
         rows.append(
             {
+                **({"configuration": b["config"]} if "config" in b else {}),
                 res_col: b["resources"],
                 f"highest {load_col} held": rate(b.get("held_rate"))
                 + (" (not run: as fewer resources)" if b.get("held_assumed") else ""),
@@ -92,6 +98,7 @@ def _bracket_rows(a: dict, load_col: str, res_col: str) -> list[dict]:
 # the experiments table: the columns a reader compares across experiments
 _EXPERIMENT_COLUMNS = (
     "exp_id",
+    "config",
     "load",
     "resources",
     "repetition",
@@ -118,6 +125,11 @@ _EXPERIMENT_COLUMNS = (
     "latency_p95_ms",
     "note",
 )
+
+
+def _columns(experiments) -> list[str]:
+    """The experiments table's columns: the configuration only where an execution searched several."""
+    return [c for c in _EXPERIMENT_COLUMNS if c != "config" or any(e.config for e in experiments)]
 
 
 def write_report(results_dir: Path) -> Path:
@@ -151,7 +163,7 @@ def write_report(results_dir: Path) -> Path:
         parts.insert(3, img_tag(plot, f"{kind} plot"))
     parts += [
         "<h2>Experiments</h2>",
-        html_table([{k: getattr(e, k) for k in _EXPERIMENT_COLUMNS} for e in experiments], "experiments"),
+        html_table([{k: getattr(e, k) for k in _columns(experiments)} for e in experiments], "experiments"),
     ]
     for e in experiments:
         verdict = e.verdict or ("pass" if e.passed else "fail")

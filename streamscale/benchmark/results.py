@@ -83,14 +83,15 @@ class ExperimentResult:
     speed_after: float = float("nan")  # and just after it
     drift: float = float("nan")  # the largest relative change against the execution's first calibration
     drifted: bool = False  # drift beyond streamscale.experiment.noise.DRIFT_LIMIT
+    config: str = ""  # the named configuration (execution.configs) it ran with; "": the spec names none
 
     def __post_init__(self):
         if not self.verdict:  # a row of an older streamscale: its verdict as it was decided then
             self.verdict = "invalid" if not self.valid else ("pass" if self.passed else "fail")
 
     @property
-    def key(self) -> tuple[float, int, int]:
-        return (float(self.load), int(self.resources), int(self.repetition))
+    def key(self) -> tuple[float, int, int, str]:
+        return (float(self.load), int(self.resources), int(self.repetition), self.config)
 
 
 COLUMNS = [f.name for f in fields(ExperimentResult)]
@@ -137,8 +138,8 @@ def older_rows_note(rows: list[ExperimentResult], missing: set[str]) -> str | No
     )
 
 
-def exp_id(load, res, rep) -> str:
-    return f"load{load:g}_res{res}_rep{rep}"
+def exp_id(load, res, rep, config: str = "") -> str:
+    return f"{config + '_' if config else ''}load{load:g}_res{res}_rep{rep}"
 
 
 def _parse(row: dict, where: str) -> ExperimentResult:

@@ -5,13 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from streamscale.broker.connection import KafkaSection
 from streamscale.errors import ConfigError
-from streamscale.specs import StrictModel, read_yaml, validate
+from streamscale.loadgen.recordspec import RecordsSpec
+from streamscale.specs import StrictModel, base_dir, read_yaml, validate
 
 _Model = StrictModel
+
+# a configuration's keys that are pipeline parameters under another name (the Kafka source's option)
+CONFIG_PARAMS = {"maxOffsetsPerTrigger": "max_offsets_per_trigger"}
 
 
 class LoadGenSpec(_Model):
@@ -47,24 +51,46 @@ class BrokerSection(_Model):
 
 
 class BenchmarkSpec(_Model):
-    sut: Literal["uc1", "uc2", "uc3", "uc4"]
+    sut: str = Field(
+        description="uc1, uc2, uc3, uc4, or your job: FILE.py:FUNCTION (relative to the spec's folder) "
+        "or package.module:FUNCTION"
+    )
     params: dict = Field(default_factory=dict)
+    records: RecordsSpec | None = Field(
+        None, description="your job's records (fields and generators, or replay: FILE); none: sensor readings"
+    )
     loadgen: LoadGenSpec = Field(default_factory=LoadGenSpec)
     topics: TopicSpec = Field(default_factory=TopicSpec)
+
+    @field_validator("sut")
+    @classmethod
+    def _sut(cls, v: str, info: ValidationInfo):
+        from streamscale.pipelines import jobref
+
+        if jobref.is_job(v):
+            try:
+                return jobref.resolve(v, base_dir(info))
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        if v.lower() not in jobref.BUILT_IN:
+            raise ValueError(f"'{v}': use uc1, uc2, uc3, uc4, or your job as FILE.py:FUNCTION or module:FUNCTION")
+        return v.lower()
 
     @model_validator(mode="after")
     def _params_valid(self):
         from streamscale.pipelines import make_pipeline
 
         try:
-            make_pipeline(self.sut, self.params)
+            make_pipeline(self.sut, self.params, records=self.records)
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return self
 
 
 class LoadSpec(_Model):
-    type: Literal["sensors", "nested_groups", "window_s"] = "sensors"
+    type: Literal["sensors", "rate", "nested_groups", "window_s"] = Field(
+        "sensors", description="sensors (x 1 record per period), rate (records/s), nested_groups (UC4), window_s (UC3)"
+    )
     values: list[float] = Field(min_length=1)
     sensors: int = Field(1000, ge=1, description="fixed number of sensors when the load is window_s")
 
@@ -174,6 +200,21 @@ class ExecutionSpec(_Model):
         "start (~10 s an experiment on a small machine) but the experiments no longer start alike",
     )
     bootstrap_servers: str | None = None
+    configs: dict[str, dict[str, str | int | float | bool]] = Field(
+        default_factory=dict,
+        description="named configurations, each searched on its own: spark.* keys are Spark session "
+        "settings, other keys the job's parameters (maxOffsetsPerTrigger: max_offsets_per_trigger)",
+    )
+
+    @field_validator("configs")
+    @classmethod
+    def _configs(cls, v: dict):
+        import re
+
+        for name in v:
+            if not re.match(r"^[A-Za-z0-9_.-]+$", name):
+                raise ValueError(f"configuration name '{name}': use letters, digits, '.', '_' and '-'")
+        return v
 
     @model_validator(mode="after")
     def _check(self):
@@ -223,13 +264,43 @@ class Spec(_Model):
         section["bootstrap_servers"] = self.kafka.bootstrap_servers or self.execution.bootstrap_servers
         return section
 
+    def config_names(self) -> list[str]:
+        """The configurations searched ("" alone: the spec names none)."""
+        return list(self.execution.configs) or [""]
+
+    def config(self, name: str) -> tuple[dict, dict]:
+        """(Spark session settings, pipeline parameters) of configuration ``name``."""
+        spark_conf, params = {}, {}
+        for k, v in (self.execution.configs.get(name) or {}).items():
+            if k.startswith("spark."):
+                spark_conf[k] = v
+            else:
+                params[CONFIG_PARAMS.get(k, k)] = v
+        return spark_conf, params
+
+    @model_validator(mode="after")
+    def _configs_fit(self):
+        from streamscale.pipelines import make_pipeline
+
+        for name in self.execution.configs:
+            _, params = self.config(name)
+            try:
+                make_pipeline(self.benchmark.sut, {**self.benchmark.params, **params}, records=self.benchmark.records)
+            except ConfigError as exc:
+                raise ValueError(f"execution.configs.{name}: {exc}") from None
+        return self
+
     @model_validator(mode="after")
     def _load_type_fits(self):
         lt, sut = self.execution.load.type, self.benchmark.sut
+        if self.benchmark.records is not None and lt != "rate":
+            raise ValueError("described or replayed records are loaded by rate: set execution.load.type: rate")
         if lt == "nested_groups" and sut != "uc4":
             raise ValueError("load type 'nested_groups' applies to uc4 only")
         if lt == "window_s" and sut != "uc3":
             raise ValueError("load type 'window_s' applies to uc3 only")
+        if ":" in sut and lt not in ("rate", "sensors"):
+            raise ValueError(f"load type '{lt}' applies to the task samples only: your job's load is a rate")
         if sut == "uc4" and lt == "sensors":
             raise ValueError("uc4's load is set by 'nested_groups' (4^n sensors), not 'sensors'")
         if lt == "nested_groups" and any(v != int(v) or v > 10 for v in self.execution.load.values):
@@ -240,8 +311,9 @@ class Spec(_Model):
 
 
 def load_spec(path: str | Path) -> Spec:
-    return parse_spec(read_yaml(path), str(path))
+    """A spec file; files it names by a relative path (a job, a replay sample) lie beside it."""
+    return parse_spec(read_yaml(path), str(path), Path(path).resolve().parent)
 
 
-def parse_spec(data, source: str = "spec") -> Spec:
-    return validate(Spec, data, source, "name, benchmark and execution")
+def parse_spec(data, source: str = "spec", folder: Path | None = None) -> Spec:
+    return validate(Spec, data, source, "name, benchmark and execution", folder)

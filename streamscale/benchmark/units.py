@@ -35,7 +35,7 @@ class Axes:
 
     def rate(self, load: float) -> float:
         """A load value in the unit of the load axis."""
-        if self.load_type == "window_s":
+        if self.load_type in ("window_s", "rate"):
             return float(load)
         sensors = self.children**load if self.load_type == "nested_groups" else load
         return sensors / self.period_s

@@ -22,27 +22,40 @@ from streamscale.cli.app import (
 
 @root.command("run-sut")
 def run_sut_cmd(
-    uc: str = typer.Argument(..., help="uc1, uc2, uc3 or uc4"),
+    uc: str = typer.Argument(
+        ..., metavar="SUT", help="uc1, uc2, uc3, uc4, or your job: FILE.py:FUNCTION or module:FUNCTION"
+    ),
     sensors: int = typer.Option(
         1000, "--sensors", "-s", min=1, help="Load: sensors x 1 record/s (UC4: from --param levels)"
     ),
+    rate: float = typer.Option(None, "--rate", help="Load in records/s (instead of --sensors)"),
+    records: Path = typer.Option(None, "--records", help="Records YAML: fields and generators, or replay: FILE"),
     duration: float = typer.Option(60.0, "--duration", "-d", min=1),
     master: str = typer.Option("local[2]", help="Spark master: local[k], spark://..., k8s://..."),
     partitions: int = typer.Option(8, min=1),
     gen_workers: int = typer.Option(1, "--gen-workers", min=1),
     param: list[str] = typer.Option(None, "--param", "-p", help="Pipeline parameter NAME=VALUE (repeatable)"),
+    input_topic: str = typer.Option(None, "--input-topic", help="Write the load here (created if missing, kept)"),
+    output_topic: str = typer.Option(None, "--output-topic", help="The job's output topic (created if missing, kept)"),
+    drain_s: float = typer.Option(
+        300.0, "--drain", min=0, help="When the load ends, let the query process the rest of the input for up to S s"
+    ),
     out_dir: Path = typer.Option(None, "--out", help="Write summary.json, lag.csv, batches.csv here"),
     bootstrap: str = EmbeddedOrBootstrap,
     kafka_property: list[str] = KafkaProperty,
     kafka_config: Path = KafkaConfig,
 ):
-    """Run one pipeline against the load generator, printing live rates and lag."""
+    """Run one pipeline or your own job against the load generator, printing live rates and lag."""
     metrics_endpoint()
     from streamscale.experiment.sut import run_sut
-    from streamscale.pipelines import make_pipeline
+    from streamscale.loadgen.recordspec import load_records
+    from streamscale.pipelines import jobref, make_pipeline
 
     params = parse_params(param)
-    pipe = make_pipeline(uc, params)
+    if jobref.is_job(uc):
+        uc = jobref.resolve(uc)
+    spec = load_records(records) if records is not None else None
+    pipe = make_pipeline(uc, params, records=spec)
     out.print(pipe.describe())
 
     def on_batch(b: dict) -> None:
@@ -72,15 +85,22 @@ def run_sut_cmd(
         out_dir=out_dir,
         on_batch=on_batch,
         on_lag=on_lag,
+        records=spec,
+        rate=rate,
+        topics=(input_topic, output_topic),
+        drain_s=drain_s,
     )
+    left = f"; [red]{r.undrained:,} input records not processed within {drain_s:g} s[/]" if r.undrained else ""
     out.print(
-        f"\n{uc}: generated {r.generated:,} at {r.generator_rate:,.0f}/s (target {r.target_rate:,.0f}/s"
+        f"\n{r.uc}: generated {r.generated:,} at {r.generator_rate:,.0f}/s (target {r.target_rate:,.0f}/s"
         f"{'' if r.generator_reached_target else ', NOT reached'}); processed {r.processed_records:,} "
         f"at {r.processed_rate:,.0f}/s with the {r.connector} connector; final lag {r.final_lag:,}; "
         f"dropped late {f'{r.dropped_late:,}' if r.late_counted else 'not counted (see the log)'}; "
         f"malformed {r.malformed:,}{f'; unregistered {r.unregistered:,}' if r.unregistered else ''}; "
-        f"shuffle stages {r.shuffle_stages}"
+        f"shuffle stages {r.shuffle_stages}{left}"
     )
+    if input_topic or output_topic:
+        out.print(f"topics kept: input {r.input_topic}" + (f", output {output_topic}" if output_topic else ""))
     if out_dir:
         out.print(f"wrote {out_dir}/summary.json, lag.csv, batches.csv")
 

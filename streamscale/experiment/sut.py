@@ -64,6 +64,7 @@ class SutResult:
     spark_cpu_pct: float = float("nan")  # the Spark application's processes while the load ran, % of one CPU
     broker_cpu_pct: float = float("nan")  # the broker's processes (an embedded broker's), % of one CPU
     steal_pct: float = float("nan")  # the machine's steal time while the load ran, % of all CPUs
+    undrained: int = 0  # a drained run: records of the input the query had not processed when it stopped
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
 
@@ -112,6 +113,10 @@ def run_sut(
     broker_pids: list[int] | None = None,
     replication_factor: int = 1,
     topic_config: dict | None = None,
+    records=None,
+    rate: float | None = None,
+    topics: tuple[str | None, str | None] = (None, None),
+    drain_s: float | None = None,
 ) -> SutResult:
     """Generate ``sensors`` records/s for ``duration_s`` into a fresh topic and run the pipeline.
 
@@ -126,24 +131,34 @@ def run_sut(
     every :data:`CHECK_EVERY_S` the run so far is handed to it, and the load stops as soon as it
     says the run is decided; ``duration_s`` is then the longest the run may take. ``broker_pids``:
     the broker's processes, whose CPU the result reports (the Spark application's always is).
-    ``replication_factor`` and ``topic_config``: of the input and output topics."""
-    pipe = make_pipeline(uc, params)
+    ``replication_factor`` and ``topic_config``: of the input and output topics.
+
+    ``records``: what the generator writes and a user's job reads (a RecordsSpec; None: sensor
+    readings); ``rate``: records/s, instead of ``sensors`` per ``period_s``. ``topics``: (input,
+    output) named by the user: created when missing and left in place (default: fresh ones,
+    deleted). ``drain_s``: when the load ends, stop the generator first and let the query process
+    everything in the input topic (for at most this long) before stopping it, so that the output
+    topic holds the job's whole answer to the input."""
+    pipe = make_pipeline(uc, params, records=records)
     if encoding != "json":
         from streamscale.errors import ConfigError
 
         raise ConfigError("the pipelines decode JSON records; use encoding json")
-    if uc.lower() == "uc4":
-        sensors = pipe.registry.num_sensors
+    sensors, period_s = load_shape(pipe, records, sensors, period_s, rate)
     run_id = uuid.uuid4().hex[:8]
     t_start = time.monotonic()
-    input_topic, output_topic, group = f"input-{run_id}", f"output-{run_id}", f"sut-{uc}-{run_id}"
+    named = any(topics)
+    input_topic, output_topic = topics[0] or f"input-{run_id}", topics[1] or f"output-{run_id}"
+    group = f"sut-{pipe.name}-{run_id}"
     with contextlib.ExitStack() as stack:
         if bootstrap is None:
             broker = stack.enter_context(EmbeddedBroker(log_dir=(out_dir / "logs") if out_dir else None))
             bootstrap = broker.bootstrap
         bootstrap = KafkaConnection.of(bootstrap, properties)
         access = stack.enter_context(BrokerAccess(bootstrap))
-        access.create_topics({input_topic: partitions, output_topic: partitions}, replication_factor, topic_config)
+        wanted = {t: partitions for t in (input_topic, output_topic) if not (named and access.topic_exists(t))}
+        if wanted:
+            access.create_topics(wanted, replication_factor, topic_config)
         own_spark = spark is None
         sessions = sessions if sessions is not None else SparkSessions()
         if own_spark:
@@ -152,8 +167,10 @@ def run_sut(
             session = contextlib.nullcontext(spark)
         warmed = False
         with session as spark:
-            gen = run = sampler = None
+            gen = run = sampler = gres = None
+            undrained = 0
             try:
+                pipe.check(spark, bootstrap, input_topic)  # a user's job that does not build fails now
                 if own_spark and not sessions.warmed:
                     warm_up_workers(spark, access, bootstrap, run_id, pipe.params.connector)
                     sessions.warmed = warmed = True
@@ -168,6 +185,7 @@ def run_sut(
                         distribution=distribution,
                         # a judged run ends when it is decided: the generator runs until stopped
                         duration_s=None if judge is not None else duration_s,
+                        records_spec=records,
                     )
                 ).start()
                 run = pipe.start(
@@ -194,6 +212,9 @@ def run_sut(
                             break
                         next_check = time.monotonic() + CHECK_EVERY_S
                 ran_s = time.monotonic() - t_load
+                if drain_s is not None:
+                    gres = gen.stop()  # the generator first: the query then reads to the end
+                    undrained = drain(run, access, input_topic, drain_s, on_batch)
                 share = meter.stop()
                 controller_cpu = time.thread_time() - ctl0
                 machine = busy_pct(ticks0, machine_ticks())
@@ -215,9 +236,10 @@ def run_sut(
                             if b.batch_id in uncounted and b.late_counted:
                                 prometheus.dropped_total.inc(b.dropped_late)
                 finally:
-                    gres = gen.stop() if gen is not None else None
+                    if gen is not None and gres is None:
+                        gres = gen.stop()
         if own_spark:
-            topics = [input_topic, output_topic] + ([f"warmup-{run_id}"] if warmed else [])
+            topics = ([] if named else [input_topic, output_topic]) + ([f"warmup-{run_id}"] if warmed else [])
             if sessions.kept:
                 # a task of a stopped query may still read them: deleted, a topic is retried for
                 # a minute in a task slot that the next run on the kept session needs
@@ -230,7 +252,8 @@ def run_sut(
     rate = sum(b.input_rows for b in steady) / max(sum(b.batch_ms for b in steady) / 1000, 1e-9) if steady else 0.0
     lats = [b.avg_latency_ms for b in run.batches if b.avg_latency_ms is not None]
     result = SutResult(
-        uc=uc,
+        uc=pipe.name,
+        undrained=undrained,
         sensors=sensors,
         target_rate=gres.target_rate,
         generated=gres.delivered,
@@ -263,6 +286,47 @@ def run_sut(
     if out_dir is not None:
         write_result(result, out_dir)
     return result
+
+
+def load_shape(pipe, records, sensors: int, period_s: float, rate: float | None) -> tuple[int, float]:
+    """(sensors, period_s) the generator runs with: a ``rate`` in records/s spread over the keys
+    there are (UC4: its registry's sensors; described records: one "sensor" per record a second)."""
+    from streamscale.errors import ConfigError
+
+    if getattr(pipe, "registry", None) is not None:  # UC4: the registry fixes the sensors
+        sensors = pipe.registry.num_sensors
+        return sensors, (sensors / rate if rate else period_s)
+    if rate is None:
+        return sensors, period_s
+    if not rate >= 1:
+        raise ConfigError(f"rate must be at least 1 record/s, not {rate:g}")
+    if records is not None:
+        return int(round(rate)), 1.0
+    return max(1, int(round(rate * period_s))), period_s
+
+
+def drain(run, access: BrokerAccess, topic: str, timeout_s: float, on_batch=None) -> int:
+    """Poll the query until its batches have read the input topic to its end (the generator has
+    stopped); the records it had not read when ``timeout_s`` ran out (0: drained)."""
+    end = access.end_offsets(topic)
+    deadline = time.monotonic() + timeout_s
+
+    def left() -> int:
+        done = {}
+        for b in run.batches:
+            for p, o in ((b.end_offsets or {}).get(topic) or {}).items():
+                done[int(p)] = max(done.get(int(p), 0), int(o))
+        return sum(max(0, o - done.get(p, 0)) for p, o in end.items())
+
+    while left() and time.monotonic() < deadline:
+        if run.exception() is not None:
+            raise query_failure(run.name, run.exception())
+        time.sleep(0.25)  # polling Spark's progress, not waiting blindly
+        for b in run.poll():
+            _export(b)
+            if on_batch:
+                on_batch(asdict(b))
+    return left()
 
 
 def warm_up_workers(

@@ -11,6 +11,7 @@ import numpy as np
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
 from streamscale.loadgen.records import Encoder, ValueDistribution
+from streamscale.loadgen.recordspec import RecordsSpec
 
 MAX_SENSORS = 100_000_000  # each simulated sensor is state in a worker: beyond this memory, not load, runs out
 SHORTFALL_TOLERANCE = 0.05  # achieved below 95 % of the target counts as "not reaching it"
@@ -65,6 +66,9 @@ class GeneratorConfig:
     start_time_ms: int | None = None  # event time of the first record (default: now)
     bulk: bool = True  # values formatted and records handed to librdkafka in bulk (False: one by one)
     producer_config: dict = field(default_factory=dict)
+    # the records written: None, Theodolite's sensor readings (sensors / period_s a second); else a
+    # RecordsSpec (streamscale.loadgen.recordspec) at sensors / period_s records a second
+    records_spec: RecordsSpec | None = None
 
     def __post_init__(self):
         from streamscale.broker.access import check_topic_name

@@ -59,15 +59,15 @@ def _worker(
         # a SIGKILLed parent never sets `stop`: a worker that outlives it would produce forever
         return os.getppid() != parent_pid
 
-    sensors = _worker_sensors(cfg, w)
-    n = len(sensors)
+    n = len(range(w, cfg.sensors, cfg.workers))  # this worker's sensors (its share of the rate)
     rate_w = n / cfg.period_s
     quota = _worker_quota(cfg, w)
-    keys = [sensor_id(i).encode() for i in sensors]
-    idents = [sensor_id(i) for i in sensors]
-    enc = Encoder(cfg.encoding)
-    prefixes = [enc.prefix(i) for i in idents]
-    dist = ValueDistribution.parse(cfg.distribution)
+    if cfg.records_spec is None:
+        sensors = _worker_sensors(cfg, w)
+        keys = [sensor_id(i).encode() for i in sensors]
+        enc = Encoder(cfg.encoding)
+        prefixes = [enc.prefix(sensor_id(i)) for i in sensors]
+        dist = ValueDistribution.parse(cfg.distribution)
     rng = np.random.default_rng([cfg.seed, w])
     counters = {"ok": 0, "failed": 0}
 
@@ -80,7 +80,8 @@ def _worker(
                 err_q.put(f"worker {w}: {err.str()}")
 
     producer_settings = dict(cfg.producer_config)
-    if cfg.bulk:
+    in_bulk = cfg.bulk or cfg.records_spec is not None
+    if in_bulk:
         # reports of failures only, to one callback of the producer's: a callback given with each
         # produce_batch call is kept per record until its report, which never comes for a
         # delivered one (600,000 records: +172 MB)
@@ -91,7 +92,10 @@ def _worker(
     while time.monotonic() < t0 and not stop.is_set() and not orphaned():
         time.sleep(min(0.01, t0 - time.monotonic() + 1e-4))
     cpu0 = time.process_time()  # the process's CPU (librdkafka's threads included) from here
-    if cfg.bulk:
+    if cfg.records_spec is not None:
+        send = _records_sender(cfg, producer, cfg.records_spec.maker(w, cfg.workers), t0_wall_ms, rate_w)
+        nap = BULK_SLEEP_S
+    elif cfg.bulk:
         send = _bulk_sender(cfg, producer, keys, prefixes, dist, rng, t0_wall_ms, rate_w)
         nap = BULK_SLEEP_S
     else:
@@ -114,7 +118,7 @@ def _worker(
                 due = min(due, int(cfg.duration_s * rate_w))
             if quota is not None:
                 due = min(due, quota)
-            if cfg.bulk and k < due < k + rate_w * BULK_SLEEP_S and not final and (quota is None or due < quota):
+            if in_bulk and k < due < k + rate_w * BULK_SLEEP_S and not final and (quota is None or due < quota):
                 # in bulk, a step's worth is gathered before it is sent: sending whatever was due
                 # after the last step made ~900 small steps a second at 60,000 records/s
                 time.sleep(BULK_SLEEP_S)
@@ -131,7 +135,7 @@ def _worker(
             k = send(k, min(due, k + CHUNK))
             producer.poll(0)
             sent_v.value = k
-            if cfg.bulk:  # no report per delivered record: delivered = sent - failed - still queued
+            if in_bulk:  # no report per delivered record: delivered = sent - failed - still queued
                 ok_v.value = max(0, k - counters["failed"] - len(producer))
             else:
                 ok_v.value = counters["ok"]
@@ -142,7 +146,7 @@ def _worker(
             counters["failed"] += remaining
             err_q.put(f"worker {w}: {remaining} records not delivered within 60 s")
         sent_v.value = k
-        ok_v.value = k - counters["failed"] if cfg.bulk else counters["ok"]
+        ok_v.value = k - counters["failed"] if in_bulk else counters["ok"]
         failed_v.value = counters["failed"]
         cpu_v.value = time.process_time() - cpu0
         done_v.value = time.monotonic()
@@ -257,6 +261,32 @@ def _bulk_sender(cfg, producer, keys, prefixes, dist, rng, t0_wall_ms, rate_w):
         for partition in range(parts):
             if bounds[partition + 1] > bounds[partition]:
                 hand_over(messages[bounds[partition] : bounds[partition + 1]], partition)
+        return due
+
+    return send
+
+
+def _records_sender(cfg, producer, maker, t0_wall_ms, rate_w):
+    """Described or replayed records (streamscale.loadgen.recordspec): a chunk's keys and values made
+    at once, handed to librdkafka in one call (its partitioner places them by key)."""
+    topic = cfg.topic
+
+    def send(k: int, due: int) -> int:
+        kk = np.arange(k, due, dtype=np.int64)
+        stamps = t0_wall_ms + (kk * 1000.0 / rate_w).astype(np.int64)
+        keys, values = maker.make(k, due, stamps)
+        if keys is None:
+            messages = [{"value": v} for v in values]
+        else:
+            messages = [{"value": v, "key": key} for key, v in zip(keys, values)]
+        while messages:
+            try:
+                producer.produce_batch(topic, messages)
+                messages = [{kk: m[kk] for kk in ("value", "key") if kk in m} for m in messages if "_error" in m]
+            except BufferError:
+                pass
+            if messages:  # the queue is full: let librdkafka send some first
+                producer.poll(0.01)
         return due
 
     return send

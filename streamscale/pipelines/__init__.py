@@ -10,16 +10,32 @@ from streamscale.pipelines.uc4 import UC4, UC4Params
 PIPELINES: dict[str, type[Pipeline]] = {"uc1": UC1, "uc2": UC2, "uc3": UC3, "uc4": UC4}
 
 
-def make_pipeline(name: str, params: dict | None = None, connector: str | None = None) -> Pipeline:
+def make_pipeline(name: str, params: dict | None = None, connector: str | None = None, records=None) -> Pipeline:
     """A pipeline by name with its parameters; ``connector`` ("spark" or "python") overrides the
-    parameter of that name (the Kafka connector its runs read and write with)."""
-    cls = PIPELINES.get(name.lower())
-    if cls is None:
-        raise ConfigError(f"unknown pipeline '{name}': choose one of {sorted(PIPELINES)}")
+    parameter of that name (the Kafka connector its runs read and write with). ``name``: uc1-uc4
+    or a user's job (``FILE.py:FUNC``, ``module:FUNC``: streamscale.pipelines.job), which reads
+    ``records`` (a RecordsSpec; None: sensor readings)."""
     from pydantic import ValidationError
+
+    from streamscale.pipelines import jobref
 
     if connector is not None:
         params = {**(params or {}), "connector": connector}
+    if jobref.is_job(name):
+        from streamscale.pipelines.job import UserJob
+
+        try:
+            return UserJob(name, params or {}, records)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or name}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"job parameters: {problems}") from None
+    cls = PIPELINES.get(name.lower())
+    if cls is None:
+        raise ConfigError(
+            f"unknown pipeline '{name}': choose one of {sorted(PIPELINES)} or name your job as FILE.py:FUNCTION"
+        )
+    if records is not None:
+        raise ConfigError(f"{name} reads Theodolite's sensor readings: a records section is for your own job")
     try:
         return cls(params or {})
     except ValidationError as exc:

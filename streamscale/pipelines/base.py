@@ -152,6 +152,8 @@ class Pipeline(ABC):
             spark,
             bootstrap,
             input_topic,
+            value_ddl=self.value_ddl(),
+            value_format=self.value_format(),
             dead_letter_topic=self.params.dead_letter_topic if resolve_impl(kafka_impl) == "python" else None,
             starting_offsets=starting_offsets,
             max_offsets_per_trigger=self.params.max_offsets_per_trigger,
@@ -172,6 +174,20 @@ class Pipeline(ABC):
             F.histogram_numeric(created, F.lit(128)).alias("created_bins"),
         )
         return df.where(decoded)
+
+    def value_ddl(self) -> str:
+        """The records' value schema (the decoding contract's DDL): Theodolite's sensor reading."""
+        from streamscale.sparkio.io import ACTIVE_POWER_DDL
+
+        return ACTIVE_POWER_DDL
+
+    def value_format(self) -> str:
+        return "json"
+
+    def check(self, spark, bootstrap, input_topic: str) -> None:
+        """Build the dataflow once without running it, so that a broken one fails before the load
+        starts (a user's job; the task samples are known to build)."""
+        return None
 
     def decoded(self):
         """Column: the row is a reading the pipeline can use (else it counts as malformed)."""
@@ -332,6 +348,8 @@ class Pipeline(ABC):
                 starting_offsets,
                 self.params.max_offsets_per_trigger,
                 trigger,
+                value_ddl=self.value_ddl(),
+                value_format=self.value_format(),
             )
         ]
 

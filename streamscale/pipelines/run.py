@@ -128,6 +128,9 @@ class PipelineRun:
     # late records of a run on Spark's connector: a callable counting them from the batches'
     # ranges (streamscale.pipelines.replay), called when the run ends
     replay: object | None = None
+    # a user's job: its dropped records are the rows Spark's stateful operators dropped as behind
+    # the watermark (numRowsDroppedByWatermark), Spark's own count, not streamscale's accounting
+    state_drops: bool = False
     batches: list[BatchMetrics] = field(default_factory=list)
     _seen: set = field(default_factory=set)
     _to_replay: list = field(default_factory=list)
@@ -182,7 +185,11 @@ class PipelineRun:
             processed_rate=float(p.get("processedRowsPerSecond") or 0.0),
             batch_ms=batch_ms,
             end_offsets=progress_offsets(src.get("endOffset")),
-            dropped_late=int(late.get("dropped_records") or 0),
+            dropped_late=(
+                sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in p.get("stateOperators") or [])
+                if self.state_drops
+                else int(late.get("dropped_records") or 0)
+            ),
             malformed=int(inp.get("malformed") or 0),
             output_records=out.output_records if out else None,
             max_latency_ms=out.max_latency_ms if out else None,

@@ -290,7 +290,7 @@ def write_kafka(
         use_python_source(df.sparkSession)
     opts = _write_options(bootstrap, impl, topic, options)
     w = df.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
-    if impl == "python" and output_mode == "update":
+    if impl == "python" and output_mode in ("update", "complete"):
 
         def write_batch(batch_df, _batch_id):
             writer = batch_df.write.format(FORMAT_NAME).mode("append")

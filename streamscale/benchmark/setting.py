@@ -1,0 +1,75 @@
+"""What an execution is set in: the embedded Kafka its spec asks for, the Kafka connector its runs
+use, and the notes said before it starts (runs too short for their windows, results measured on
+another broker)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamscale.benchmark.experiment_runner import emission_period_s
+from streamscale.benchmark.spec import Spec
+from streamscale.errors import ConfigError
+from streamscale.pipelines.jobref import display_name
+
+
+def broker_change_note(out_dir: Path, env: dict) -> str | None:
+    """One line when the results already in ``out_dir`` were measured on another kind of broker
+    (e.g. the embedded Tansu of older streamscale versions), else None."""
+    path = Path(out_dir) / "environment.json"
+    try:
+        before = str(json.loads(path.read_text()).get("broker", ""))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+    def kind(text: str) -> str:
+        return text.split(" at ", 1)[0].strip()
+
+    now = str(env.get("broker", ""))
+    if not before or kind(before) == kind(now):
+        return None
+    return (
+        f"the experiments already in {out_dir} ran on {kind(before)}; the ones run now run on {kind(now)}: "
+        "their figures are not directly comparable"
+    )
+
+
+def spec_connector(spec: Spec) -> str:
+    """The Kafka connector the spec's runs use: its ``connector`` parameter, else the default."""
+    from streamscale.sparkio.io import kafka_impl
+
+    return kafka_impl(spec.benchmark.params.get("connector"))
+
+
+def short_for_windows(spec: Spec) -> str | None:
+    """Why the runs are too short for their pipeline's windows, if they are: windows that close
+    within a run make the lag jump once per window slide, which the trend fits out only over two
+    whole periods after the warm-up (streamscale.experiment.slo.fit_periodic)."""
+    ex = spec.execution
+    if ex.load.type == "window_s":
+        return None  # the window is the load: one period per load, no single rule
+    period = emission_period_s(spec, dict(spec.benchmark.params))
+    if not period or period > ex.duration_s or ex.duration_s - ex.warmup_s >= 2 * period:
+        return None
+    return (
+        f"{display_name(spec.benchmark.sut)}'s windows close every {period:g} s; {ex.duration_s:g} s runs with "
+        f"{ex.warmup_s:g} s warm-up fit the lag trend over less than two of those periods, so a window "
+        f"closing near a run's end can pass for growth: duration_s ≥ warmup_s + {2 * period:g} fits the "
+        "jump out"
+    )
+
+
+def embedded_kafka(spec: Spec, log_dir: Path):
+    """The embedded Kafka a spec asks for: one broker, or a cluster of ``broker.brokers`` nodes."""
+    from streamscale.broker import EmbeddedBroker
+    from streamscale.broker.cluster import EmbeddedCluster
+
+    rf = spec.replication_factor(embedded=True)
+    if rf > spec.broker.brokers:
+        raise ConfigError(
+            f"benchmark.topics.replication_factor {rf} needs as many brokers: set broker.brokers "
+            f"(now {spec.broker.brokers}), or give an external cluster with -b"
+        )
+    if spec.broker.brokers > 1:
+        return EmbeddedCluster(spec.broker.brokers, log_dir=log_dir)
+    return EmbeddedBroker(log_dir=log_dir)

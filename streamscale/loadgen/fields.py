@@ -1,0 +1,247 @@
+"""Field generators of a described record (``records.fields.NAME.gen``), drawn a chunk at a time.
+
+Each generator gives, for a chunk of records, one *token* per record: the field's value as it is
+written into the record (JSON: a quoted string, a number, ``true``; CSV: the plain text), and for
+the key field also its plain text (the Kafka key). Values are drawn with numpy in bulk: a record
+costs a list index or two, not a call per field (``benchmarks/loadgen_throughput.py``).
+
+Generators (``TYPE`` is the field's type):
+
+* ``sequence``: the record's number, unique and increasing (worker w of W numbers its records
+  w, w+W, w+2W, ...); long, int or string.
+* ``keys:N``: one of N keys, uniform; ``zipf:N,S``: one of N keys, key i drawn with weight
+  1/(i+1)^S (key 0 most often). Strings ``key-0`` ... ``key-(N-1)``, or the numbers 0 ... N-1.
+* ``uniform:A,B``, ``normal:MEAN,SD`` (double; long/int: whole numbers), ``constant:V``,
+  ``choice:a|b|c`` (uniform over the listed values, of the field's type).
+* ``now``: the record's send time; ``late:P,MAX_S``: the send time, a fraction P of records set
+  back by up to MAX_S seconds (uniform), so they arrive out of order. Timestamps travel as epoch
+  milliseconds.
+* ``bytes:N``: a string of N letters and digits (a payload).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+TYPES = ("string", "long", "int", "double", "boolean", "timestamp")
+GENERATORS = ("sequence", "keys:N", "zipf:N,S", "uniform:A,B", "normal:MEAN,SD", "constant:V", "choice:a|b|c",
+              "now", "late:P,MAX_S", "bytes:N")  # fmt: skip
+# a field's type on the wire, in the decoding contract's DDL (streamscale.sparkio.formats)
+DDL_TYPES = {
+    "string": "STRING",
+    "long": "BIGINT",
+    "int": "INT",
+    "double": "DOUBLE",
+    "boolean": "BOOLEAN",
+    "timestamp": "BIGINT",
+}
+INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+_ALPHABET = np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", np.uint8)
+PAYLOAD_POOL = 256  # distinct payloads per bytes:N field (drawn at random per record)
+MAX_KEYS = 10_000_000
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+
+
+class GenError(ValueError):
+    """A generator that cannot be read, or does not fit its field's type (the message says why)."""
+
+
+@dataclass
+class Chunk:
+    """What a chunk of records shares: their numbers and send times (epoch ms)."""
+
+    seq: np.ndarray
+    send_ms: np.ndarray
+    rng: np.random.Generator
+
+
+def _ints_text(a: np.ndarray) -> list[bytes]:
+    # one repr of the whole list: ~20x cheaper than a format per number
+    return repr(a.tolist())[1:-1].encode().split(b", ") if len(a) else []
+
+
+def _floats_text(a: np.ndarray) -> list[bytes]:
+    return repr(a.round(3).tolist())[1:-1].encode().split(b", ") if len(a) else []
+
+
+@dataclass
+class Generator:
+    kind: str
+    type: str
+    encoding: str
+    args: tuple = ()
+    pool_tokens: list[bytes] = field(default_factory=list)  # for pooled kinds: what is written
+    pool_text: list[bytes] = field(default_factory=list)  # and the plain text (a Kafka key)
+    cdf: np.ndarray | None = None
+
+    def draw(self, c: Chunk) -> tuple[list[bytes], list[bytes] | None]:
+        """Tokens for the chunk's records, and their plain text where it differs (strings)."""
+        n = len(c.seq)
+        k = self.kind
+        if self.pool_tokens:
+            if k == "zipf":
+                idx = np.searchsorted(self.cdf, c.rng.random(n), side="right")
+                idx = np.minimum(idx, len(self.pool_tokens) - 1)
+            else:
+                idx = c.rng.integers(0, len(self.pool_tokens), n)
+            il = idx.tolist()
+            toks = self.pool_tokens
+            text = self.pool_text
+            return [toks[i] for i in il], ([text[i] for i in il] if text is not toks else None)
+        if k == "sequence":
+            plain = _ints_text(c.seq)
+            if self.type == "string":
+                return ([b'"%s"' % t for t in plain] if self.encoding == "json" else plain), plain
+            return plain, None
+        if k in ("now", "late"):
+            ms = c.send_ms
+            if k == "late":
+                p, max_s = self.args
+                late = c.rng.random(n) < p
+                back = (c.rng.random(n) * max_s * 1000).astype(np.int64)
+                ms = ms - np.where(late, back, 0)
+            return _ints_text(ms), None
+        if k in ("uniform", "normal"):
+            a, b = self.args
+            if self.type == "double":
+                x = c.rng.uniform(a, b, n) if k == "uniform" else c.rng.normal(a, b, n)
+                return _floats_text(x), None
+            if k == "uniform":
+                x = c.rng.integers(int(a), int(b), n, endpoint=True)
+            else:
+                lo, hi = INT_RANGE[self.type]
+                x = np.clip(np.rint(c.rng.normal(a, b, n)), lo, hi).astype(np.int64)
+            return _ints_text(x), None
+        raise AssertionError(f"no drawing for {k}")  # pragma: no cover - parse() builds known kinds
+
+
+def _json_string(s: str) -> bytes:
+    return json.dumps(s).encode()
+
+
+def _token(value: str, type_: str, encoding: str) -> tuple[bytes, bytes]:
+    """A literal value of the field's type: (token, plain text)."""
+    if type_ == "string":
+        if encoding == "csv" and any(ch in value for ch in ',\n\r"'):
+            raise GenError(f"value {value!r} holds a comma, quote or line break: CSV records cannot carry it")
+        return (_json_string(value) if encoding == "json" else value.encode()), value.encode()
+    if type_ == "boolean":
+        if value.strip().lower() not in ("true", "false"):
+            raise GenError(f"'{value}' is not a boolean (true or false)")
+        t = value.strip().lower().encode()
+        return t, t
+    if type_ == "double":
+        if not re.fullmatch(_NUMBER, value.strip()):
+            raise GenError(f"'{value}' is not a number")
+        t = repr(float(value)).encode()
+        return t, t
+    if type_ in ("long", "int", "timestamp"):
+        if not re.fullmatch(r"[-+]?\d+", value.strip()):
+            raise GenError(f"'{value}' is not a whole number")
+        lo, hi = INT_RANGE.get(type_, INT_RANGE["long"])
+        v = int(value)
+        if not lo <= v <= hi:
+            raise GenError(f"{v} is out of the {type_} range")
+        t = str(v).encode()
+        return t, t
+    raise GenError(f"unknown type '{type_}'")  # pragma: no cover - the model checks types
+
+
+def _numbers(text: str, n: int, what: str) -> list[float]:
+    parts = text.split(",") if text else []
+    if len(parts) != n or not all(re.fullmatch(_NUMBER, p.strip()) for p in parts):
+        raise GenError(f"needs {n} number{'s' if n > 1 else ''}: {what}")
+    return [float(p) for p in parts]
+
+
+def _count(text: str, what: str) -> int:
+    if not re.fullmatch(r"\d+", text.strip()) or not 1 <= int(text) <= MAX_KEYS:
+        raise GenError(f"needs a whole number from 1 to {MAX_KEYS:,}: {what}")
+    return int(text)
+
+
+def _key_pool(n: int, type_: str, encoding: str) -> tuple[list[bytes], list[bytes]]:
+    if type_ == "string":
+        text = [b"key-%d" % i for i in range(n)]
+        return ([b'"%s"' % t for t in text] if encoding == "json" else text), text
+    if type_ in ("long", "int"):
+        if type_ == "int" and n - 1 > INT_RANGE["int"][1]:
+            raise GenError("more keys than an int holds")  # pragma: no cover - MAX_KEYS is below
+        text = _ints_text(np.arange(n))
+        return text, text
+    raise GenError(f"keys are strings or whole numbers, not {type_}")
+
+
+def parse(gen: str, type_: str, encoding: str = "json") -> Generator:
+    """A field's generator from its text; :class:`GenError` says what is wrong with it."""
+    name, _, arg = str(gen).strip().partition(":")
+    name = name.strip().lower()
+    usage = {g.split(":")[0]: g for g in GENERATORS}
+    if name not in usage:
+        raise GenError(f"unknown generator '{gen}': use one of {', '.join(GENERATORS)}")
+    what = usage[name]
+    numeric = type_ in ("long", "int", "double")
+    if name == "sequence":
+        if type_ not in ("long", "int", "string"):
+            raise GenError(f"sequence numbers records: type long, int or string, not {type_}")
+        return Generator(name, type_, encoding)
+    if name in ("keys", "zipf"):
+        if name == "keys":
+            n, s = _count(arg, what), 0.0
+        else:
+            head, _, tail = arg.partition(",")
+            n, s = _count(head, what), _numbers(tail, 1, what)[0]
+            if s <= 0:
+                raise GenError(f"the exponent S must be positive: {what}")
+        toks, text = _key_pool(n, type_, encoding)
+        g = Generator(name, type_, encoding, (n, s), toks, text)
+        if name == "zipf":
+            w = 1.0 / np.power(np.arange(1, n + 1, dtype=float), s)
+            g.cdf = np.cumsum(w) / w.sum()
+        return g
+    if name in ("uniform", "normal"):
+        if not numeric:
+            raise GenError(f"{name} draws numbers: type double, long or int, not {type_}")
+        a, b = _numbers(arg, 2, what)
+        if name == "uniform" and b < a:
+            raise GenError(f"B must be at least A: {what}")
+        if name == "normal" and b < 0:
+            raise GenError(f"SD must be at least 0: {what}")
+        if type_ != "double" and name == "uniform":
+            lo, hi = INT_RANGE[type_]
+            if a != int(a) or b != int(b) or not lo <= a <= b <= hi:
+                raise GenError(f"A and B must be whole numbers within the {type_} range: {what}")
+        return Generator(name, type_, encoding, (a, b))
+    if name in ("constant", "choice"):
+        values = [arg] if name == "constant" else arg.split("|")
+        if not arg or any(v == "" for v in values):
+            raise GenError(f"needs {'a value' if name == 'constant' else 'values between |'}: {what}")
+        pairs = [_token(v, "long" if type_ == "timestamp" else type_, encoding) for v in values]
+        toks = [t for t, _ in pairs]
+        text = [p for _, p in pairs]
+        return Generator(name, type_, encoding, tuple(values), toks, text if type_ == "string" else toks)
+    if name in ("now", "late"):
+        if type_ not in ("timestamp", "long"):
+            raise GenError(f"{name} is an event time: type timestamp (or long), not {type_}")
+        if name == "now":
+            if arg:
+                raise GenError("now takes no argument")
+            return Generator(name, type_, encoding)
+        p, max_s = _numbers(arg, 2, what)
+        if not 0 <= p <= 1 or max_s < 0:
+            raise GenError(f"P is a fraction from 0 to 1 and MAX_S at least 0: {what}")
+        return Generator(name, type_, encoding, (p, max_s))
+    # bytes:N
+    if type_ != "string":
+        raise GenError(f"bytes makes a payload string: type string, not {type_}")
+    if not re.fullmatch(r"\d+", arg.strip()) or not 0 <= int(arg) <= 1_000_000:
+        raise GenError(f"needs a length from 0 to 1,000,000 bytes: {what}")
+    size = int(arg)
+    rng = np.random.default_rng(size)
+    text = [_ALPHABET[rng.integers(0, len(_ALPHABET), size)].tobytes() for _ in range(PAYLOAD_POOL)]
+    toks = [b'"%s"' % t for t in text] if encoding == "json" else text
+    return Generator(name, type_, encoding, (size,), toks, text)

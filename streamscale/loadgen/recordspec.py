@@ -1,0 +1,144 @@
+"""The records a load generator writes when they are not Theodolite's sensor readings: described
+field by field (``fields`` with a type and a generator each) or replayed from a sample the user has
+(``replay``), as a spec's ``benchmark.records`` or a YAML file of their own (``run-sut --records``).
+
+A record is one JSON object (or CSV line) of its fields; ``key`` names the field whose plain text
+is the Kafka key. Timestamps travel as epoch milliseconds and reach a job as Spark timestamps.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+
+from streamscale.loadgen import fields as gens
+from streamscale.loadgen.sample import Sample
+from streamscale.specs import StrictModel, base_dir, read_yaml, validate
+
+FieldType = Literal["string", "long", "int", "double", "boolean", "timestamp"]
+_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class FieldSpec(StrictModel):
+    type: FieldType = Field(description="string, long, int, double, boolean or timestamp (epoch ms on the wire)")
+    gen: str = Field(description="the field's generator: " + ", ".join(gens.GENERATORS))
+
+
+class RecordsSpec(StrictModel):
+    encoding: Literal["json", "csv"] = Field("json", description="one JSON object or one CSV line per record")
+    key: str | None = Field(None, description="the field whose value is the Kafka key (none: no key)")
+    fields: dict[str, FieldSpec] = Field(default_factory=dict, description="name -> type and generator, in order")
+    replay: str | None = Field(
+        None, description="a JSON-lines, CSV or Parquet sample to replay at the load's rate, cycling"
+    )
+    event_time: str | None = Field(
+        None, description="replay: the sample's field re-stamped to the send time (its lateness in the sample kept)"
+    )
+    key_copies: int = Field(1, ge=1, le=100_000, description="replay: disjoint copies of the sample's key space")
+    seed: int = 42
+    _sample: Sample | None = PrivateAttr(None)
+
+    @field_validator("fields")
+    @classmethod
+    def _names(cls, v: dict):
+        import re
+
+        for name in v:
+            if not re.match(_NAME, name):
+                raise ValueError(f"field name '{name}': use letters, digits and _ (not first a digit)")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self, info: ValidationInfo):
+        if bool(self.fields) == bool(self.replay):
+            raise ValueError("give either fields (records described field by field) or replay (a sample file)")
+        if self.replay:
+            path = Path(self.replay)
+            if not path.is_absolute():
+                path = (base_dir(info) / path).resolve()
+                self.replay = str(path)
+            self._sample = Sample.read(path, self.key, self.event_time, self.encoding)
+            return self
+        if self.event_time or self.key_copies != 1:
+            raise ValueError("event_time and key_copies apply to replay only")
+        if self.key is not None and self.key not in self.fields:
+            raise ValueError(f"key '{self.key}' is not one of the fields ({', '.join(self.fields)})")
+        for name, f in self.fields.items():
+            try:
+                gens.parse(f.gen, f.type, self.encoding)
+            except gens.GenError as exc:
+                raise ValueError(f"field '{name}' ({f.type}, gen '{f.gen}'): {exc}") from None
+        return self
+
+    # -- what the pipeline reads -------------------------------------------------------------
+    def columns(self) -> list[tuple[str, str]]:
+        """(name, type) of every field, in record order."""
+        if self.replay:
+            return self.sample().columns
+        return [(n, f.type) for n, f in self.fields.items()]
+
+    def value_ddl(self) -> str:
+        """The decoding contract's schema of a record's value (timestamps as BIGINT milliseconds)."""
+        return ", ".join(f"`{n}` {gens.DDL_TYPES[t]}" for n, t in self.columns())
+
+    def timestamp_fields(self) -> list[str]:
+        return [n for n, t in self.columns() if t == "timestamp"]
+
+    def sample(self) -> Sample:
+        if self._sample is None:  # a spec unpickled in a worker, or built without validation
+            self._sample = Sample.read(Path(self.replay), self.key, self.event_time, self.encoding)
+        return self._sample
+
+    def maker(self, worker: int = 0, workers: int = 1) -> RecordMaker:
+        return RecordMaker(self, worker, workers)
+
+
+class RecordMaker:
+    """Keys and values of a worker's records k0 .. k1-1 (record k of worker w is number k*W + w)."""
+
+    def __init__(self, spec: RecordsSpec, worker: int, workers: int):
+        self.spec, self.worker, self.workers = spec, worker, workers
+        self.rng = np.random.default_rng([spec.seed, worker])
+        if spec.replay:
+            self.replayer = spec.sample().replayer(spec.key_copies)
+            return
+        self.replayer = None
+        self.gens = [gens.parse(f.gen, f.type, spec.encoding) for f in spec.fields.values()]
+        self.key_at = list(spec.fields).index(spec.key) if spec.key else None
+        if spec.encoding == "json":
+            self.template = b"{" + b",".join(b'"%s":%%s' % n.encode() for n in spec.fields) + b"}"
+        else:
+            self.template = None
+
+    def make(self, k0: int, k1: int, send_ms: np.ndarray) -> tuple[list[bytes] | None, list[bytes]]:
+        seq = np.arange(k0, k1, dtype=np.int64) * self.workers + self.worker
+        if self.replayer is not None:
+            return self.replayer(seq, send_ms)
+        chunk = gens.Chunk(seq, send_ms, self.rng)
+        cols, keys = [], None
+        for i, g in enumerate(self.gens):
+            toks, text = g.draw(chunk)
+            cols.append(toks)
+            if i == self.key_at:
+                keys = text if text is not None else toks
+        if self.template is not None:
+            t = self.template
+            return keys, [t % row for row in zip(*cols)]
+        return keys, [b",".join(row) for row in zip(*cols)]
+
+
+def records_spec(data, source: str, folder: Path | None = None) -> RecordsSpec:
+    """A records section from parsed YAML (``folder``: where its replay file is looked for)."""
+    return validate(RecordsSpec, data, source, "fields (or replay), encoding and key", folder)
+
+
+def load_records(path: str | Path) -> RecordsSpec:
+    """A records YAML file (``run-sut --records``); a replay file it names lies beside it."""
+    path = Path(path)
+    data = read_yaml(path)
+    if isinstance(data, dict) and "records" in data and len(data) == 1:
+        data = data["records"]  # a file that wraps the section as a spec does
+    return records_spec(data, str(path), path.parent)

@@ -1,0 +1,193 @@
+"""A user's own PySpark streaming job under the method, beside UC1-UC4.
+
+The job is a function ``job(records, params)``: ``records`` is the decoded record stream (a
+streaming DataFrame of the records section's fields, timestamp fields as Spark timestamps;
+malformed values already counted and left out), ``params`` the spec's ``params`` as a dict. It
+returns a streaming DataFrame (written in append mode) or a pair ``(DataFrame, mode)`` with mode
+``append``, ``update`` or ``complete``. Each output row goes to the output topic as one JSON object
+of its columns; a column ``key`` is also the Kafka key. ``sink: noop`` runs it into Spark's noop
+sink instead. Watermarks, state and joins are the job's own: its dropped records are the rows
+Spark's stateful operators dropped behind the watermark (``numRowsDroppedByWatermark``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from streamscale.errors import ConfigError
+from streamscale.pipelines import jobref
+from streamscale.pipelines.base import MAX_EVENT_MS, MIN_EVENT_MS, Pipeline, PipelineParams, PipelineRun
+
+MODES = ("append", "update", "complete")
+
+# Theodolite's sensor reading, the records a job reads when the spec describes none
+SENSOR_COLUMNS = [("identifier", "string"), ("timestamp", "timestamp"), ("valueInW", "double")]
+
+
+class JobParams(PipelineParams):
+    """streamscale's own settings of a job's run; any other parameter is the job's (it gets them all)."""
+
+    model_config = ConfigDict(extra="allow")
+    sink: Literal["kafka", "noop"] = Field("kafka", description="kafka: the output topic; noop: Spark's noop sink")
+    window_s: float | None = Field(
+        None, gt=0, description="the job's event-time window, if it has one: the lag trend fits its closes out"
+    )
+    slide_s: float | None = Field(None, gt=0, description="the window's slide (default: window_s)")
+
+
+class UserJob(Pipeline):
+    params_model = JobParams
+    windowed = False
+
+    def __init__(self, ref: str, params: dict | None = None, records=None):
+        self.ref = ref
+        self.fn = jobref.load(ref)
+        self.name = jobref.display_name(ref)
+        self.records = records
+        self.job_params = {k: v for k, v in (params or {}).items()}
+        super().__init__(params or {})
+
+    # -- the records ---------------------------------------------------------------------------
+    def columns(self) -> list[tuple[str, str]]:
+        return self.records.columns() if self.records is not None else SENSOR_COLUMNS
+
+    def value_ddl(self) -> str:
+        if self.records is not None:
+            return self.records.value_ddl()
+        return super().value_ddl()
+
+    def value_format(self) -> str:
+        return self.records.encoding if self.records is not None else "json"
+
+    def decoded(self):
+        from pyspark.sql import functions as F
+
+        ok = F.col("value_error").isNull()
+        for name, t in self.columns():
+            if t == "timestamp":
+                # a Spark timestamp holds years 1-9999: another one is malformed, not an overflow
+                ok = ok & F.coalesce(F.col(name).between(MIN_EVENT_MS, MAX_EVENT_MS), F.lit(False))
+        return ok
+
+    def describe(self) -> str:
+        cols = ", ".join(f"{n} {t}" for n, t in self.columns())
+        sink = "Spark's noop sink" if self.params.sink == "noop" else "Kafka output topic (JSON of its columns)"
+        return "\n".join(
+            [
+                f"job {self.name} ({self.ref})",
+                f"  Source: Kafka input topic -> decode {self.value_format().upper()} records ({cols})",
+                "  --> filter malformed (counted)",
+                f"  --> {self.name}(records, params)",
+                f"  --> {sink}",
+            ]
+        )
+
+    def window_grid_ms(self):
+        if self.params.window_s is None:
+            return None
+        return int(self.params.window_s * 1000), int((self.params.slide_s or self.params.window_s) * 1000)
+
+    # -- building ----------------------------------------------------------------------------------
+    def build(self, spark, records, optimize=None):
+        """The job's output and its mode: the job called on the record stream."""
+        from pyspark.sql import DataFrame
+        from pyspark.sql import functions as F
+
+        stream = records.select(
+            *[F.timestamp_millis(F.col(n)).alias(n) if t == "timestamp" else F.col(n) for n, t in self.columns()]
+        )
+        try:
+            out = self.fn(stream, dict(self.job_params))
+        except ConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's code: its own message, on one line
+            raise ConfigError(f"job {self.name} raised while being built: {_first_line(exc)}") from None
+        mode = "append"
+        if isinstance(out, tuple):
+            if len(out) != 2 or not isinstance(out[1], str) or out[1] not in MODES:
+                raise ConfigError(
+                    f"job {self.name} returned a tuple: return a DataFrame or (DataFrame, mode), "
+                    f"mode one of {', '.join(MODES)}"
+                )
+            out, mode = out
+        if not isinstance(out, DataFrame):
+            raise ConfigError(
+                f"job {self.name} returned {type(out).__name__}, not a DataFrame: return the streaming DataFrame "
+                "its output is (or a pair (DataFrame, mode))"
+            )
+        if not out.isStreaming:
+            raise ConfigError(
+                f"job {self.name} returned a batch DataFrame: build the output from the records it is given"
+            )
+        return out, mode
+
+    def check(self, spark, bootstrap, input_topic: str) -> None:
+        from streamscale.sparkio.io import kafka_impl
+
+        impl = kafka_impl(self.params.connector)
+        self.build(spark, self.read(spark, bootstrap, input_topic, "earliest", None, impl))
+
+    def start(
+        self,
+        spark,
+        bootstrap,
+        input_topic: str = "input",
+        output_topic: str = "output",
+        checkpoint: str | None = None,
+        available_now: bool = False,
+        starting_offsets: str = "earliest",
+        commit_group: str | None = None,
+        kafka_impl: str | None = None,
+    ) -> PipelineRun:
+        from pyspark.sql import functions as F
+
+        from streamscale.sparkio.io import kafka_impl as resolve_impl
+        from streamscale.sparkio.io import write_kafka
+
+        impl = resolve_impl(kafka_impl or self.params.connector)
+        checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
+        self._ship(spark)
+        out, mode = self.build(spark, self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, impl))
+        try:
+            if self.params.sink == "noop":
+                w = out.writeStream.format("noop").outputMode(mode).option("checkpointLocation", checkpoint)
+                query = w.trigger(**trigger).queryName(query_name).start()
+            else:
+                cols = [F.to_json(F.struct(*[F.col(f"`{c}`") for c in out.columns])).alias("value")]
+                if "key" in out.columns:
+                    cols.insert(0, F.col("key").cast("string").alias("key"))
+                rows = out.select(*cols)
+                query = write_kafka(rows, bootstrap, output_topic, checkpoint, impl, trigger, mode, query_name)
+        except ConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Spark refused the job's plan (e.g. a mode it cannot run)
+            raise ConfigError(f"job {self.name} cannot run as a streaming query: {_first_line(exc)}") from None
+        letters = self.dead_letter_queries(spark, bootstrap, input_topic, checkpoint, trigger, starting_offsets, impl)
+        return PipelineRun(
+            self.name,
+            [query, *letters],
+            query,
+            checkpoint,
+            connector=impl,
+            commit_to=self.committer(bootstrap, commit_group, impl),
+            state_drops=True,
+        )
+
+    def _ship(self, spark) -> None:
+        """On a cluster master, the job's file goes to the executors (what it imports from beside it)."""
+        path = jobref.job_file(self.ref)
+        try:
+            local = str(spark.sparkContext.master).startswith("local")
+        except Exception:  # noqa: BLE001 - Spark Connect: no context to ship files with
+            return
+        if path is not None and not local:
+            spark.sparkContext.addPyFile(str(path))
+
+
+def _first_line(exc: BaseException) -> str:
+    """An error's first line: Spark's messages go on with the whole plan."""
+    text = str(exc).strip()
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {first[:400]}" if first else type(exc).__name__
