@@ -24,6 +24,8 @@ def _explain(exc: ValidationError, source: str) -> str:
         loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
         msg = e["msg"].removeprefix("Value error, ")
         lines.append(f"  {loc}: {msg}")
+    if len(lines) == 1:  # one wrong field: one line
+        return f"{source}: {lines[0].strip()}"
     return f"{source}: invalid spec\n" + "\n".join(lines)
 
 

@@ -46,7 +46,6 @@ def run_sut_cmd(
     kafka_config: Path = KafkaConfig,
 ):
     """Run one pipeline or your own job against the load generator, printing live rates and lag."""
-    metrics_endpoint()
     from streamscale.experiment.sut import run_sut
     from streamscale.loadgen.recordspec import load_records
     from streamscale.pipelines import jobref, make_pipeline
@@ -56,6 +55,7 @@ def run_sut_cmd(
         uc = jobref.resolve(uc)
     spec = load_records(records) if records is not None else None
     pipe = make_pipeline(uc, params, records=spec)
+    metrics_endpoint()  # once the input is known to be good: a bad one is its error line alone
     out.print(pipe.describe())
 
     def on_batch(b: dict) -> None:
@@ -168,8 +168,11 @@ def bench_run(
         f"{summary['experiments_resumed']} resumed, {summary['invalid_experiments']} invalid):"
     )
     for row in summary["results"]:
-        k, v = list(row.values())
-        out.print(f"  {k:g} -> {v if v is not None else 'none of the tested amounts'}")
+        row = dict(row)
+        which = f"{row.pop('config')}: " if "config" in row else ""
+        k, v = list(row.values())[:2]
+        out.print(f"  {which}{k:g} -> {v if v is not None else 'none of the tested amounts'}")
+    out.print(summary["answer"]["sentence"] + ".", highlight=False)
     out.print(f"lag sampler CPU: at most {summary['max_sampler_cpu_pct']}% of one core")
     out.print(f"report: {summary['report']}")
     out.print(

@@ -1,0 +1,97 @@
+"""Configurations as a dimension: the search runs per named configuration, each with its own
+Spark settings and parameters, and the answer, the files and the report keep them apart."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from streamscale.benchmark.execution import Execution
+from streamscale.benchmark.experiment_runner import experiment_settings
+from streamscale.benchmark.results import read_results
+from streamscale.benchmark.spec import parse_spec
+from streamscale.errors import ConfigError
+from tests.benchmark.test_execution import fake_result
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "jobs"
+ROCKS = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def spec(strategy=None, configs=None, metric="capacity"):
+    return parse_spec(
+        {
+            "name": "cfg",
+            "benchmark": {
+                "sut": "totals.py:totals",
+                "records": {"key": "k", "fields": {"k": {"type": "string", "gen": "keys:10"}}},
+            },
+            "execution": {
+                "load": {"type": "rate", "values": [1000, 2000, 4000, 8000]},
+                "resources": {"type": "cores", "values": [1, 2]},
+                "metric": metric,
+                "strategy": strategy or {"name": "bracket", "resolution": 0.3},
+                "configs": configs
+                if configs is not None
+                else {"hdfs": {}, "rocksdb": {"spark.sql.streaming.stateStore.providerClass": ROCKS, "maxOffsetsPerTrigger": 500}},
+            },
+        },
+        "test",
+        EXAMPLES,
+    )  # fmt: skip
+
+
+def capacities(load, res, rep, on_lag=None, config=""):
+    # hdfs holds 3,000 records/s per core, rocksdb 1,500
+    held = {"hdfs": 3000, "rocksdb": 1500}[config] * res
+    r = fake_result(load, res, rep, passed=load <= held)
+    return dataclasses.replace(
+        r, config=config, exp_id=f"{config}_{r.exp_id}", verdict="pass" if load <= held else "fail"
+    )
+
+
+def test_each_configuration_gets_its_own_settings():
+    s = spec()
+    hdfs, rocks = experiment_settings(s, 1000, 1, "hdfs"), experiment_settings(s, 1000, 1, "rocksdb")
+    assert "spark.sql.streaming.stateStore.providerClass" not in hdfs["spark_conf"]
+    assert rocks["spark_conf"]["spark.sql.streaming.stateStore.providerClass"] == ROCKS
+    assert rocks["params"]["max_offsets_per_trigger"] == 500 and "max_offsets_per_trigger" not in hdfs["params"]
+    assert rocks["rate"] == 1000 and rocks["load_rate"] == 1000
+
+
+def test_the_bracket_search_runs_per_configuration(tmp_path):
+    summary = Execution(spec(), tmp_path, capacities).run()
+    ends = {(b["config"], b["resources"]): (b["held"], b["failed"]) for b in summary["answer"]["brackets"]}
+    for (config, res), (held, failed) in ends.items():
+        truth = {"hdfs": 3000, "rocksdb": 1500}[config] * res
+        assert held <= truth < failed and failed / held <= 1.3 + 1e-9
+    assert set(ends) == {("hdfs", 1), ("hdfs", 2), ("rocksdb", 1), ("rocksdb", 2)}
+    assert [c["config"] for c in summary["answer"]["capacity"]] == ["hdfs", "hdfs", "rocksdb", "rocksdb"]
+    sentence = summary["answer"]["sentence"]
+    assert sentence.startswith("totals on this machine: with hdfs: 1 core") and "; with rocksdb: 1 core" in sentence
+    rows = read_results(tmp_path)
+    assert {r.config for r in rows} == {"hdfs", "rocksdb"} and len({r.exp_id for r in rows}) == len(rows)
+    assert json.loads((tmp_path / "summary.json").read_text())["configs"]["rocksdb"]["maxOffsetsPerTrigger"] == 500
+    assert (tmp_path / "capacity.png").stat().st_size > 0
+    from streamscale.benchmark.report import write_report
+
+    page = write_report(tmp_path).read_text()
+    assert "configuration" in page and "rocksdb" in page
+
+    # resumed: the same experiments, none run again, the same answer
+    again = Execution(spec(), tmp_path, lambda *a, **k: pytest.fail("ran again"))
+    assert again.run()["answer"] == summary["answer"] and again.resumed == len(rows)
+
+
+def test_a_linear_search_per_configuration(tmp_path):
+    summary = Execution(spec({"name": "linear", "lower_bound": True}), tmp_path, capacities).run()
+    caps = {(c["config"], c["resources"]): c["load"] for c in summary["answer"]["capacity"]}
+    assert caps == {("hdfs", 1): 2000, ("hdfs", 2): 4000, ("rocksdb", 1): 1000, ("rocksdb", 2): 2000}
+    assert {r["config"] for r in summary["results"]} == {"hdfs", "rocksdb"}
+
+
+def test_a_bad_configuration_is_named():
+    with pytest.raises(ConfigError, match="execution.configs.fast"):
+        spec(configs={"fast": {"trigger_interval_s": "soon"}})
+    with pytest.raises(ConfigError, match="configuration name"):
+        spec(configs={"a b": {}})

@@ -1,0 +1,59 @@
+"""`run-sut` and `benchmark validate` with a user's job, as a user types them: bad input is one
+line and exit code 2, in seconds; a job that breaks while being built says so in its own words."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import run, state  # noqa: F401 - the fixture
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "jobs"
+RECORDS = "key: k\nfields:\n  k: {type: string, gen: 'keys:10'}\n  v: {type: double, gen: 'uniform:0,1'}\n"
+
+
+def one_line_error(p, *words):
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = [x for x in p.stderr.strip().splitlines() if x.strip()]
+    assert len(lines) == 1, p.stderr
+    assert "Traceback" not in p.stderr + p.stdout
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    "job,records,words",
+    [
+        ("missing.py:job", RECORDS, ["job file", "missing.py does not exist"]),
+        ("job.py:nope", RECORDS, ["has no function 'nope'", "it defines: job"]),
+        ("job.py:job", "fields:\n  k: {type: text, gen: sequence}\n", ["fields.k.type"]),
+        ("job.py:job", "fields:\n  k: {type: long, gen: 'pareto:3'}\n", ["field 'k'", "unknown generator 'pareto:3'"]),
+        ("job.py:job", "replay: sample.jsonl\n", ["sample.jsonl: line 2 is not valid JSON"]),
+    ],
+)
+def test_bad_input_is_one_line_in_seconds(state, tmp_path, job, records, words):  # noqa: F811
+    (tmp_path / "job.py").write_text("def job(records, params):\n    return records\n")
+    (tmp_path / "records.yaml").write_text(records)
+    (tmp_path / "sample.jsonl").write_text('{"a": 1}\n{"a": \n')
+    t0 = time.monotonic()
+    p = run("run-sut", str(tmp_path / job), "--records", str(tmp_path / "records.yaml"), "--rate", "100", env=state)
+    one_line_error(p, *words)
+    assert time.monotonic() - t0 < 20
+
+
+@pytest.mark.spark
+def test_a_job_raising_while_built_is_its_own_message(state, broker, tmp_path):  # noqa: F811
+    (tmp_path / "job.py").write_text(
+        "def job(records, params):\n    raise KeyError(f\"no column {params['col']!r} in the records\")\n"
+    )
+    p = run(
+        "run-sut", f"{tmp_path}/job.py:job", "--rate", "100", "-d", "5", "-p", "col=price", "-b", broker.bootstrap,
+        env={**state, "STREAMSCALE_METRICS_PORT": "-1"}, timeout=180,
+    )  # fmt: skip
+    one_line_error(p, "job job raised while being built", "KeyError", "no column 'price' in the records")
+
+
+def test_benchmark_validate_names_the_job_and_its_records(state):  # noqa: F811
+    p = run("benchmark", "validate", str(EXAMPLES / "totals.yaml"), env=state)
+    assert p.returncode == 0, p.stderr
+    assert "totals.py:totals" in p.stdout and "20,000 records/s" in p.stdout

@@ -1,0 +1,155 @@
+"""Users' own jobs: the three examples run under load (described records, the generator, Spark's
+connector, the output topic drained), each output checked exactly against a computation in plain
+Python over what the input topic holds; Spark's own late count; and broken jobs refused in one line."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from streamscale.benchmark.spec import load_spec
+from streamscale.errors import ConfigError
+from streamscale.experiment.sut import run_sut
+from streamscale.pipelines import make_pipeline
+from tests.conftest import produce
+from tests.pipelines.helpers import read_topic
+
+pytestmark = pytest.mark.spark
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "jobs"
+
+
+def run_example(name, broker, spark, topic_factory, params=None, rate=3000, seconds=6):
+    spec = load_spec(EXAMPLES / f"{name}.yaml")
+    tin, tout = topic_factory(4, f"{name}-in"), topic_factory(4, f"{name}-out")
+    r = run_sut(
+        spec.benchmark.sut,
+        duration_s=seconds,
+        params={**spec.benchmark.params, **(params or {})},
+        records=spec.benchmark.records,
+        rate=rate,
+        bootstrap=broker.bootstrap,
+        spark=spark,
+        topics=(tin, tout),
+        drain_s=180,
+    )
+    assert r.undrained == 0 and r.malformed == 0
+    inputs = [(p, o, k, json.loads(v)) for p, o, k, v in read_topic(broker.bootstrap, tin, 4)]
+    outputs = [(p, o, k, json.loads(v)) for p, o, k, v in read_topic(broker.bootstrap, tout, 4)]
+    assert len(inputs) == r.generated == r.processed_records > rate * seconds * 0.8
+    return r, inputs, outputs
+
+
+def ms(text: str) -> int:
+    return int(pd.Timestamp(text).value // 1_000_000)
+
+
+def test_enrich_joins_every_order_with_its_product(broker, spark, topic_factory):
+    _, inputs, outputs = run_example("enrich", broker, spark, topic_factory)
+    expected = sorted(
+        (str(d["order"]), d["order"], f"product-{d['product']}", d["quantity"], d["quantity"] * (d["product"] % 10 + 1))
+        for _, _, _, d in inputs
+        if d["product"] < 50  # the table holds products 0-49
+    )
+    got = sorted((d["key"], d["order"], d["name"], d["quantity"], d["total"]) for _, _, _, d in outputs)
+    assert got == expected
+    assert any(d["product"] >= 50 for _, _, _, d in inputs)  # some orders had no product to join
+    assert all(k.decode() == d["key"] for _, _, k, d in outputs)  # the key column is the Kafka key
+
+
+def test_dedup_keeps_the_first_of_each_event(broker, spark, topic_factory):
+    # a delay longer than the run: no state expires and no event is late, so each id once
+    _, inputs, outputs = run_example("dedup", broker, spark, topic_factory, params={"delay_s": 3600})
+    first = {}
+    for _, _, _, d in sorted(inputs, key=lambda m: (m[0], m[1])):  # an id's records share a partition
+        first.setdefault(d["event"], d)
+    assert len(first) < len(inputs)  # there were duplicates to drop
+    got = {d["event"]: d for _, _, _, d in outputs}
+    assert len(got) == len(outputs) == len(first)
+    assert {e: (d["user"], ms(d["at"])) for e, d in got.items()} == {e: (d["user"], d["at"]) for e, d in first.items()}
+
+
+def test_running_totals_end_at_each_users_sums(broker, spark, topic_factory):
+    r, inputs, outputs = run_example("totals", broker, spark, topic_factory)
+    df = pd.DataFrame([d for _, _, _, d in inputs])
+    ref = df.groupby("user").agg(payments=("cents", "size"), cents=("cents", "sum"), last_at=("at", "max"))
+    last = {}
+    for _, _, _, d in sorted(outputs, key=lambda m: (m[0], m[1])):  # update mode: the latest per key
+        last[d["key"]] = (d["payments"], d["cents"], ms(d["last_at"]))
+    assert last == {u: (int(x.payments), int(x.cents), int(x.last_at)) for u, x in ref.iterrows()}
+    assert len(outputs) > len(last)  # a user's totals were updated batch after batch
+    assert r.dropped_late == 0
+
+
+def test_records_behind_the_watermark_are_counted_by_spark(broker, spark, topic_factory, tmp_path):
+    job = tmp_path / "windows.py"
+    job.write_text(
+        textwrap.dedent(
+            """
+            from pyspark.sql import functions as F
+
+            def per_minute(readings, params):
+                w = readings.withWatermark("timestamp", "0 seconds").groupBy(
+                    F.window("timestamp", "1 minute"), "identifier").count()
+                return w.select(F.col("identifier").alias("key"), "count")
+            """
+        )
+    )
+    pipe = make_pipeline(f"{job}:per_minute", {"connector": "spark"})
+    tin, tout = topic_factory(2, "wm-in"), topic_factory(2, "wm-out")
+    t0 = 1_700_000_040_000
+
+    def reading(i, ts):
+        return (f"s_{i}".encode(), json.dumps({"identifier": f"s_{i}", "timestamp": ts, "valueInW": 1.0}).encode(), 0)
+
+    produce(broker.bootstrap, tin, [reading(i, t0 + 60_000 + i) for i in range(20)])
+    checkpoint = str(tmp_path / "ckpt")
+    first = pipe.start(spark, broker.bootstrap, tin, tout, checkpoint, available_now=True)
+    first.await_available(120)
+    # five sensors a minute behind the watermark (the newest time above, less 0 s): each dropped
+    produce(broker.bootstrap, tin, [reading(100 + i, t0 + i) for i in range(5)])
+    second = pipe.start(spark, broker.bootstrap, tin, tout, checkpoint, available_now=True)
+    second.await_available(120)
+    assert sum(b.dropped_late for b in first.batches) == 0
+    assert sum(b.dropped_late for b in second.batches) == 5
+
+
+def job_file(tmp_path, body: str, name="job.py") -> str:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(body))
+    return str(p)
+
+
+@pytest.mark.parametrize(
+    "body,words",
+    [
+        (
+            "def job(records, params):\n    raise ValueError('no such column: pricee')\n",
+            "raised while being built: ValueError: no such column: pricee",
+        ),  # fmt: skip
+        ("def job(records, params):\n    return 42\n", "returned int, not a DataFrame"),
+        ("def job(records, params):\n    return records.sparkSession.range(3)\n", "returned a batch DataFrame"),
+        ("def job(records, params):\n    return records, 'sideways'\n", "mode one of append, update, complete"),
+        ("def job(records, params):\n    return records.select('nope')\n", "raised while being built: "),
+    ],
+)
+def test_a_broken_job_is_one_line(broker, spark, topic_factory, tmp_path, body, words):
+    pipe = make_pipeline(f"{job_file(tmp_path, body)}:job")
+    with pytest.raises(ConfigError, match=words) as err:
+        pipe.check(spark, broker.bootstrap, topic_factory(1, "broken"))
+    assert "\n" not in str(err.value)
+
+
+def test_a_job_that_cannot_be_found_says_why(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        make_pipeline(f"{tmp_path}/none.py:job")
+    path = job_file(tmp_path, "def helper():\n    pass\n\ndef other(r, p):\n    return r\n")
+    with pytest.raises(ConfigError, match=r"has no function 'job' \(it defines: helper, other\)"):
+        make_pipeline(f"{path}:job")
+    bad = job_file(tmp_path, "import os\n\nx = 1 / 0\n", "bad.py")
+    with pytest.raises(ConfigError, match=r"failed to import \(line 3\): ZeroDivisionError"):
+        make_pipeline(f"{bad}:job")
+    with pytest.raises(ConfigError, match="cannot be imported"):
+        make_pipeline("no_such_package_here.jobs:job")
