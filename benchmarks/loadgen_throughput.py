@@ -9,6 +9,13 @@
    generator's CPU time, percent of one CPU and per record, the way records are sent today (in bulk)
    against one by one (``GeneratorConfig.bulk=False``), alternating, ``--repeat`` times: the share of
    a small machine Spark does not get.
+4. Described records: a 6-field record (sequence, zipf key, double, int, event time, 100-byte
+   payload) against the sensor reading at the same rates (20k, 60k records/s, 1 worker, 8 s,
+   alternating, ``--repeat`` times): CPU per record and their ratio.
+5. Replay: a 10,000-line JSON-lines sample (key copies, event time re-stamped), unthrottled, one
+   process: records/s delivered.
+
+``--only records`` runs parts 4 and 5 alone.
 """
 
 from __future__ import annotations
@@ -26,66 +33,160 @@ def main() -> None:
     ap.add_argument("--target", type=int, default=150_000)
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", choices=["records"], default=None)
     args = ap.parse_args()
     with EmbeddedBroker() as broker, BrokerAccess(broker.bootstrap) as access:
-        best = 0.0
-        for workers in (1, 2):
-            topic = f"unthrottled-{workers}"
-            access.create_topic(topic, args.partitions)
-            r = generate(
-                GeneratorConfig(
-                    broker.bootstrap, topic, sensors=100_000, workers=workers, records=args.records, throttle=False
-                )
-            )
-            assert r.delivered == args.records and r.failed == 0
-            best = max(best, r.achieved_rate)
-            print(
-                f"unthrottled, {workers} process(es): {r.achieved_rate:12,.0f} records/s "
-                f"({r.delivered:,} delivered, {r.failed} failed)"
-            )
-        for target in (args.target, int(best * 2)):
-            topic = f"throttled-{target}"
-            access.create_topic(topic, args.partitions)
-            r = generate(GeneratorConfig(broker.bootstrap, topic, sensors=target, workers=2, duration_s=10))
-            per_s = ", ".join(f"{x / 1000:.0f}k" for x in r.per_second)
-            print(
-                f"throttled at {target:,}/s, 2 processes: achieved {r.achieved_rate:,.0f}/s; per second [{per_s}]; "
-                f"reached target: {r.reached_target}"
-            )
-        for rate in (10_000, 20_000, 60_000):
-            per_record: dict[bool, list[float]] = {True: [], False: []}
-            for i in range(args.repeat):
-                for bulk in (True, False) if i % 2 == 0 else (False, True):
-                    topic = f"cpu-{rate}-{bulk}-{i}"
-                    access.create_topic(topic, args.partitions)
-                    r = generate(
-                        GeneratorConfig(broker.bootstrap, topic, sensors=rate, workers=1, duration_s=8, bulk=bulk)
-                    )
-                    per_record[bulk].append(r.cpu_s / max(r.delivered, 1) * 1e6)
-                    print(
-                        f"throttled at {rate:,}/s, 1 process, {'bulk' if bulk else 'one by one'}: "
-                        f"{100 * r.cpu_s / 8:.0f} % of a CPU, {per_record[bulk][-1]:.2f} us a record "
-                        f"(achieved {r.achieved_rate:,.0f}/s, reached target: {r.reached_target})",
-                        flush=True,
-                    )
-            b, e = per_record[True], per_record[False]
-            pairs = [x / y for x, y in zip(b, e)]
-            print(
-                f"  at {rate:,}/s: bulk {statistics.median(b):.2f} us a record ({min(b):.2f}-{max(b):.2f}), "
-                f"one by one {statistics.median(e):.2f} ({min(e):.2f}-{max(e):.2f}): bulk takes "
-                f"{statistics.median(b) / statistics.median(e):.0%} of the CPU per record (pairs "
-                f"{statistics.median(pairs):.0%}, {min(pairs):.0%}-{max(pairs):.0%})",
-                flush=True,
-            )
+        if args.only != "records":
+            sensor_parts(args, broker, access)
+        described_records(args, broker, access)
+        replay(args, broker, access)
 
-        # what is left to save: librdkafka's own work per record (prebuilt records, the
-        # generator's producer settings, the same hand-over and steps), counted like the above
-        floors = [handover_floor(broker.bootstrap, access, 60_000, args.partitions, i) for i in range(args.repeat)]
+
+SIX_FIELDS = {
+    "key": "user",
+    "fields": {
+        "seq": {"type": "long", "gen": "sequence"},
+        "user": {"type": "string", "gen": "zipf:100000,1.1"},
+        "amount": {"type": "double", "gen": "uniform:0,1000"},
+        "n": {"type": "int", "gen": "uniform:1,10"},
+        "at": {"type": "timestamp", "gen": "now"},
+        "payload": {"type": "string", "gen": "bytes:100"},
+    },
+}
+
+
+def described_records(args, broker, access) -> None:
+    from streamscale.loadgen.recordspec import records_spec
+
+    six = records_spec(SIX_FIELDS, "benchmark")
+    for rate in (20_000, 60_000):
+        per_record: dict[str, list[float]] = {"sensor": [], "six": []}
+        for i in range(args.repeat):
+            for kind in ("sensor", "six") if i % 2 == 0 else ("six", "sensor"):
+                topic = f"records-{rate}-{kind}-{i}"
+                access.create_topic(topic, args.partitions)
+                r = generate(
+                    GeneratorConfig(
+                        broker.bootstrap,
+                        topic,
+                        sensors=rate,
+                        workers=1,
+                        duration_s=8,
+                        records_spec=six if kind == "six" else None,
+                    )
+                )
+                per_record[kind].append(r.cpu_s / max(r.delivered, 1) * 1e6)
+                print(
+                    f"throttled at {rate:,}/s, 1 process, {kind}: {per_record[kind][-1]:.2f} us a record "
+                    f"(achieved {r.achieved_rate:,.0f}/s, reached target: {r.reached_target})",
+                    flush=True,
+                )
+        a, b = per_record["six"], per_record["sensor"]
+        pairs = [x / y for x, y in zip(a, b)]
         print(
-            f"librdkafka alone at 60,000/s (prebuilt records, produce_batch per partition, 1 process): "
-            f"{statistics.median(floors):.2f} us a record ({min(floors):.2f}-{max(floors):.2f})",
+            f"  at {rate:,}/s: 6 fields {statistics.median(a):.2f} us a record ({min(a):.2f}-{max(a):.2f}), "
+            f"sensor reading {statistics.median(b):.2f} ({min(b):.2f}-{max(b):.2f}): ratio "
+            f"{statistics.median(pairs):.2f} (pairs {min(pairs):.2f}-{max(pairs):.2f}; target at most 1.5)",
             flush=True,
         )
+
+
+def replay(args, broker, access) -> None:
+    import json
+    import random
+    import tempfile
+    from pathlib import Path
+
+    from streamscale.loadgen.recordspec import records_spec
+
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory() as d:
+        sample = Path(d) / "sample.jsonl"
+        t = 1_700_000_000_000
+        lines = []
+        for i in range(10_000):
+            t += rng.randint(0, 20)
+            doc = {"user": f"u{rng.randint(0, 999)}", "at": t - rng.choice([0, 0, 0, 1500]), "amount": rng.random()}
+            lines.append(json.dumps({**doc, "item": f"i{i % 97}", "qty": rng.randint(1, 5)}))
+        sample.write_text("\n".join(lines) + "\n")
+        spec = records_spec({"replay": str(sample), "key": "user", "event_time": "at", "key_copies": 10}, "benchmark")
+        rates = []
+        for i in range(args.repeat):
+            topic = f"replay-{i}"
+            access.create_topic(topic, args.partitions)
+            n = 2_000_000
+            r = generate(
+                GeneratorConfig(
+                    broker.bootstrap, topic, sensors=n, workers=1, records=n, throttle=False, records_spec=spec
+                )
+            )
+            assert r.delivered == n and r.failed == 0
+            rates.append(r.achieved_rate)
+            print(f"replay of 10,000 lines, 1 process, unthrottled: {r.achieved_rate:,.0f} records/s", flush=True)
+        print(
+            f"  replay: median {statistics.median(rates):,.0f} records/s ({min(rates):,.0f}-{max(rates):,.0f}); "
+            "target at least 200,000",
+            flush=True,
+        )
+
+
+def sensor_parts(args, broker, access) -> None:
+    best = 0.0
+    for workers in (1, 2):
+        topic = f"unthrottled-{workers}"
+        access.create_topic(topic, args.partitions)
+        r = generate(
+            GeneratorConfig(
+                broker.bootstrap, topic, sensors=100_000, workers=workers, records=args.records, throttle=False
+            )
+        )
+        assert r.delivered == args.records and r.failed == 0
+        best = max(best, r.achieved_rate)
+        print(
+            f"unthrottled, {workers} process(es): {r.achieved_rate:12,.0f} records/s "
+            f"({r.delivered:,} delivered, {r.failed} failed)"
+        )
+    for target in (args.target, int(best * 2)):
+        topic = f"throttled-{target}"
+        access.create_topic(topic, args.partitions)
+        r = generate(GeneratorConfig(broker.bootstrap, topic, sensors=target, workers=2, duration_s=10))
+        per_s = ", ".join(f"{x / 1000:.0f}k" for x in r.per_second)
+        print(
+            f"throttled at {target:,}/s, 2 processes: achieved {r.achieved_rate:,.0f}/s; per second [{per_s}]; "
+            f"reached target: {r.reached_target}"
+        )
+    for rate in (10_000, 20_000, 60_000):
+        per_record: dict[bool, list[float]] = {True: [], False: []}
+        for i in range(args.repeat):
+            for bulk in (True, False) if i % 2 == 0 else (False, True):
+                topic = f"cpu-{rate}-{bulk}-{i}"
+                access.create_topic(topic, args.partitions)
+                r = generate(GeneratorConfig(broker.bootstrap, topic, sensors=rate, workers=1, duration_s=8, bulk=bulk))
+                per_record[bulk].append(r.cpu_s / max(r.delivered, 1) * 1e6)
+                print(
+                    f"throttled at {rate:,}/s, 1 process, {'bulk' if bulk else 'one by one'}: "
+                    f"{100 * r.cpu_s / 8:.0f} % of a CPU, {per_record[bulk][-1]:.2f} us a record "
+                    f"(achieved {r.achieved_rate:,.0f}/s, reached target: {r.reached_target})",
+                    flush=True,
+                )
+        b, e = per_record[True], per_record[False]
+        pairs = [x / y for x, y in zip(b, e)]
+        print(
+            f"  at {rate:,}/s: bulk {statistics.median(b):.2f} us a record ({min(b):.2f}-{max(b):.2f}), "
+            f"one by one {statistics.median(e):.2f} ({min(e):.2f}-{max(e):.2f}): bulk takes "
+            f"{statistics.median(b) / statistics.median(e):.0%} of the CPU per record (pairs "
+            f"{statistics.median(pairs):.0%}, {min(pairs):.0%}-{max(pairs):.0%})",
+            flush=True,
+        )
+
+    # what is left to save: librdkafka's own work per record (prebuilt records, the
+    # generator's producer settings, the same hand-over and steps), counted like the above
+    floors = [handover_floor(broker.bootstrap, access, 60_000, args.partitions, i) for i in range(args.repeat)]
+    print(
+        f"librdkafka alone at 60,000/s (prebuilt records, produce_batch per partition, 1 process): "
+        f"{statistics.median(floors):.2f} us a record ({min(floors):.2f}-{max(floors):.2f})",
+        flush=True,
+    )
 
 
 def handover_floor(bootstrap: str, access, rate: int, partitions: int, i: int, seconds: float = 8.0) -> float:

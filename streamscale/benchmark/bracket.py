@@ -154,6 +154,10 @@ def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max
         if b.width <= resolution:
             break
         mid = between(b.held, b.failed, whole)
-        if mid is None:
+        if mid is None or mid in b.verdicts:
             break
-        run(mid)
+        if run(mid) == INVALID:
+            # the middle could not be judged (the generator fell short): held and failed stay where
+            # they are, so asking again would ask for the same run forever
+            b.ceiling = f"the load generator could not produce {mid:,.0f} records/s here: the bracket stops narrowing"
+            break

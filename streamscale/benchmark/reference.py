@@ -15,7 +15,7 @@ from pydantic_core import PydanticUndefined
 # (meaning, unit); an empty meaning is the model's description
 _MEANING: dict[str, tuple[str, str]] = {
     "name": ("name of the benchmark; its results directory is named after it by default", ""),
-    "benchmark.sut": ("the pipeline under test (UC1-UC4)", ""),
+    "benchmark.sut": ("", ""),  # the model's description
     "benchmark.params": ("the pipeline's parameters (see the pipelines' parameters below)", ""),
     "benchmark.loadgen.workers": ("load generator processes", ""),
     "benchmark.loadgen.period_s": ("each simulated sensor sends one record per period", "s"),
@@ -23,7 +23,7 @@ _MEANING: dict[str, tuple[str, str]] = {
     "benchmark.loadgen.distribution": ("distribution of the simulated power values, kind:low,high", "W"),
     "benchmark.topics.partitions": ("partitions of the input topic", ""),
     "execution.load.type": (
-        "what a load value counts: sensors (records/s at period 1 s), nested "
+        "what a load value counts: sensors (records/s at period 1 s), rate (records/s, any SUT), nested "
         "groups of UC4's registry (4^n sensors) or UC3's window",
         "",
     ),
@@ -86,14 +86,14 @@ _PARAM_MEANING: dict[str, tuple[str, str]] = {
         "",
     ),
     "optimize_topology": ("merge repartitions (seed 004); null: where it is faster on Spark", ""),
-    "sink": ("UC1's output: log lines, none (noop), SQLite, a JDBC table or a Kafka topic", ""),
+    "sink": ("UC1: log lines, none (noop), SQLite, a JDBC table or a Kafka topic; a job: kafka or noop", ""),
     "db_path": ("UC1's SQLite file (sink sqlite)", "path"),
     "jdbc_url": ("UC1's database (sink jdbc); its driver must be on Spark's classpath", ""),
     "table": ("UC1's table (sink sqlite or jdbc)", ""),
-    "window_s": ("length of a window", "s"),
+    "window_s": ("length of a window (a job: its window, if it has one, so the lag trend fits its closes out)", "s"),
     "lateness_s": ("watermark delay: how late a reading may arrive and still count", "s"),
     "emit": ("final: one row per window when the watermark closes it; update: a row per change", ""),
-    "slide_s": ("UC3: windows start every slide", "s"),
+    "slide_s": ("UC3 (or a job's window): windows start every slide", "s"),
     "emit_interval_s": ("UC3: how often updated windows are written", "s"),
     "levels": ("UC4: depth of the nested groups of the sensor registry", ""),
     "children": ("UC4: children per group (children^levels sensors)", ""),
@@ -147,6 +147,9 @@ def rows(
     for name, field in model.model_fields.items():
         path = f"{prefix}{name}"
         tp = field.annotation
+        if typing.get_origin(tp) in (typing.Union, types.UnionType):  # an optional section: its fields
+            models = [a for a in typing.get_args(tp) if isinstance(a, type) and issubclass(a, BaseModel)]
+            tp = models[0] if len(models) == 1 else tp
         nested = tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
         meaning, unit = meanings.get(path, ("", ""))
         meaning = meaning or field.description or ""
@@ -166,14 +169,23 @@ def _table(header: tuple, body: list[tuple]) -> list[str]:
 def reference_markdown() -> str:
     """The spec file's fields and every pipeline's parameters as Markdown tables."""
     from streamscale.benchmark.spec import Spec
+    from streamscale.loadgen.recordspec import FieldSpec
     from streamscale.pipelines import PIPELINES
+    from streamscale.pipelines.job import UserJob
 
     lines = ["### Spec fields", ""]
     lines += _table(
         ("field", "type", "default", "unit", "meaning"), [(f"`{p}`", t, f"`{d}`", u, m) for p, t, d, u, m in rows(Spec)]
     )
-    for name, cls in sorted(PIPELINES.items()):
+    lines += ["", "### `benchmark.records.fields.NAME`", ""]
+    lines += _table(
+        ("field", "type", "default", "unit", "meaning"),
+        [(f"`{p}`", t, f"`{d}`", u, m) for p, t, d, u, m in rows(FieldSpec)],
+    )
+    for name, cls in [*sorted(PIPELINES.items()), ("your job", UserJob)]:
         lines += ["", f"### `{name}` parameters (`benchmark.params`, `run-sut -p KEY=VALUE`)", ""]
+        if cls is UserJob:
+            lines += ["streamscale's own; any other parameter is the job's, and the job gets them all.", ""]
         lines += _table(
             ("parameter", "type", "default", "unit", "meaning"),
             [(f"`{p}`", t, f"`{d}`", u, m) for p, t, d, u, m in rows(cls.params_model, meanings=_PARAM_MEANING)],
@@ -185,8 +197,9 @@ def undocumented() -> list[str]:
     """Spec fields and pipeline parameters with no meaning in the reference (the test requires none)."""
     from streamscale.benchmark.spec import Spec
     from streamscale.pipelines import PIPELINES
+    from streamscale.pipelines.job import UserJob
 
     missing = [p for p, _t, _d, _u, m in rows(Spec) if not m]
-    for name, cls in PIPELINES.items():
+    for name, cls in [*PIPELINES.items(), ("job", UserJob)]:
         missing += [f"{name}.{p}" for p, _t, _d, _u, m in rows(cls.params_model, meanings=_PARAM_MEANING) if not m]
     return missing

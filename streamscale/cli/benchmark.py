@@ -127,9 +127,12 @@ def bench_validate(spec_file: Path):
         f"{ex.strategy.name} search{' with lower bound' if ex.strategy.lower_bound else ''}, "
         f"{ex.repetitions} repetition(s) of {ex.duration_s:g} s (warm-up {ex.warmup_s:g} s)"
     )
+    if spec.execution.configs:
+        out.print(f"  configurations searched in turn: {', '.join(spec.execution.configs)}")
     for load in ex.load.values:
         s = experiment_settings(spec, load, ex.resources.values[0])
-        out.print(f"  load {load:g}: {s['sensors']:,} sensors = {s['rate']:,.0f} records/s")
+        keys = "" if ex.load.type == "rate" else f"{s['sensors']:,} sensors = "
+        out.print(f"  load {load:g}: {keys}{s['rate']:,.0f} records/s")
 
 
 @bench_app.command("run")

@@ -38,7 +38,7 @@ class RecordsSpec(StrictModel):
         None, description="replay: the sample's field re-stamped to the send time (its lateness in the sample kept)"
     )
     key_copies: int = Field(1, ge=1, le=100_000, description="replay: disjoint copies of the sample's key space")
-    seed: int = 42
+    seed: int = Field(42, description="seed of the generators' draws (each worker its own stream from it)")
     _sample: Sample | None = PrivateAttr(None)
 
     @field_validator("fields")

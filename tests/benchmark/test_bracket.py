@@ -89,3 +89,17 @@ def test_between_rounds_to_two_digits_then_three():
     assert between(30_000, 31_000) == 30_500  # two digits fall on an end: three
     assert between(30_000, 30_010) is None
     assert abs(Bracket(1, 100.0, 115.0).width - 0.15) < 1e-12 and Bracket(1, 100.0).width is None
+
+
+def test_an_invalid_middle_ends_the_narrowing_instead_of_asking_again():
+    # 20k pass, 40k fail (a failure is judged whatever the generator did); the middle 28k cannot be
+    # judged: the search keeps 20k / 40k and stops, having asked for 28k once
+    calls = []
+
+    def verdict(load, res):
+        calls.append(load)
+        return {20_000: PASS, 40_000: FAIL}.get(load, INVALID)
+
+    (one,) = bracket_search([1], verdict, start=20_000, max_runs=50)
+    assert calls == [20_000, 40_000, 28_000]
+    assert (one.held, one.failed) == (20_000, 40_000) and "28,000" in one.ceiling

@@ -15,6 +15,7 @@ from streamscale.errors import ConfigError
 from tests.benchmark.test_execution import fake_result
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "jobs"
+STORE = "spark.sql.streaming.stateStore.providerClass"
 ROCKS = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -33,7 +34,7 @@ def spec(strategy=None, configs=None, metric="capacity"):
                 "strategy": strategy or {"name": "bracket", "resolution": 0.3},
                 "configs": configs
                 if configs is not None
-                else {"hdfs": {}, "rocksdb": {"spark.sql.streaming.stateStore.providerClass": ROCKS, "maxOffsetsPerTrigger": 500}},
+                else {"hdfs": {}, "rocksdb": {STORE: ROCKS, "maxOffsetsPerTrigger": 500}},
             },
         },
         "test",
