@@ -308,7 +308,7 @@ def test_resume_after_a_torn_last_row(tmp_path):
     path.write_text(text[: len(text) - 25])  # cut inside the last row
     ran = []
     ex = Execution(spec, tmp_path, lambda *a, **k: (ran.append(a[:3]), fake_result(*a[:3], passed=True))[1])
-    assert set(ex.done) == {(1000.0, 1, 0)}
+    assert set(ex.done) == {(1000.0, 1, 0, "")}  # "": no configuration named
     ex.run()
     assert (2000.0, 1, 0) in ran and (1000.0, 1, 0) not in ran
     rows = list(csv.DictReader(open(path)))

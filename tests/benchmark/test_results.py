@@ -53,7 +53,7 @@ def test_rows_come_back_typed_and_equal(tmp_path):
     rows = read_results(tmp_path)
     assert [r.passed for r in rows] == [True, False] and rows[1].latency_slo is False
     assert isinstance(rows[0].resources, int) and isinstance(rows[0].load, float)
-    assert rows[0].note == 'a "quoted", comma' and rows[1].key == (2000.0, 2, 1)
+    assert rows[0].note == 'a "quoted", comma' and rows[1].key == (2000.0, 2, 1, "")
     assert math.isnan(rows[0].lag_low)  # defaults survive the round trip
     assert rows[1].median_batch_ms == 812.5 and rows[1].generator_cpu_pct == 23.4
 
