@@ -164,3 +164,21 @@ def test_bulk_records_are_the_per_record_ones(broker, topic_factory, distributio
     assert got[True] == got[False] and len(got[True]) == 25_000
     assert order[True] == order[False]
     assert len({p for p, *_ in got[True]}) == 3
+
+
+@pytest.mark.timeout(120)
+def test_described_records_unthrottled_at_a_rate_above_a_chunk_a_step(broker, topic_factory):
+    # 1,000,000 records/s scheduled: a 50 ms step holds more than a chunk; unthrottled, the
+    # generator must send chunk after chunk rather than wait for a step to fill
+    from streamscale.loadgen.recordspec import records_spec
+
+    topic = topic_factory(2)
+    spec = records_spec({"key": "k", "fields": {"k": {"type": "long", "gen": "sequence"}}}, "test")
+    cfg = GeneratorConfig(
+        broker.bootstrap, topic=topic, sensors=1_000_000, records=30_000, throttle=False, records_spec=spec
+    )
+    res = generate(cfg)
+    assert (res.sent, res.delivered, res.failed) == (30_000, 30_000, 0)
+    msgs = _consume_all(broker.bootstrap, topic, 2, 30_000)
+    assert sorted(int(m.key()) for m in msgs) == list(range(30_000))
+    assert all(json.loads(m.value())["k"] == int(m.key()) for m in msgs)
