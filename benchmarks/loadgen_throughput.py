@@ -59,10 +59,15 @@ def described_records(args, broker, access) -> None:
     from streamscale.loadgen.recordspec import records_spec
 
     six = records_spec(SIX_FIELDS, "benchmark")
+    # the same record with a 4-byte payload: how much of the difference is the record's size
+    small = records_spec(
+        {**SIX_FIELDS, "fields": {**SIX_FIELDS["fields"], "payload": {"type": "string", "gen": "bytes:4"}}}, "benchmark"
+    )
+    specs = {"sensor": None, "six": six, "six-4B": small}
     for rate in (20_000, 60_000):
-        per_record: dict[str, list[float]] = {"sensor": [], "six": []}
+        per_record: dict[str, list[float]] = {k: [] for k in specs}
         for i in range(args.repeat):
-            for kind in ("sensor", "six") if i % 2 == 0 else ("six", "sensor"):
+            for kind in list(specs) if i % 2 == 0 else list(reversed(specs)):
                 topic = f"records-{rate}-{kind}-{i}"
                 access.create_topic(topic, args.partitions)
                 r = generate(
@@ -72,7 +77,7 @@ def described_records(args, broker, access) -> None:
                         sensors=rate,
                         workers=1,
                         duration_s=8,
-                        records_spec=six if kind == "six" else None,
+                        records_spec=specs[kind],
                     )
                 )
                 per_record[kind].append(r.cpu_s / max(r.delivered, 1) * 1e6)
@@ -81,12 +86,14 @@ def described_records(args, broker, access) -> None:
                     f"(achieved {r.achieved_rate:,.0f}/s, reached target: {r.reached_target})",
                     flush=True,
                 )
-        a, b = per_record["six"], per_record["sensor"]
+        a, b, c = per_record["six"], per_record["sensor"], per_record["six-4B"]
         pairs = [x / y for x, y in zip(a, b)]
+        small_pairs = [x / y for x, y in zip(c, b)]
         print(
             f"  at {rate:,}/s: 6 fields {statistics.median(a):.2f} us a record ({min(a):.2f}-{max(a):.2f}), "
             f"sensor reading {statistics.median(b):.2f} ({min(b):.2f}-{max(b):.2f}): ratio "
-            f"{statistics.median(pairs):.2f} (pairs {min(pairs):.2f}-{max(pairs):.2f}; target at most 1.5)",
+            f"{statistics.median(pairs):.2f} (pairs {min(pairs):.2f}-{max(pairs):.2f}; target at most 1.5); "
+            f"with a 4-byte payload {statistics.median(c):.2f}, ratio {statistics.median(small_pairs):.2f}",
             flush=True,
         )
 

@@ -108,10 +108,12 @@ class RecordMaker:
         self.replayer = None
         self.gens = [gens.parse(f.gen, f.type, spec.encoding) for f in spec.fields.values()]
         self.key_at = list(spec.fields).index(spec.key) if spec.key else None
+        pieces = [b"%s" + g.suffix for g in self.gens]
         if spec.encoding == "json":
-            self.template = b"{" + b",".join(b'"%s":%%s' % n.encode() for n in spec.fields) + b"}"
+            named = (b'"%s":' % n.encode() + p for n, p in zip(spec.fields, pieces))
+            self.template = b"{" + b",".join(named) + b"}"
         else:
-            self.template = None
+            self.template = b",".join(pieces)
 
     def make(self, k0: int, k1: int, send_ms: np.ndarray) -> tuple[list[bytes] | None, list[bytes]]:
         seq = np.arange(k0, k1, dtype=np.int64) * self.workers + self.worker
@@ -123,11 +125,9 @@ class RecordMaker:
             toks, text = g.draw(chunk)
             cols.append(toks)
             if i == self.key_at:
-                keys = text if text is not None else toks
-        if self.template is not None:
-            t = self.template
-            return keys, [t % row for row in zip(*cols)]
-        return keys, [b",".join(row) for row in zip(*cols)]
+                keys = text if text is not None else [x + g.suffix for x in toks] if g.suffix else toks
+        t = self.template
+        return keys, [t % row for row in zip(*cols)]
 
 
 def records_spec(data, source: str, folder: Path | None = None) -> RecordsSpec:

@@ -202,3 +202,10 @@ def test_a_missing_replay_file_and_a_bad_event_time(tmp_path):
     write(tmp_path, "s.jsonl", '{"t": "yesterday-ish"}\n')
     with pytest.raises(ConfigError, match="line 1: 't' = 'yesterday-ish' is not a time"):
         records_spec({"replay": "s.jsonl", "event_time": "t"}, "test", tmp_path)
+
+
+def test_a_double_key_is_the_number_the_record_holds():
+    spec = records_spec({"key": "x", "fields": {"x": {"type": "double", "gen": "uniform:-5,5"}}}, "test")
+    (keys, values), _ = make(spec, 200)
+    assert [float(k) for k in keys] == [json.loads(v)["x"] for v in values]
+    assert all(v == round(v, 3) and -5 <= v <= 5 for v in (json.loads(x)["x"] for x in values))
