@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from streamscale.benchmark.results import FILE_NAME, old_late_rule_note, read_results
+from streamscale.benchmark.units import Axes, approx
 from streamscale.errors import ConfigError
 from streamscale.observe.html import html_table, img_tag, page_head, page_tail
 
@@ -95,41 +96,78 @@ def _bracket_rows(a: dict, load_col: str, res_col: str) -> list[dict]:
     return rows
 
 
-# the experiments table: the columns a reader compares across experiments
-_EXPERIMENT_COLUMNS = (
-    "exp_id",
-    "config",
-    "load",
-    "resources",
-    "repetition",
-    "valid",
-    "lag_slope",
-    "lag_low",
-    "lag_high",
-    "lag_limit",
-    "lag_verdict",
-    "processing_p95_ms",
-    "processing_limit_ms",
-    "dropped",
-    "dropped_slo",
-    "verdict",
-    "ran_s",
-    "generator_rate",
-    "generator_cpu_pct",
-    "spark_cpu_pct",
-    "broker_cpu_pct",
-    "machine_cpu_pct",
-    "steal_pct",
-    "drift",
-    "median_batch_ms",
-    "latency_p95_ms",
-    "note",
-)
+# the experiments table: the columns a reader compares across experiments, formatted for a person;
+# every other figure is in experiments.csv, linked beside the table
+def _num(x, digits: int = 3) -> str:
+    """A figure with thousands separated and at most ``digits`` significant digits (— when unknown)."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    return approx(float(x)) if abs(x) >= 1 or x == 0 else f"{x:.{digits}g}"
 
 
-def _columns(experiments) -> list[str]:
-    """The experiments table's columns: the configuration only where an execution searched several."""
-    return [c for c in _EXPERIMENT_COLUMNS if c != "config" or any(e.config for e in experiments)]
+def _duration_ms(x) -> str:
+    """A latency or a batch time: ms below a second, else s, three significant digits at most."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "—"
+    return f"{_num(x)} ms" if abs(x) < 1000 else f"{_num(x / 1000)} s"
+
+
+def _with_limit(value: str, limit: str) -> str:
+    return value if limit == "—" or limit.startswith("—") else f"{value} (limit {limit})"
+
+
+def _experiment_row(e, axes_rate, configs: bool) -> dict:
+    row = {"configuration": e.config} if configs else {}
+    row.update(
+        {
+            "load (records/s)": _num(axes_rate(e.load)),
+            "resources": e.resources,
+            "verdict": e.verdict or ("pass" if e.passed else "fail"),
+            "lag trend": _with_limit(f"{_num(e.lag_slope)}/s", f"{_num(e.lag_limit)}/s"),
+            "processing p95": _with_limit(_duration_ms(e.processing_p95_ms), _duration_ms(e.processing_limit_ms)),
+            "median batch": _duration_ms(e.median_batch_ms),
+            "run": f"{_num(e.ran_s)} s" if math.isfinite(e.ran_s) else "—",
+            "machine drift": "—" if not math.isfinite(e.drift) else f"{e.drift:.0%}",
+        }
+    )
+    return row
+
+
+_METRIC_HEADERS = {
+    "config": "configuration",
+    "width": "apart",
+    "failed_undecided": "failed end undecided",
+    "held_assumed": "held as fewer resources (not run)",
+}
+
+
+def _metric_cell(key: str, value: str) -> str:
+    """A cell of the metric table (summary.csv's text) for a person: loads with separators, the
+    width as a percentage, yes or no."""
+    if value in ("", "none of the tested amounts"):
+        return value or "—"
+    if value in ("True", "False"):
+        return "yes" if value == "True" else "no"
+    try:
+        x = float(value)
+    except ValueError:
+        return value
+    if key == "width":
+        return f"{x:.0%}"
+    return _num(x)
+
+
+def _load_rate(spec_text: str, load_type: str):
+    """How a load value reads in records/s, from the spec the results were run with."""
+    import yaml
+
+    try:
+        bm = (yaml.safe_load(spec_text) or {}).get("benchmark") or {}
+        children = int((bm.get("params") or {}).get("children", 4))
+        period = float((bm.get("loadgen") or {}).get("period_s", 1.0))
+    except (yaml.YAMLError, AttributeError, TypeError, ValueError):
+        children, period = 4, 1.0
+    return Axes(load_type, children=children, period_s=period).rate
 
 
 def write_report(results_dir: Path) -> Path:
@@ -141,7 +179,13 @@ def write_report(results_dir: Path) -> Path:
     env = json.loads((d / "environment.json").read_text()) if (d / "environment.json").exists() else {}
     experiments = read_results(d)
     metric_rows = list(csv.DictReader(open(d / "summary.csv"))) if (d / "summary.csv").exists() else []
-    metric_rows = [{k: (v if v != "" else "none of the tested amounts") for k, v in r.items()} for r in metric_rows]
+    metric_rows = [
+        {
+            _METRIC_HEADERS.get(k, k): _metric_cell(k, v if v != "" else "none of the tested amounts")
+            for k, v in r.items()
+        }
+        for r in metric_rows
+    ]
     kind = summary.get("metric", "demand")
     title = summary.get("name", d.name)
     parts = [
@@ -161,9 +205,12 @@ def write_report(results_dir: Path) -> Path:
     plot = d / ("demand.png" if kind == "demand" else "capacity.png")
     if plot.exists():  # the picture of the answer, right below it
         parts.insert(3, img_tag(plot, f"{kind} plot"))
+    rate = _load_rate(spec_text, summary.get("load_type", "sensors"))
+    configs = any(e.config for e in experiments)
     parts += [
         "<h2>Experiments</h2>",
-        html_table([{k: getattr(e, k) for k in _columns(experiments)} for e in experiments], "experiments"),
+        f'<p>The figures a reader compares; every other one is in <a href="{FILE_NAME}">{FILE_NAME}</a>.</p>',
+        html_table([_experiment_row(e, rate, configs) for e in experiments], "experiments"),
     ]
     for e in experiments:
         verdict = e.verdict or ("pass" if e.passed else "fail")
