@@ -341,8 +341,8 @@ def run_execution(
     the processes of the broker given (an embedded one's), whose CPU the experiments report."""
     from contextlib import ExitStack
 
+    from streamscale.benchmark.environment import environment
     from streamscale.benchmark.report import write_report
-    from streamscale.observe.html import environment
 
     with ExitStack() as stack:
         if bootstrap is None and properties is None:  # the section (the environment is the CLI's)

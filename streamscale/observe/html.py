@@ -1,70 +1,13 @@
-"""Self-contained HTML pages: the opening and end of a page, tables, PNGs as data URIs, and the
-environment an execution ran in. No network fetches: styles are inline, images embedded. A small
-inline script records how many images decoded (``data-images-loaded`` on <body>), which the tests
-check in a headless browser. Used by the benchmark's report and the autoscaler's reproduction page.
+"""Self-contained HTML pages: the opening and end of a page, tables, PNGs as data URIs. No network
+fetches: styles are inline, images embedded. A small inline script records how many images decoded
+(``data-images-loaded`` on <body>), which the tests check in a headless browser. Used by the benchmark's report and the autoscaler's reproduction page.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import os
-import platform
-import sys
-import time
-from importlib import metadata
 from pathlib import Path
-
-
-def _embedded_kafka() -> str:
-    try:
-        from streamscale.broker.kafka_server import kafka_version
-
-        return f"embedded Apache Kafka {kafka_version()} (KRaft, one node)"
-    except Exception:  # noqa: BLE001 - informational only
-        return "embedded Apache Kafka"
-
-
-def environment(spec=None, bootstrap: str | None = None, embedded_broker: bool = True) -> dict:
-    """Versions, machine and targets of an execution (written to environment.json when it starts)."""
-
-    def version(pkg: str) -> str:
-        try:
-            return metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            return "not installed"
-
-    env = {
-        "recorded_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "cpu_cores": os.cpu_count(),
-        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "streamscale": version("streamscale"),
-        "pyspark": version("pyspark"),
-        "confluent-kafka": version("confluent-kafka"),
-    }
-    try:
-        import confluent_kafka
-
-        env["librdkafka"] = confluent_kafka.libversion()[0]
-    except Exception:  # noqa: BLE001 - informational only
-        pass
-    try:
-        from streamscale.sparkio.session import java_version
-
-        env["java"] = java_version()
-    except Exception as exc:  # noqa: BLE001
-        env["java"] = f"unavailable ({exc})"
-    env["broker"] = (_embedded_kafka() if embedded_broker else "external") + (f" at {bootstrap}" if bootstrap else "")
-    if spec is not None:
-        ex = spec.execution
-        env["spark_master"] = (
-            ex.master
-            if getattr(ex, "master", None)
-            else ("local[k] (k = cores under test)" if ex.resources.type == "cores" else "see spec")
-        )
-    return env
 
 
 def img_tag(path: Path, alt: str) -> str:

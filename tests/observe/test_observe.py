@@ -11,12 +11,12 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from streamscale.benchmark.environment import environment
 from streamscale.benchmark.execution import Execution
 from streamscale.benchmark.report import write_report
 from streamscale.benchmark.results import ExperimentResult
 from streamscale.benchmark.spec import parse_spec
 from streamscale.observe import prometheus
-from streamscale.observe.html import environment
 from streamscale.observe.live import LiveServer, LiveState
 from tests.observe.conftest import ARTIFACTS, render, skip_rendering
 
