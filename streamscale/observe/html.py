@@ -1,6 +1,7 @@
 """Self-contained HTML pages: the opening and end of a page, tables, PNGs as data URIs. No network
 fetches: styles are inline, images embedded. A small inline script records how many images decoded
-(``data-images-loaded`` on <body>), which the tests check in a headless browser. Used by the benchmark's report and the autoscaler's reproduction page.
+(``data-images-loaded`` on <body>), which the tests check in a headless browser. Used by the
+benchmark's report and the autoscaler's reproduction page.
 """
 
 from __future__ import annotations
