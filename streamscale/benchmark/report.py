@@ -220,26 +220,26 @@ def write_report(results_dir: Path) -> Path:
         )
         if math.isfinite(e.processing_p95_ms):
             parts.append(
-                f"<p>processing latency (Kafka timestamp to the batch's commit): p50 {e.processing_p50_ms:,.0f} ms, "
-                f"p95 {e.processing_p95_ms:,.0f} ms"
-                + (f" (limit {e.processing_limit_ms:,.0f} ms)" if math.isfinite(e.processing_limit_ms) else "")
-                + (f", trend {e.processing_trend:,.1f} ms/s" if math.isfinite(e.processing_trend) else "")
-                + f"; the run took {e.ran_s:,.0f} s</p>"
+                "<p>processing latency (Kafka timestamp to the batch's commit): "
+                f"p50 {_duration_ms(e.processing_p50_ms)}, p95 {_duration_ms(e.processing_p95_ms)}"
+                + (f" (limit {_duration_ms(e.processing_limit_ms)})" if math.isfinite(e.processing_limit_ms) else "")
+                + (f", trend {_num(e.processing_trend)} ms/s" if math.isfinite(e.processing_trend) else "")
+                + f"; the run took {_num(e.ran_s)} s</p>"
             )
         if not e.valid:
             parts.append(f'<p class="invalid">INVALID: {html.escape(e.note or "no reason recorded")}</p>')
         interval = (
-            f" [{e.lag_low}, {e.lag_high}] through "
+            f" [{_num(e.lag_low)}, {_num(e.lag_high)}] through "
             f"{'the batch commits' if e.lag_basis == 'batches' else '1 s samples'}"
-            + (f" from {e.trend_from_s} s" if math.isfinite(e.trend_from_s) else "")
+            + (f" from {_num(e.trend_from_s)} s" if math.isfinite(e.trend_from_s) else "")
             + (f", the jump of every {e.lag_period_s:g} s window period fitted out" if e.lag_period_s else "")
             if math.isfinite(e.lag_low)
             else ""
         )
         parts.append(
-            f"<p>lag trend {e.lag_slope} records/s{interval} (limit {e.lag_limit}): "
+            f"<p>lag trend {_num(e.lag_slope)} records/s{interval} (limit {_num(e.lag_limit)}): "
             f"lag SLO {'met' if e.lag_slo else 'violated'}; "
-            f"dropped {e.dropped} (SLO {'met' if e.dropped_slo else 'violated'})</p>"
+            f"dropped {e.dropped:,} (SLO {'met' if e.dropped_slo else 'violated'})</p>"
         )
         lag_png = d / "lag" / f"{e.exp_id}.png"
         parts.append(
