@@ -42,6 +42,13 @@ def reliability_run(
     out_dir = out_dir or Path("results") / spec.name
     conn, props = external_kafka(bootstrap, kafka_property, kafka_config, spec.kafka.model_dump())
     df = run_spec(spec, out_dir, conn, progress=console.print, properties=props)
+    import pandas as pd
+
+    from streamscale.reliability.campaign import summary_lines
+
+    out.print("\nper cell: α and β as mean [min–max] over its trials", highlight=False)
+    for line in summary_lines(pd.read_csv(out_dir / "summary.csv", keep_default_na=False)):
+        out.print(f"  {line}", highlight=False)
     out.print(f"{len(df)} trials; results in {out_dir}/ (trials.csv, summary.csv, summary.json, fig*.png)")
 
 

@@ -120,15 +120,25 @@ def run_spec(
             bed.close()
     df = pd.DataFrame([r.row() for r in results])
     summary = (
-        df.groupby(
-            ["semantics", "size", "fault", "replication_factor", "min_insync_replicas", "unclean_election"],
-            sort=False,
-        )
+        df.groupby(CELL, sort=False)
         .agg(
             trials=("alpha", "size"),
             N=("N", "sum"),
             alpha=("alpha", "mean"),
+            alpha_min=("alpha", "min"),
+            alpha_max=("alpha", "max"),
             beta=("beta", "mean"),
+            beta_min=("beta", "min"),
+            beta_max=("beta", "max"),
+            acked=("acked", "sum"),
+            acked_min=("acked", "min"),
+            acked_max=("acked", "max"),
+            unacked_lost_min=("unacked_lost", "min"),
+            unacked_lost_max=("unacked_lost", "max"),
+            requests=("requests", "mean"),
+            request_retries=("request_retries", "mean"),
+            mean_request_bytes=("mean_request_bytes", "mean"),
+            resets_response=("resets_response", "sum"),
             lost=("lost", "sum"),
             duplicated=("duplicated", "sum"),
             acked_but_lost=("acked_but_lost", "sum"),
@@ -142,10 +152,61 @@ def run_spec(
         )
         .reset_index()
     )
+    summary["agreement"] = [agreement(g) for _, g in df.groupby(CELL, sort=False)]
     summary.to_csv(out_dir / "summary.csv", index=False)
     (out_dir / "summary.json").write_text(json.dumps(summary.to_dict(orient="records"), indent=2, default=float))
     plot(df, out_dir)
     return df
+
+
+# what a cell of the campaign's table is: its trials are repetitions of one another
+CELL = ["semantics", "size", "fault", "replication_factor", "min_insync_replicas", "unclean_election"]
+
+
+def agreement(trials: pd.DataFrame) -> str:
+    """ "" when a cell's trials agree in kind; else what splits them, in words: some lost nothing and
+    others lost, some acknowledged every record and others nothing."""
+    n, said = len(trials), []
+    if n < 2:
+        return ""
+    for col, what in (("alpha", "lost"), ("beta", "duplicated")):
+        zero = int((trials[col] == 0).sum())
+        if 0 < zero < n:
+            rest = trials.loc[trials[col] > 0, col]
+            span = f"{rest.min():.3g}" if rest.min() == rest.max() else f"{rest.min():.3g}–{rest.max():.3g}"
+            said.append(f"{zero} of {n} {what} nothing, {n - zero} {what} {span} of what they sent")
+    if (trials["acks"] != "0").all():
+        none = int((trials["acked"] == 0).sum())
+        if 0 < none < n:
+            said.append(f"{none} of {n} had no record acknowledged")
+    return "; ".join(said)
+
+
+def range_text(mean: float, low: float, high: float) -> str:
+    """α or β as a cell shows it: the mean, and its range where the trials differ."""
+    if low == high:
+        return f"{mean:.3g}"
+    return f"{mean:.3g} [{low:.3g}–{high:.3g}]"
+
+
+def summary_lines(summary: pd.DataFrame) -> list[str]:
+    """The campaign's answer, a line per cell: α and β with their ranges, acknowledged and
+    unacknowledged loss apart, and what splits trials that disagree in kind."""
+    lines = []
+    for r in summary.itertuples(index=False):
+        acked_lost = (
+            "n/a (no acknowledgements)"
+            if str(getattr(r, "semantics", "")).startswith(("at-most-once", "acks=0"))
+            else f"{int(r.acked_but_lost):,} acknowledged lost"
+        )
+        line = (
+            f"{r.semantics:<13} {r.fault:<32} {int(r.trials)} trials  α {range_text(r.alpha, r.alpha_min, r.alpha_max)}"
+            f"  β {range_text(r.beta, r.beta_min, r.beta_max)}  {acked_lost}, {int(r.unacked_lost):,} unacknowledged"
+        )
+        if r.agreement:
+            line += f"  [trials disagree: {r.agreement}]"
+        lines.append(line)
+    return lines
 
 
 def _progress_line(done: int, total: int, r: TrialResult, spec: ReliabilitySpec) -> str:
@@ -198,8 +259,11 @@ def plot(df: pd.DataFrame, out_dir: Path) -> list[Path]:
             continue
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
         for key, g in data.groupby(["semantics", "size"]):
-            m = g.groupby(x)[y].mean().sort_index()
-            ax.plot(m.index, m.values * 100, marker="o", label=f"{key[0]}, {key[1]} B")
+            stats = g.groupby(x)[y].agg(["mean", "min", "max"]).sort_index()
+            m = stats["mean"]
+            # the range of the repetitions around each mean: a cell whose trials disagree shows it
+            err = [(m - stats["min"]).values * 100, (stats["max"] - m).values * 100]
+            ax.errorbar(m.index, m.values * 100, yerr=err, marker="o", capsize=3, label=f"{key[0]}, {key[1]} B")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel + " (%)")
         ax.grid(alpha=0.3)

@@ -62,7 +62,17 @@ class _Proxy:
         self.faults = ProxyFaults()
         self.rng = random.Random(seed)
         self.conns: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
-        self.stats = {"connections": 0, "resets": 0, "blackholed": 0, "refused": 0, "chunks": 0}
+        # resets_request / resets_response: resets that cut a chunk on its way to the broker, or one
+        # of the broker's answers on its way back (the request was written; the client never hears)
+        self.stats = {
+            "connections": 0,
+            "resets": 0,
+            "resets_request": 0,
+            "resets_response": 0,
+            "blackholed": 0,
+            "refused": 0,
+            "chunks": 0,
+        }
 
     def set_faults(self, faults: ProxyFaults) -> None:
         self.faults = faults
@@ -90,7 +100,8 @@ class _Proxy:
         state = {"reset": False, "blackhole": False}
         try:
             await asyncio.gather(
-                self._pump(client_r, broker_w, pair, state), self._pump(broker_r, client_w, pair, state)
+                self._pump(client_r, broker_w, pair, state, "request"),
+                self._pump(broker_r, client_w, pair, state, "response"),
             )
         except asyncio.CancelledError:  # proxy shutting down
             pass
@@ -100,7 +111,7 @@ class _Proxy:
                 if not w.is_closing():
                     w.close()
 
-    async def _pump(self, reader, writer, pair, state) -> None:
+    async def _pump(self, reader, writer, pair, state, direction: str) -> None:
         queue: asyncio.Queue = asyncio.Queue()
         broken = False
 
@@ -136,6 +147,7 @@ class _Proxy:
                 if f.reset_pct and self.rng.random() * 100 < f.reset_pct:
                     state["reset"] = True
                     self.stats["resets"] += 1
+                    self.stats[f"resets_{direction}"] += 1
                     for w in pair:
                         _rst(w)
                     break

@@ -22,6 +22,7 @@ from streamscale.reliability.spec import SEMANTICS_PRODUCERS, ProducerSettings
 
 ID_DIGITS = 16
 BIN_S = 0.05  # acknowledgments are counted per 50 ms of the trial: the resolution of stalls
+STATS_INTERVAL_MS = 250
 
 
 def make_value(i: int, size: int) -> bytes:
@@ -78,6 +79,7 @@ class Sender:
         self.aborted = 0
         self.t0 = time.monotonic()
         self.sent_s: float | None = None  # when the last record was handed to the producer
+        self._stats: dict[str, dict] = {}  # librdkafka's latest statistics, per producer instance
 
     def _now(self) -> float:
         return time.monotonic() - self.t0
@@ -96,12 +98,43 @@ class Sender:
             "reconnect.backoff.max.ms": 500,
             # a lost connection, a broker down: what the producer saw while retrying
             "error_cb": lambda err: self._error(err.name()),
+            # librdkafka's counters of requests, retries and bytes sent: what decides whether a
+            # producer's batches get through a link that resets (Sender.requests)
+            "statistics.interval.ms": STATS_INTERVAL_MS,
+            "stats_cb": self._on_stats,
             **producer_conf(self.settings),
         }
         if self.settings.transactions:
             conf["transactional.id"] = f"trak-{uuid.uuid4().hex[:10]}"
             conf["transaction.timeout.ms"] = max(60_000, int(self.timeout_s * 1000))
         return self.connection.producer(conf)
+
+    def _on_stats(self, text: str) -> None:
+        import json
+
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            return
+        self._stats[str(doc.get("name"))] = doc
+
+    def requests(self) -> dict:
+        """What the producers sent, from librdkafka's counters summed over their brokers: produce
+        requests, requests retried, mean request size (bytes), disconnects."""
+        produce = retries = tx = txbytes = disconnects = 0
+        for doc in self._stats.values():
+            for b in (doc.get("brokers") or {}).values():
+                produce += int((b.get("req") or {}).get("Produce", 0))
+                retries += int(b.get("txretries", 0))
+                tx += int(b.get("tx", 0))
+                txbytes += int(b.get("txbytes", 0))
+                disconnects += int(b.get("disconnects", 0))
+        return {
+            "requests": produce,
+            "request_retries": retries,
+            "mean_request_bytes": round(txbytes / tx) if tx else 0,
+            "disconnects": disconnects,
+        }
 
     def _on_delivery(self, err, msg) -> None:
         if err is None:
@@ -152,11 +185,13 @@ class Sender:
             remaining = p.flush(0)
             if remaining:
                 self.errors["undelivered at end"] += remaining
+            p.poll(STATS_INTERVAL_MS / 1000 * 1.5)  # a last report of its counters
             return
-        self._run_transactions()
+        p = self._run_transactions()
         self.sent_s = self._now()
+        p.poll(STATS_INTERVAL_MS / 1000 * 1.5)  # a last report of its counters
 
-    def _run_transactions(self) -> None:
+    def _run_transactions(self) -> Producer:
         p = self._transactional_session()
         start = 0
         deadline = time.monotonic() + 10 * self.timeout_s
@@ -181,6 +216,7 @@ class Sender:
                     except KafkaException:
                         p = self._transactional_session()
                 self.aborted += 1  # the aborted transaction's messages are sent again in a new one
+        return p
 
     def _commit(self, p: Producer) -> None:
         while True:

@@ -34,6 +34,10 @@ class Testbed:
     def proxy_resets(self) -> int:
         return 0
 
+    def proxy_response_resets(self) -> int:
+        """Resets that cut one of the broker's answers (the request had reached it)."""
+        return 0
+
     def settle(self, topic: str) -> None:
         """Before a trial sends to the new ``topic``: until its replicas are all in sync."""
 
@@ -100,6 +104,9 @@ class ProxyTestbed(Testbed):
 
     def proxy_resets(self) -> int:
         return int(self.proxy.stats()["resets"])
+
+    def proxy_response_resets(self) -> int:
+        return int(self.proxy.stats().get("resets_response", 0))
 
     def close(self) -> None:
         self.proxy.stop()

@@ -69,6 +69,11 @@ class TrialResult:
     timeline: str = ""
     aborted_transactions: int = 0
     proxy_resets: int = 0
+    resets_response: int = 0  # of which cut a broker's answer: the request was written, never answered
+    requests: int = 0  # produce requests the producer sent (librdkafka's counters)
+    request_retries: int = 0
+    mean_request_bytes: int = 0
+    disconnects: int = 0
     broker_restarted: bool = False
     note: str = ""
     extra: dict = field(default_factory=dict, repr=False)
@@ -126,7 +131,7 @@ def run_trial(
         unclean_election=unclean_election,
     )
     sender = Sender(testbed.connection, topic, settings, n, size, rate, txn_messages, send_timeout_s)
-    resets_before = testbed.proxy_resets()
+    resets_before, response_resets_before = testbed.proxy_resets(), testbed.proxy_response_resets()
     # the fault timeline runs in this (main) thread and the sender in a worker thread: a broker
     # restart must happen in the main thread (see EmbeddedBroker._spawn)
     events: list[tuple[float, Callable[[], None]]] = []
@@ -180,6 +185,9 @@ def run_trial(
     if steps is not None:
         _fault_timeline(result, sender, steps, watch)
     result.proxy_resets = testbed.proxy_resets() - resets_before
+    result.resets_response = testbed.proxy_response_resets() - response_resets_before
+    for k, v in sender.requests().items():
+        setattr(result, k, v)
     t1 = time.monotonic()
     ids = receive(
         testbed.connection, topic, "read_committed" if settings.transactions else "read_uncommitted", receive_timeout_s

@@ -1,0 +1,53 @@
+"""Cells of repeated trials: α and β with their range, and trials that disagree in kind said so
+rather than averaged away; what a producer sent, from librdkafka's counters."""
+
+import pandas as pd
+
+from streamscale.reliability.campaign import agreement, range_text, summary_lines
+from streamscale.reliability.spec import NoFault
+from streamscale.reliability.tester import run_trial
+
+
+def trials(alphas, betas, acked, acks="all"):
+    return pd.DataFrame({"alpha": alphas, "beta": betas, "acked": acked, "acks": [acks] * len(alphas)})
+
+
+def test_trials_that_agree_say_nothing_more():
+    assert agreement(trials([0.0, 0.0, 0.0], [0.01, 0.02, 0.015], [100, 100, 100])) == ""
+    assert agreement(trials([0.5], [0.0], [0])) == ""  # one trial: nothing to disagree with
+
+
+def test_a_bimodal_cell_says_what_splits_it():
+    # two trials lost nothing; one lost 68.6 % and had no record acknowledged
+    said = agreement(trials([0.0, 0.0, 0.686], [0.63, 0.61, 0.47], [50_000, 50_000, 0]))
+    assert said == "2 of 3 lost nothing, 1 lost 0.686 of what they sent; 1 of 3 had no record acknowledged"
+    # acks=0 acknowledges nothing by design: not a split
+    assert agreement(trials([0.0, 0.1], [0.0, 0.0], [0, 0], acks="0")) == "1 of 2 lost nothing, 1 lost 0.1 of what they sent"
+
+
+def test_a_cell_reads_mean_and_range():
+    assert range_text(0.229, 0.0, 0.686) == "0.229 [0–0.686]"
+    assert range_text(0.0, 0.0, 0.0) == "0"
+    row = {
+        "semantics": "at-least-once", "fault": "proxy reset 5%", "trials": 3, "alpha": 0.229, "alpha_min": 0.0,
+        "alpha_max": 0.686, "beta": 0.57, "beta_min": 0.47, "beta_max": 0.63, "acked_but_lost": 0,
+        "unacked_lost": 34_314, "agreement": "2 of 3 lost nothing, 1 lost 0.686 of what they sent",
+    }  # fmt: skip
+    [line] = summary_lines(pd.DataFrame([row]))
+    assert "α 0.229 [0–0.686]" in line and "β 0.57 [0.47–0.63]" in line
+    assert "0 acknowledged lost, 34,314 unacknowledged" in line and "[trials disagree: 2 of 3 lost nothing" in line
+    [none] = summary_lines(pd.DataFrame([{**row, "semantics": "at-most-once"}]))
+    assert "n/a (no acknowledgements)" in none
+
+
+def test_a_trial_records_what_its_producer_sent(tmp_path):
+    from streamscale.reliability.testbeds import ProxyTestbed
+
+    bed = ProxyTestbed(tmp_path, seed=3)
+    try:
+        r = run_trial(bed, "at-least-once", 5000, 100, NoFault(), partitions=2, send_timeout_s=30)
+    finally:
+        bed.close()
+    assert r.acked == 5000 and r.requests > 0 and r.request_retries == 0 and r.resets_response == 0
+    # 5,000 records of 100 B went out in produce requests: their mean size holds several records
+    assert 100 < r.mean_request_bytes < 5000 * 200
