@@ -22,7 +22,10 @@ def test_a_bimodal_cell_says_what_splits_it():
     said = agreement(trials([0.0, 0.0, 0.686], [0.63, 0.61, 0.47], [50_000, 50_000, 0]))
     assert said == "2 of 3 lost nothing, 1 lost 0.686 of what they sent; 1 of 3 had no record acknowledged"
     # acks=0 acknowledges nothing by design: not a split
-    assert agreement(trials([0.0, 0.1], [0.0, 0.0], [0, 0], acks="0")) == "1 of 2 lost nothing, 1 lost 0.1 of what they sent"
+    assert (
+        agreement(trials([0.0, 0.1], [0.0, 0.0], [0, 0], acks="0"))
+        == "1 of 2 lost nothing, 1 lost 0.1 of what they sent"
+    )
 
 
 def test_a_cell_reads_mean_and_range():
