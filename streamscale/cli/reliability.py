@@ -46,9 +46,11 @@ def reliability_run(
 
     from streamscale.reliability.campaign import summary_lines
 
-    out.print("\nper cell: α and β as mean [min–max] over its trials", highlight=False)
+    out.print("\nper cell: α and β as mean \\[min–max] over its trials", highlight=False)
+    from rich.markup import escape
+
     for line in summary_lines(pd.read_csv(out_dir / "summary.csv", keep_default_na=False)):
-        out.print(f"  {line}", highlight=False)
+        out.print(f"  {escape(line)}", highlight=False)
     out.print(f"{len(df)} trials; results in {out_dir}/ (trials.csv, summary.csv, summary.json, fig*.png)")
 
 

@@ -80,6 +80,7 @@ class Sender:
         self.t0 = time.monotonic()
         self.sent_s: float | None = None  # when the last record was handed to the producer
         self._stats: dict[str, dict] = {}  # librdkafka's latest statistics, per producer instance
+        self._batches: list[tuple[float, float, int]] = []  # (mean bytes, mean records, batches) per report
 
     def _now(self) -> float:
         return time.monotonic() - self.t0
@@ -117,23 +118,21 @@ class Sender:
         except ValueError:
             return
         self._stats[str(doc.get("name"))] = doc
+        for t in (doc.get("topics") or {}).values():
+            size, count = t.get("batchsize") or {}, t.get("batchcnt") or {}
+            if size.get("cnt"):  # the batches of this report's window
+                self._batches.append((float(size.get("avg", 0)), float(count.get("avg", 0)), int(size["cnt"])))
 
     def requests(self) -> dict:
-        """What the producers sent, from librdkafka's counters summed over their brokers: produce
-        requests, requests retried, mean request size (bytes), disconnects."""
-        produce = retries = tx = txbytes = disconnects = 0
-        for doc in self._stats.values():
-            for b in (doc.get("brokers") or {}).values():
-                produce += int((b.get("req") or {}).get("Produce", 0))
-                retries += int(b.get("txretries", 0))
-                tx += int(b.get("tx", 0))
-                txbytes += int(b.get("txbytes", 0))
-                disconnects += int(b.get("disconnects", 0))
+        """What the producers sent, from librdkafka's instance counters (its per-broker ones start
+        again with every new connection): records transmitted, retries included, and the mean
+        size of the batches they went in (bytes and records), weighted over the trial."""
+        transmitted = sum(int(doc.get("txmsgs", 0)) for doc in self._stats.values())
+        n = sum(c for _, _, c in self._batches)
         return {
-            "requests": produce,
-            "request_retries": retries,
-            "mean_request_bytes": round(txbytes / tx) if tx else 0,
-            "disconnects": disconnects,
+            "transmitted": transmitted,
+            "mean_batch_bytes": round(sum(b * c for b, _, c in self._batches) / n) if n else 0,
+            "mean_batch_records": round(sum(r * c for _, r, c in self._batches) / n) if n else 0,
         }
 
     def _on_delivery(self, err, msg) -> None:

@@ -70,10 +70,9 @@ class TrialResult:
     aborted_transactions: int = 0
     proxy_resets: int = 0
     resets_response: int = 0  # of which cut a broker's answer: the request was written, never answered
-    requests: int = 0  # produce requests the producer sent (librdkafka's counters)
-    request_retries: int = 0
-    mean_request_bytes: int = 0
-    disconnects: int = 0
+    transmitted: int = 0  # records the producer transmitted, retries included (librdkafka's txmsgs)
+    mean_batch_bytes: int = 0  # the mean size of the batches (produce request payloads) it sent them in
+    mean_batch_records: int = 0
     broker_restarted: bool = False
     note: str = ""
     extra: dict = field(default_factory=dict, repr=False)
