@@ -53,7 +53,8 @@ def main() -> None:
     for size, rs in rows.items():
         acked = [r.acked for r in rs]
         print(
-            f"  batch.size {size:,}: acknowledged {statistics.median(acked):,.0f} (range {min(acked):,}-{max(acked):,}), "
+            f"  batch.size {size:,}: acknowledged {statistics.median(acked):,.0f} "
+            f"(range {min(acked):,}-{max(acked):,}), "
             f"α {min(r.alpha for r in rs):.3f}-{max(r.alpha for r in rs):.3f}, "
             f"β {min(r.beta for r in rs):.3f}-{max(r.beta for r in rs):.3f}, "
             f"transmitted {statistics.median(r.transmitted for r in rs) / args.messages:.1f}x, "
