@@ -171,8 +171,8 @@ def agreement(trials: pd.DataFrame) -> str:
     for col, what in (("alpha", "lost"), ("beta", "duplicated")):
         zero = int((trials[col] == 0).sum())
         if 0 < zero < n:
-            rest = trials.loc[trials[col] > 0, col]
-            span = f"{rest.min():.3g}" if rest.min() == rest.max() else f"{rest.min():.3g}–{rest.max():.3g}"
+            rest = trials.loc[trials[col] > 0, col] * 100
+            span = f"{rest.min():.3g} %" if rest.min() == rest.max() else f"{rest.min():.3g}–{rest.max():.3g} %"
             said.append(f"{zero} of {n} {what} nothing, {n - zero} {what} {span} of what they sent")
     if (trials["acks"] != "0").all():
         none = int((trials["acked"] == 0).sum())

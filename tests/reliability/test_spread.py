@@ -20,11 +20,11 @@ def test_trials_that_agree_say_nothing_more():
 def test_a_bimodal_cell_says_what_splits_it():
     # two trials lost nothing; one lost 68.6 % and had no record acknowledged
     said = agreement(trials([0.0, 0.0, 0.686], [0.63, 0.61, 0.47], [50_000, 50_000, 0]))
-    assert said == "2 of 3 lost nothing, 1 lost 0.686 of what they sent; 1 of 3 had no record acknowledged"
+    assert said == "2 of 3 lost nothing, 1 lost 68.6 % of what they sent; 1 of 3 had no record acknowledged"
     # acks=0 acknowledges nothing by design: not a split
     assert (
         agreement(trials([0.0, 0.1], [0.0, 0.0], [0, 0], acks="0"))
-        == "1 of 2 lost nothing, 1 lost 0.1 of what they sent"
+        == "1 of 2 lost nothing, 1 lost 10 % of what they sent"
     )
 
 
@@ -34,7 +34,7 @@ def test_a_cell_reads_mean_and_range():
     row = {
         "semantics": "at-least-once", "fault": "proxy reset 5%", "trials": 3, "alpha": 0.229, "alpha_min": 0.0,
         "alpha_max": 0.686, "beta": 0.57, "beta_min": 0.47, "beta_max": 0.63, "acked_but_lost": 0,
-        "unacked_lost": 34_314, "agreement": "2 of 3 lost nothing, 1 lost 0.686 of what they sent",
+        "unacked_lost": 34_314, "agreement": "2 of 3 lost nothing, 1 lost 68.6 % of what they sent",
     }  # fmt: skip
     [line] = summary_lines(pd.DataFrame([row]))
     assert "α 0.229 [0–0.686]" in line and "β 0.57 [0.47–0.63]" in line
