@@ -153,3 +153,25 @@ def test_a_job_that_cannot_be_found_says_why(tmp_path):
         make_pipeline(f"{bad}:job")
     with pytest.raises(ConfigError, match="cannot be imported"):
         make_pipeline("no_such_package_here.jobs:job")
+
+
+def test_a_job_into_noop_counts_what_it_read_and_what_was_malformed(broker, spark, topic_factory, tmp_path):
+    from streamscale.loadgen.recordspec import records_spec
+
+    fields = {"k": {"type": "string", "gen": "keys:5"}, "v": {"type": "long", "gen": "sequence"}}
+    records = records_spec({"key": "k", "encoding": "csv", "fields": fields}, "test")
+    job = job_file(tmp_path, "def job(records, params):\n    return records.where(records.v % 2 == 0)\n")
+    pipe = make_pipeline(f"{job}:job", {"sink": "noop"}, records=records)
+    tin = topic_factory(2, "noop-in")
+    good = [(b"k", b"k-%d,%d" % (i % 5, i), i % 2) for i in range(1000)]
+    bad = [(b"k", b"k-1,not-a-number", 0), (b"k", b"only-one-field", 1), (b"k", b"k-2,12,extra", 0)]
+    produce(broker.bootstrap, tin, good + bad)
+    run = pipe.start(spark, broker.bootstrap, tin, "unused", str(tmp_path / "ck"), available_now=True)
+    run.await_available(120)
+    assert sum(b.input_rows for b in run.batches) == 1003
+    assert sum(b.malformed for b in run.batches) == 3
+    assert (
+        run.main_query.lastProgress["sink"]["description"]
+        .lower()
+        .startswith("org.apache.spark.sql.execution.datasources.noop")
+    )
