@@ -42,6 +42,8 @@ _LEADER_ERRORS = (
     KafkaError.UNKNOWN_TOPIC_OR_PART,
     KafkaError.UNKNOWN_LEADER_EPOCH,
     KafkaError.FENCED_LEADER_EPOCH,
+    # a new leader still catching up to the high watermark its predecessor had
+    KafkaError.OFFSET_NOT_AVAILABLE,
 )
 
 

@@ -78,6 +78,7 @@ class Sender:
         self.ack_bins: Counter = Counter()  # acknowledgments per BIN_S of the trial
         self.aborted = 0
         self.t0 = time.monotonic()
+        self.transactional_id = f"trak-{uuid.uuid4().hex[:10]}"
         self.sent_s: float | None = None  # when the last record was handed to the producer
         self._stats: dict[str, dict] = {}  # librdkafka's latest statistics, per producer instance
         self._batches: list[tuple[float, float, int]] = []  # (mean bytes, mean records, batches) per report
@@ -106,7 +107,10 @@ class Sender:
             **producer_conf(self.settings),
         }
         if self.settings.transactions:
-            conf["transactional.id"] = f"trak-{uuid.uuid4().hex[:10]}"
+            # one id for the whole run: a session started again after a fatal error fences the
+            # one before and aborts its open transaction at once, instead of leaving it to hold the
+            # partitions' last stable offset until transaction.timeout.ms
+            conf["transactional.id"] = self.transactional_id
             conf["transaction.timeout.ms"] = max(60_000, int(self.timeout_s * 1000))
         return self.connection.producer(conf)
 

@@ -181,7 +181,9 @@ class _AnswersOnceWith:
         return getattr(self.admin, name)
 
 
-@pytest.mark.parametrize("code", ["UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH", "NOT_LEADER_FOR_PARTITION"])
+@pytest.mark.parametrize(
+    "code", ["UNKNOWN_LEADER_EPOCH", "FENCED_LEADER_EPOCH", "NOT_LEADER_FOR_PARTITION", "OFFSET_NOT_AVAILABLE"]
+)
 def test_offsets_asked_again_while_a_new_partitions_leader_settles(broker, access, topic_factory, code):
     from confluent_kafka import KafkaError
 

@@ -54,3 +54,26 @@ def test_a_trial_records_what_its_producer_sent(tmp_path):
     # no fault: every record transmitted once, in batches of several records each
     assert r.acked == 5000 and r.transmitted == 5000 and r.resets_response == 0
     assert 1 < r.mean_batch_records <= 5000 and 100 * r.mean_batch_records <= r.mean_batch_bytes
+
+
+def test_a_transactional_sender_keeps_its_id_across_sessions():
+    # a new session after a fatal error must fence the old one (same transactional.id), so that
+    # its open transaction is aborted at once rather than holding the last stable offset
+    from streamscale.reliability.sender import Sender
+
+    class Connection:
+        def __init__(self):
+            self.confs = []
+
+        def producer(self, conf):
+            self.confs.append(conf)
+            return object()
+
+    conn = Connection()
+    s = Sender(conn, "t", "exactly-once", 10, 100, 0, 5, 30)
+    s._producer()
+    s._producer()
+    ids = {c["transactional.id"] for c in conn.confs}
+    assert len(conn.confs) == 2 and ids == {s.transactional_id}
+    other = Sender(conn, "t", "exactly-once", 10, 100, 0, 5, 30)
+    assert other.transactional_id != s.transactional_id  # runs do not fence each other
