@@ -193,11 +193,8 @@ def summary_lines(summary: pd.DataFrame) -> list[str]:
     unacknowledged loss apart, and what splits trials that disagree in kind."""
     lines = []
     for r in summary.itertuples(index=False):
-        acked_lost = (
-            "n/a (no acknowledgements)"
-            if str(getattr(r, "semantics", "")).startswith(("at-most-once", "acks=0"))
-            else f"{int(r.acked_but_lost):,} acknowledged lost"
-        )
+        no_acks = str(getattr(r, "acks", "")) == "0" or str(r.semantics).startswith(("at-most-once", "acks=0"))
+        acked_lost = "n/a (no acknowledgements)" if no_acks else f"{int(r.acked_but_lost):,} acknowledged lost"
         line = (
             f"{r.semantics:<13} {r.fault:<32} {int(r.trials)} trials  α {range_text(r.alpha, r.alpha_min, r.alpha_max)}"
             f"  β {range_text(r.beta, r.beta_min, r.beta_max)}  {acked_lost}, {int(r.unacked_lost):,} unacknowledged"
@@ -216,9 +213,10 @@ def _progress_line(done: int, total: int, r: TrialResult, spec: ReliabilitySpec)
     )
     if spec.cluster is not None:
         unclean = ", unclean election" if r.unclean_election else ""
+        acked = "n/a (no acknowledgements)" if r.acks == "0" else f"{r.acked_but_lost} acknowledged lost"
         line += (
-            f"  RF {r.replication_factor} min ISR {r.min_insync_replicas}{unclean}: {r.acked_but_lost} acknowledged "
-            f"lost, {r.unacked_lost} unacknowledged; {r.leader_changes} leader changes, "
+            f"  RF {r.replication_factor} min ISR {r.min_insync_replicas}{unclean}: {acked}, "
+            f"{r.unacked_lost} unacknowledged; {r.leader_changes} leader changes, "
             f"no acknowledgment for {r.stall_s:.1f} s"
         )
     return line + ("  [broker data lost]" if r.broker_restarted else "")
