@@ -159,7 +159,8 @@ def run_spec(
 
 
 # what a cell of the campaign's table is: its trials are repetitions of one another
-CELL = ["semantics", "size", "fault", "replication_factor", "min_insync_replicas", "unclean_election"]
+# (a trial whose fault did not happen is a cell of its own: never a 0-loss trial of that fault)
+CELL = ["semantics", "size", "fault", "fault_injected", "replication_factor", "min_insync_replicas", "unclean_election"]
 
 
 def agreement(trials: pd.DataFrame) -> str:
@@ -199,6 +200,8 @@ def summary_lines(summary: pd.DataFrame) -> list[str]:
             f"{r.semantics:<13} {r.fault:<32} {int(r.trials)} trials  α {range_text(r.alpha, r.alpha_min, r.alpha_max)}"
             f"  β {range_text(r.beta, r.beta_min, r.beta_max)}  {acked_lost}, {int(r.unacked_lost):,} unacknowledged"
         )
+        if str(getattr(r, "fault_injected", True)) == "False":
+            line += "  [fault not injected: not a trial of this fault]"
         if r.agreement:
             line += f"  [trials disagree: {r.agreement}]"
         lines.append(line)
@@ -219,6 +222,7 @@ def _progress_line(done: int, total: int, r: TrialResult, spec: ReliabilitySpec)
             f"{r.unacked_lost} unacknowledged; {r.leader_changes} leader changes, "
             f"no acknowledgment for {r.stall_s:.1f} s"
         )
+    line += "  [fault not injected]" if not r.fault_injected else ""
     return line + ("  [broker data lost]" if r.broker_restarted else "")
 
 

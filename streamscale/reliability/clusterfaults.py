@@ -79,6 +79,7 @@ class ClusterFaultRun:
         self.cluster, self.fault, self.topic = cluster, fault, topic
         self.timeline: list[tuple[float, str]] = []
         self.first_step_s: float | None = None
+        self.not_done: list[str] = []  # steps that did not happen: not due before sending ended, or no node
         self.t0 = time.monotonic()
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = 0
@@ -104,6 +105,7 @@ class ClusterFaultRun:
                 sender.join(ahead)
             if not sender.is_alive():
                 self._note(f"sending ended: {len(self._queue)} step(s) not done")
+                self.not_done += [f"a step due at {a:.1f} s (sending had ended)" for a, _, _ in sorted(self._queue)]
                 return
             heapq.heappop(self._queue)
             action()
@@ -134,6 +136,7 @@ class ClusterFaultRun:
         who = f"{step.target} " if isinstance(step.target, str) else ""
         if not nodes:
             self._note(f"{step.do} {step.target}: no such node now, nothing done")
+            self.not_done.append(f"{step.do} {step.target} at {step.at_s:g} s (no such node)")
             return
         names = ", ".join(str(i) for i in nodes)
         c = self.cluster

@@ -74,6 +74,7 @@ class TrialResult:
     mean_batch_bytes: int = 0  # the mean size of the batches (produce request payloads) it sent them in
     mean_batch_records: int = 0
     broker_restarted: bool = False
+    fault_injected: bool = True  # False: a step of the fault did not happen (see note)
     note: str = ""
     extra: dict = field(default_factory=dict, repr=False)
 
@@ -228,6 +229,10 @@ def _fault_timeline(result: TrialResult, sender: Sender, steps, watch) -> None:
         result.leader_changes = len(watch.changes)
         result.min_isr_seen = watch.min_isr
     result.timeline = "; ".join(f"{t:.2f} s {text}" for t, text in sorted(events))
+    if steps.not_done:
+        # not a trial of this fault: its figures must not count as what the fault lost
+        result.fault_injected = False
+        result.note = "; ".join(filter(None, [result.note, "fault not injected: " + ", ".join(steps.not_done)]))
     if steps.first_step_s is not None:
         start, length = sender.stall(steps.first_step_s)
         result.stall_s = length

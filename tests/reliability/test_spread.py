@@ -77,3 +77,29 @@ def test_a_transactional_sender_keeps_its_id_across_sessions():
     assert len(conn.confs) == 2 and ids == {s.transactional_id}
     other = Sender(conn, "t", "exactly-once", 10, 100, 0, 5, 30)
     assert other.transactional_id != s.transactional_id  # runs do not fence each other
+
+
+def test_a_fault_that_did_not_happen_is_said_so():
+    import threading
+    import time
+
+    from streamscale.reliability.clusterfaults import ClusterFaultRun
+    from streamscale.reliability.spec import ClusterFault
+
+    sending = threading.Event()
+
+    class Cluster:  # no active controller to kill; asked for one, sending ends
+        nodes: dict = {}
+        isolated: set = set()
+
+        def controller(self):
+            sending.set()
+            return None
+
+    steps = [{"at_s": 0, "do": "kill", "target": "controller"}, {"at_s": 5, "do": "heal", "target": "all"}]
+    run = ClusterFaultRun(Cluster(), ClusterFault(kind="cluster", steps=steps), "t")
+    sender = threading.Thread(target=sending.wait)
+    sender.start()
+    run.run(time.monotonic(), sender)
+    sender.join()
+    assert run.not_done == ["kill controller at 0 s (no such node)", "a step due at 5.0 s (sending had ended)"]
