@@ -10,12 +10,69 @@ removed by :meth:`ClusterNetwork.destroy` (and on any failure while it is made).
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
 import uuid
+from pathlib import Path
 
 from streamscale.errors import BrokerError
+
+
+def _ledger() -> Path:
+    """Where the networks this machine's streamscale processes made are written down, each with
+    its maker's process id: what a SIGKILLed maker leaves is removed by the next one."""
+    return Path(os.environ.get("STREAMSCALE_STATE_DIR", Path.home() / ".streamscale")) / "networks"
+
+
+def record_network(tag: str, items: list[str]) -> None:
+    """Write down what a network will consist of (``link:NAME`` / ``netns:NAME``) before it is made."""
+    d = _ledger()
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{tag}.json").write_text(json.dumps({"pid": os.getpid(), "items": items}))
+
+
+def forget_network(tag: str) -> None:
+    (_ledger() / f"{tag}.json").unlink(missing_ok=True)
+
+
+def remove_items(items: list[str]) -> None:
+    """Delete links and namespaces, in reverse order of making; what is already gone is no error."""
+    for item in reversed(items):
+        kind, name = item.split(":", 1)
+        cmd = ["ip", "link", "del", name] if kind == "link" else ["ip", "netns", "del", name]
+        subprocess.run(cmd, capture_output=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_networks() -> int:
+    """Remove the networks whose maker is gone (SIGKILLed mid-run); how many there were."""
+    d = _ledger()
+    if os.geteuid() != 0 or not d.is_dir():
+        return 0
+    removed = 0
+    for f in d.glob("*.json"):
+        try:
+            info = json.loads(f.read_text())
+            pid, items = int(info["pid"]), list(info["items"])
+        except (OSError, ValueError, KeyError, TypeError):
+            f.unlink(missing_ok=True)
+            continue
+        if not _alive(pid):
+            remove_items(items)
+            f.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 def run_net(*cmd: str, error: type[Exception] = BrokerError) -> None:
@@ -62,7 +119,15 @@ class ClusterNetwork:
     def host_if(self, node: int) -> str:
         return f"ssh{self.tag}{node}"
 
+    def planned(self) -> list[str]:
+        items = [f"link:{self.bridge}"]
+        for node in range(1, self.nodes + 1):
+            items += [f"netns:{self.netns(node)}", f"link:{self.host_if(node)}"]
+        return items
+
     def create(self) -> ClusterNetwork:
+        remove_stale_networks()
+        record_network(self.tag, self.planned())
         try:
             run_net("ip", "link", "add", self.bridge, "type", "bridge")
             self.created.append(f"link:{self.bridge}")
@@ -96,8 +161,6 @@ class ClusterNetwork:
         run_net("ip", "link", "set", self.host_if(node), "up")
 
     def destroy(self) -> None:
-        for item in reversed(self.created):
-            kind, name = item.split(":", 1)
-            cmd = ["ip", "link", "del", name] if kind == "link" else ["ip", "netns", "del", name]
-            subprocess.run(cmd, capture_output=True)
+        remove_items(self.created)
         self.created = []
+        forget_network(self.tag)

@@ -134,6 +134,14 @@ def register(typer_app: typer.Typer, name: str) -> None:
 def app() -> None:
     """Entry point: streamscale's errors become one clear line and their kind's exit code
     (:mod:`streamscale.errors`), never a traceback."""
+    import signal
+
+    def terminated(signum, _frame):
+        # SIGTERM ends a command as Ctrl-C does: its clean-up runs (brokers stopped, a cluster's
+        # network namespaces removed), where Python's default would end it on the spot
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
     try:
         root()
     except StreamscaleError as exc:

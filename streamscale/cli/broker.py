@@ -24,6 +24,9 @@ def broker_start(
     """Start the embedded broker (Apache Kafka), or a cluster of several, in the background; prints
     the bootstrap address."""
     from streamscale.broker import daemon
+    from streamscale.broker.clusternet import remove_stale_networks
+
+    remove_stale_networks()  # what a SIGKILLed run that cut a broker off left behind
 
     if brokers > 1:
         if port is not None:

@@ -39,6 +39,9 @@ def reliability_run(
     from streamscale.reliability.spec import load_spec
 
     spec = load_spec(spec_file)
+    from streamscale.broker.clusternet import remove_stale_networks
+
+    remove_stale_networks()  # what a SIGKILLed run that cut a broker off left behind
     out_dir = out_dir or Path("results") / spec.name
     conn, props = external_kafka(bootstrap, kafka_property, kafka_config, spec.kafka.model_dump())
     df = run_spec(spec, out_dir, conn, progress=console.print, properties=props)

@@ -57,6 +57,7 @@ class NetemLink:
 
     def __init__(self, subnet: int | None = None):
         tag = uuid.uuid4().hex[:6]
+        self.tag = f"netem-{tag}"
         self.netns = f"ss-{tag}"
         self.host_if, self.ns_if = f"ssh{tag}", f"ssn{tag}"
         octet = subnet if subnet is not None else 200 + int(tag[:2], 16) % 50
@@ -64,6 +65,10 @@ class NetemLink:
         self.created = False
 
     def create(self) -> NetemLink:
+        from streamscale.broker.clusternet import record_network, remove_stale_networks
+
+        remove_stale_networks()
+        record_network(self.tag, [f"netns:{self.netns}", f"link:{self.host_if}"])
         _run("ip", "netns", "add", self.netns)
         self.created = True
         _run("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if)
@@ -84,10 +89,13 @@ class NetemLink:
         self.set(0, 0)
 
     def destroy(self) -> None:
+        from streamscale.broker.clusternet import forget_network
+
         if self.created:
             subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
             subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
             self.created = False
+        forget_network(self.tag)
 
     def __enter__(self) -> NetemLink:
         return self.create()
