@@ -233,7 +233,7 @@ def plot_config_brackets(brackets: list[dict], axes: Axes, path: Path) -> Path:
     ax.set_xticks(range(len(amounts)), [axes.resources(r) for r in amounts])
     ax.set_ylim(0, max(top, 1) * 1.15)
     _thousands(ax.yaxis)
-    ax.set_title("capacity per configuration: bar = load held, line up to the load failed")
+    ax.set_title("capacity per configuration (bar: held; line: up to failed)")
     return _finish(fig, ax, axes.resource_label, axes.load_label, path)
 
 

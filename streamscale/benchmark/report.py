@@ -52,10 +52,18 @@ def _answer(summary: dict) -> list[str]:
     ]
     sentence = f'<p class="answer" style="font-size:1.25em"><strong>{html.escape(a["sentence"])}.</strong></p>'
     if a.get("brackets"):
+        # why a search stopped short (the generator's limit, the highest load allowed): below the
+        # table, so that its rows stay one line each
+        ceilings = [
+            f"{b.get('config') + ', ' if b.get('config') else ''}{b['resources']} {res_col}: {b['ceiling']}"
+            for b in a["brackets"]
+            if b.get("failed") is None and b.get("ceiling")
+        ]
         return [
             sentence,
             "<h2>Capacity per resource amount</h2>",
             html_table(_bracket_rows(a, load_col, res_col), "brackets"),
+            *(f"<p>— untested above the load held: {html.escape(c)}.</p>" for c in ceilings),
         ]
     return [
         sentence,
@@ -79,7 +87,7 @@ def _bracket_rows(a: dict, load_col: str, res_col: str) -> list[dict]:
         if b.get("failed_undecided"):
             failed += " (undecided)"
         elif b.get("failed") is None and b.get("ceiling"):
-            failed = f"— ({b['ceiling']})"
+            failed = "— (untested, below)"
         rows.append(
             {
                 **({"configuration": b["config"]} if "config" in b else {}),
@@ -179,13 +187,7 @@ def write_report(results_dir: Path) -> Path:
     env = json.loads((d / "environment.json").read_text()) if (d / "environment.json").exists() else {}
     experiments = read_results(d)
     metric_rows = list(csv.DictReader(open(d / "summary.csv"))) if (d / "summary.csv").exists() else []
-    metric_rows = [
-        {
-            _METRIC_HEADERS.get(k, k): _metric_cell(k, v if v != "" else "none of the tested amounts")
-            for k, v in r.items()
-        }
-        for r in metric_rows
-    ]
+    metric_rows = [{_METRIC_HEADERS.get(k, k): _metric_cell(k, v) for k, v in r.items()} for r in metric_rows]
     kind = summary.get("metric", "demand")
     title = summary.get("name", d.name)
     parts = [
