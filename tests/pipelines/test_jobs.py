@@ -170,8 +170,4 @@ def test_a_job_into_noop_counts_what_it_read_and_what_was_malformed(broker, spar
     run.await_available(120)
     assert sum(b.input_rows for b in run.batches) == 1003
     assert sum(b.malformed for b in run.batches) == 3
-    assert (
-        run.main_query.lastProgress["sink"]["description"]
-        .lower()
-        .startswith("org.apache.spark.sql.execution.datasources.noop")
-    )
+    assert "noop" in run.main_query.lastProgress["sink"]["description"].lower()
