@@ -1,1 +1,1 @@
-"""Observability: Prometheus metrics of running work, HTML reports of executions, a live page."""
+"""Observability: Prometheus metrics of running work, self-contained HTML page parts, a live page."""

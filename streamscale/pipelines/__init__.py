@@ -1,4 +1,5 @@
-"""Pipelines concern: Theodolite's task samples UC1-UC4 as PySpark Structured Streaming jobs."""
+"""Pipelines concern: Theodolite's task samples UC1-UC4 as PySpark Structured Streaming jobs, and a
+user's own job (a function over the decoded records: streamscale.pipelines.job) under the same runs."""
 
 from streamscale.errors import ConfigError
 from streamscale.pipelines.base import Pipeline, PipelineParams, PipelineRun

@@ -171,3 +171,37 @@ def test_a_job_into_noop_counts_what_it_read_and_what_was_malformed(broker, spar
     assert sum(b.input_rows for b in run.batches) == 1003
     assert sum(b.malformed for b in run.batches) == 3
     assert "noop" in run.main_query.lastProgress["sink"]["description"].lower()
+
+
+def test_a_jobs_python_udf_runs_on_spark_s_workers(broker, spark, topic_factory, tmp_path):
+    # the job's module exists in the driver only: its UDF reaches Spark's Python workers by value
+    job = job_file(
+        tmp_path,
+        """
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType
+
+        def shout(text):
+            return text.upper() + "!"
+
+        def job(readings, params):
+            loud = F.udf(shout, StringType())
+            return readings.select(F.col("identifier").alias("key"), loud(F.col("identifier")).alias("loud"))
+        """,
+        "udfjob.py",
+    )
+    pipe = make_pipeline(f"{job}:job")
+    tin, tout = topic_factory(2, "udf-in"), topic_factory(2, "udf-out")
+    readings = [
+        (
+            f"s_{i}".encode(),
+            json.dumps({"identifier": f"s_{i}", "timestamp": 1000 + i, "valueInW": 1.0}).encode(),
+            i % 2,
+        )
+        for i in range(50)
+    ]
+    produce(broker.bootstrap, tin, readings)
+    run = pipe.start(spark, broker.bootstrap, tin, tout, str(tmp_path / "ck"), available_now=True)
+    run.await_available(120)
+    got = sorted((k.decode(), json.loads(v)["loud"]) for _, _, k, v in read_topic(broker.bootstrap, tout, 2))
+    assert got == sorted((f"s_{i}", f"S_{i}!") for i in range(50))
