@@ -182,3 +182,26 @@ def test_described_records_unthrottled_at_a_rate_above_a_chunk_a_step(broker, to
     msgs = _consume_all(broker.bootstrap, topic, 2, 30_000)
     assert sorted(int(m.key()) for m in msgs) == list(range(30_000))
     assert all(json.loads(m.value())["k"] == int(m.key()) for m in msgs)
+
+
+def test_described_records_land_where_librdkafkas_partitioner_puts_their_keys(broker, topic_factory):
+    # the generator places keyed records itself (one hand-over per partition): each key must land
+    # where a producer that leaves the choice to librdkafka puts it
+    from confluent_kafka import Producer
+
+    from streamscale.loadgen.recordspec import records_spec
+
+    topic, probe = topic_factory(4), topic_factory(4)
+    spec = records_spec({"key": "k", "fields": {"k": {"type": "string", "gen": "keys:40"}}}, "test")
+    res = generate(GeneratorConfig(broker.bootstrap, topic=topic, sensors=2000, records=4000, records_spec=spec))
+    assert res.delivered == 4000
+    placed = {}
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(40):
+        key = f"key-{i}".encode()
+        p.produce(probe, b"x", key, on_delivery=lambda err, m: placed.__setitem__(m.key(), m.partition()))
+    p.flush(30)
+    got = {}
+    for m in _consume_all(broker.bootstrap, topic, 4, 4000):
+        got.setdefault(m.key(), set()).add(m.partition())
+    assert {k: v.pop() for k, v in got.items() if len(v) == 1} == placed and len(got) == 40
