@@ -82,6 +82,7 @@ class Generator:
     pool_tokens: list[bytes] = field(default_factory=list)  # for pooled kinds: what is written
     pool_text: list[bytes] = field(default_factory=list)  # and the plain text (a Kafka key)
     cdf: np.ndarray | None = None
+    last_idx: np.ndarray | None = None
 
     @property
     def suffix(self) -> bytes:
@@ -97,6 +98,7 @@ class Generator:
                 idx = np.minimum(idx, len(self.pool_tokens) - 1)
             else:
                 idx = c.rng.integers(0, len(self.pool_tokens), n)
+            self.last_idx = idx  # which pool entries: a key's partition is known per entry
             il = idx.tolist()
             toks = self.pool_tokens
             text = self.pool_text

@@ -106,6 +106,8 @@ class RecordMaker:
             self.replayer = spec.sample().replayer(spec.key_copies)
             return
         self.replayer = None
+        self.where: np.ndarray | None = None  # the last chunk's partitions, where place() knows them
+        self._pool_partition: np.ndarray | None = None
         self.gens = [gens.parse(f.gen, f.type, spec.encoding) for f in spec.fields.values()]
         self.key_at = list(spec.fields).index(spec.key) if spec.key else None
         pieces = [b"%s" + g.suffix for g in self.gens]
@@ -114,6 +116,17 @@ class RecordMaker:
             self.template = b"{" + b",".join(named) + b"}"
         else:
             self.template = b",".join(pieces)
+
+    def place(self, partitions: int) -> None:
+        """Keys drawn from a pool (keys:N, zipf, choice) get their partition per pool entry once
+        (crc32 of the key, as librdkafka's default partitioner): :attr:`where` after each chunk."""
+        if self.replayer is not None or self.key_at is None:
+            return
+        g = self.gens[self.key_at]
+        if g.pool_text and not g.suffix:
+            import zlib
+
+            self._pool_partition = np.array([zlib.crc32(t) % partitions for t in g.pool_text], np.int64)
 
     def make(self, k0: int, k1: int, send_ms: np.ndarray) -> tuple[list[bytes] | None, list[bytes]]:
         seq = np.arange(k0, k1, dtype=np.int64) * self.workers + self.worker
@@ -126,6 +139,8 @@ class RecordMaker:
             cols.append(toks)
             if i == self.key_at:
                 keys = text if text is not None else [x + g.suffix for x in toks] if g.suffix else toks
+                if self._pool_partition is not None:
+                    self.where = self._pool_partition[g.last_idx]
         t = self.template
         return keys, [t % row for row in zip(*cols)]
 

@@ -279,6 +279,8 @@ def _records_sender(cfg, producer, maker, t0_wall_ms, rate_w):
     batch left for librdkafka to partition cost ~0.5 µs more a record at 60,000 records/s."""
     topic = cfg.topic
     parts = _partitions(cfg, producer)
+    if parts:
+        maker.place(parts)
 
     def hand_over(messages: list[dict], partition: int | None) -> None:
         while messages:
@@ -307,8 +309,10 @@ def _records_sender(cfg, producer, maker, t0_wall_ms, rate_w):
             where = kk % parts
             messages = [{"value": v} for v in values]
         else:
-            crc = zlib.crc32
-            where = np.fromiter((crc(key) for key in keys), np.int64, len(keys)) % parts
+            where = getattr(maker, "where", None)  # known per pool entry (keys:N, zipf, choice)
+            if where is None:
+                crc = zlib.crc32
+                where = np.fromiter((crc(key) for key in keys), np.int64, len(keys)) % parts
             messages = [{"value": v, "key": key} for key, v in zip(keys, values)]
         order = np.argsort(where, kind="stable")
         messages = [messages[i] for i in order.tolist()]
