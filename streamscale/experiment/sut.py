@@ -263,7 +263,8 @@ def run_sut(
         processed_rate=rate,
         dropped_late=sum(b.dropped_late for b in run.batches),
         malformed=sum(b.malformed for b in run.batches),
-        final_lag=lag[-1].lag if lag else -1,
+        # drained: what the query had not read when it stopped (the last sample predates its last commit)
+        final_lag=undrained if drain_s is not None else (lag[-1].lag if lag else -1),
         max_avg_latency_ms=max(lats) if lats else None,
         shuffle_stages=shuffles,
         sampler_cpu_s=sampler.cpu_s + controller_cpu,
