@@ -103,3 +103,20 @@ def test_a_fault_that_did_not_happen_is_said_so():
     run.run(time.monotonic(), sender)
     sender.join()
     assert run.not_done == ["kill controller at 0 s (no such node)", "a step due at 5.0 s (sending had ended)"]
+
+
+def test_a_record_whose_delivery_failed_is_not_acknowledged(tmp_path):
+    # the link is cut for the whole of a 1 s delivery timeout: every delivery report is an error,
+    # and no record may count as acknowledged (nor as acknowledged and lost)
+    from streamscale.reliability.spec import Cut, ProxyFault
+    from streamscale.reliability.testbeds import ProxyTestbed
+
+    bed = ProxyTestbed(tmp_path, seed=5)
+    try:
+        fault = ProxyFault(kind="proxy", cut=Cut(at_s=0.0, for_s=4.0))
+        r = run_trial(bed, "at-least-once", 2000, 100, fault, partitions=1, send_timeout_s=1)
+    finally:
+        bed.close()
+    assert r.acked == 0 and r.acked_but_lost == 0
+    assert "_MSG_TIMED_OUT" in r.producer_errors
+    assert r.lost + r.distinct == 2000 and r.unacked_lost == r.lost
