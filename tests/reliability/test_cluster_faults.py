@@ -201,7 +201,7 @@ def isolated_bed(tmp_path_factory):
     b.close()
 
 
-@pytest.mark.slow
+# in `make test` (CI runs as root): one isolation trial, namespaces made and removed included
 def test_an_isolated_leader_loses_nothing_acknowledged_with_acks_all(isolated_bed):
     from streamscale.reliability.tester import run_trial
 
