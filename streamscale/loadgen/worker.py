@@ -227,31 +227,19 @@ def _bulk_sender(cfg, producer, keys, prefixes, dist, rng, t0_wall_ms, rate_w):
             state["at"] = at + take
         return out
 
-    def hand_over(messages: list[dict], partition: int | None) -> None:
-        while messages:
-            try:
-                if partition is None:
-                    producer.produce_batch(topic, messages)
-                else:
-                    producer.produce_batch(topic, messages, partition=partition)
-                messages = [{"value": m["value"], "key": m["key"]} for m in messages if "_error" in m]
-            except BufferError:
-                pass
-            if messages:  # the queue is full: let librdkafka send some first
-                producer.poll(0.01)
-
     def send(k: int, due: int) -> int:
         kk = np.arange(k, due, dtype=np.int64)
         stamps = t0_wall_ms + (kk * 1000.0 / rate_w).astype(np.int64)
         sensors = kk % n
         values = draw(due - k)
         if partition_of is None:
-            hand_over(
+            _hand_over(
+                producer,
+                topic,
                 [
                     {"value": templates[j] % (t, v), "key": keys[j]}
                     for j, t, v in zip(sensors.tolist(), stamps.tolist(), values)
                 ],
-                None,
             )
             return due
         # in partition order (stable: each partition's records in schedule order), then one slice
@@ -263,13 +251,34 @@ def _bulk_sender(cfg, producer, keys, prefixes, dist, rng, t0_wall_ms, rate_w):
             {"value": templates[j] % (t, v), "key": keys[j]}
             for j, t, v in zip(sensors[order].tolist(), stamps[order].tolist(), values)
         ]
-        bounds = np.searchsorted(where[order], np.arange(parts + 1)).tolist()
-        for partition in range(parts):
-            if bounds[partition + 1] > bounds[partition]:
-                hand_over(messages[bounds[partition] : bounds[partition + 1]], partition)
+        _hand_over_by_partition(producer, topic, messages, where[order], parts)
         return due
 
     return send
+
+
+def _hand_over(producer, topic: str, messages: list[dict], partition: int | None = None) -> None:
+    """Records to librdkafka in one call (to ``partition``, or where its partitioner puts them),
+    again for those a full queue refused."""
+    while messages:
+        try:
+            if partition is None:
+                producer.produce_batch(topic, messages)
+            else:
+                producer.produce_batch(topic, messages, partition=partition)
+            messages = [{f: m[f] for f in ("value", "key") if f in m} for m in messages if "_error" in m]
+        except BufferError:
+            pass
+        if messages:  # the queue is full: let librdkafka send some first
+            producer.poll(0.01)
+
+
+def _hand_over_by_partition(producer, topic: str, messages: list[dict], where: np.ndarray, parts: int) -> None:
+    """Records in partition order (``where``: each one's partition, ascending), one call per partition."""
+    bounds = np.searchsorted(where, np.arange(parts + 1)).tolist()
+    for partition in range(parts):
+        if bounds[partition + 1] > bounds[partition]:
+            _hand_over(producer, topic, messages[bounds[partition] : bounds[partition + 1]], partition)
 
 
 def _records_sender(cfg, producer, maker, t0_wall_ms, rate_w):
@@ -282,28 +291,15 @@ def _records_sender(cfg, producer, maker, t0_wall_ms, rate_w):
     if parts:
         maker.place(parts)
 
-    def hand_over(messages: list[dict], partition: int | None) -> None:
-        while messages:
-            try:
-                if partition is None:
-                    producer.produce_batch(topic, messages)
-                else:
-                    producer.produce_batch(topic, messages, partition=partition)
-                messages = [{f: m[f] for f in ("value", "key") if f in m} for m in messages if "_error" in m]
-            except BufferError:
-                pass
-            if messages:  # the queue is full: let librdkafka send some first
-                producer.poll(0.01)
-
     def send(k: int, due: int) -> int:
         kk = np.arange(k, due, dtype=np.int64)
         stamps = t0_wall_ms + (kk * 1000.0 / rate_w).astype(np.int64)
         keys, values = maker.make(k, due, stamps)
         if parts is None:
             if keys is None:
-                hand_over([{"value": v} for v in values], None)
+                _hand_over(producer, topic, [{"value": v} for v in values])
             else:
-                hand_over([{"value": v, "key": key} for key, v in zip(keys, values)], None)
+                _hand_over(producer, topic, [{"value": v, "key": key} for key, v in zip(keys, values)])
             return due
         if keys is None:
             where = kk % parts
@@ -315,11 +311,7 @@ def _records_sender(cfg, producer, maker, t0_wall_ms, rate_w):
                 where = np.fromiter((crc(key) for key in keys), np.int64, len(keys)) % parts
             messages = [{"value": v, "key": key} for key, v in zip(keys, values)]
         order = np.argsort(where, kind="stable")
-        messages = [messages[i] for i in order.tolist()]
-        bounds = np.searchsorted(where[order], np.arange(parts + 1)).tolist()
-        for partition in range(parts):
-            if bounds[partition + 1] > bounds[partition]:
-                hand_over(messages[bounds[partition] : bounds[partition + 1]], partition)
+        _hand_over_by_partition(producer, topic, [messages[i] for i in order.tolist()], where[order], parts)
         return due
 
     return send
