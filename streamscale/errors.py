@@ -6,7 +6,9 @@ and re-export it where users met it first (``streamscale.broker.access.BrokerUnr
 
     StreamscaleError (1)
     ├── ConfigError (2)            a spec, option, file or environment setting is wrong
-    │   └── ResultsError (2)       a results directory that cannot be read or resumed
+    │   ├── ResultsError (2)       a results directory that cannot be read or resumed
+    │   ├── AuthenticationFailed (2) the broker refused the credentials, or TLS failed
+    │   └── AccessDenied (2)       an ACL denies the user an operation on a topic or group
     ├── KafkaError (3)             the Kafka side
     │   ├── BrokerUnreachable (3)  nothing answers at the bootstrap servers
     │   ├── BrokerError (3)        the embedded broker cannot be started, found or stopped
@@ -37,6 +39,14 @@ class ConfigError(StreamscaleError):
 
 class ResultsError(ConfigError):
     """A results directory that cannot be read or resumed (a damaged or foreign experiments.csv)."""
+
+
+class AuthenticationFailed(ConfigError):
+    """The broker refused the client's credentials (SASL), or the TLS handshake failed."""
+
+
+class AccessDenied(ConfigError):
+    """The broker's authorizer denied the user an operation (on a topic, a group, the cluster)."""
 
 
 class KafkaError(StreamscaleError):

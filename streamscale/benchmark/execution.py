@@ -350,7 +350,7 @@ def run_execution(
         embedded = bootstrap is None
         if embedded:
             broker = stack.enter_context(embedded_kafka(spec, out_dir / "logs"))
-            bootstrap, broker_pids = broker.bootstrap, broker.pids()
+            bootstrap, broker_pids = broker.connection, broker.pids()
         conn = KafkaConnection.of(bootstrap, properties)
         note = short_for_windows(spec)
         if note:
@@ -360,6 +360,10 @@ def run_execution(
         execution = Execution(spec, out_dir, runner, live=live)
         env = environment(spec, conn.bootstrap, embedded)
         env["topics"] = f"{spec.benchmark.topics.partitions} partitions, replication factor {runner.replication_factor}"
+        protocol = dict(conn.properties).get("security.protocol", "PLAINTEXT").upper()
+        env["security"] = protocol + (
+            f" ({dict(conn.properties).get('sasl.mechanism', '')})".replace(" ()", "") if "SASL" in protocol else ""
+        )
         if embedded and spec.broker.brokers > 1:
             env["broker"] = f"embedded cluster of {spec.broker.brokers} nodes: " + env["broker"]
         changed = broker_change_note(out_dir, env)

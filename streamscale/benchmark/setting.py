@@ -71,5 +71,5 @@ def embedded_kafka(spec: Spec, log_dir: Path):
             f"(now {spec.broker.brokers}), or give an external cluster with -b"
         )
     if spec.broker.brokers > 1:
-        return EmbeddedCluster(spec.broker.brokers, log_dir=log_dir)
-    return EmbeddedBroker(log_dir=log_dir)
+        return EmbeddedCluster(spec.broker.brokers, log_dir=log_dir, security=spec.broker.security)
+    return EmbeddedBroker(log_dir=log_dir, security=spec.broker.security)

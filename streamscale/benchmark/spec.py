@@ -48,6 +48,11 @@ class BrokerSection(_Model):
     brokers: int = Field(
         1, ge=1, le=9, description="the embedded Kafka's nodes: above 1, a cluster (each node broker and controller)"
     )
+    security: Literal["plaintext", "sasl_ssl"] = Field(
+        "plaintext",
+        description="the embedded Kafka's listeners: sasl_ssl is TLS (a CA made at start), SCRAM-SHA-512 "
+        "users and ACLs, every client of the run authenticated",
+    )
 
 
 class BenchmarkSpec(_Model):

@@ -21,6 +21,8 @@ from confluent_kafka.admin import NewPartitions, NewTopic, OffsetSpec
 
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import (
+    AccessDenied,
+    AuthenticationFailed,
     BrokerUnreachable,
     ConfigError,
     KafkaClientError,
@@ -61,21 +63,82 @@ def connect_timeout() -> float:
 
 def ensure_reachable(target: KafkaConnection | str, timeout: float | None = None) -> None:
     """One metadata request, answered within ``timeout``, or one clear error (librdkafka's own
-    connection complaints are silenced: they would be hundreds of lines for one fact)."""
+    connection complaints are silenced: they would be hundreds of lines for one fact).
+
+    librdkafka retries a refused authentication or a failed TLS handshake for ever, as if the
+    broker were down: its error callback says which, and that ends the wait at once."""
     conn = KafkaConnection.of(target)
     bootstrap = conn.bootstrap
     timeout = connect_timeout() if timeout is None else timeout
-    admin = conn.admin({"log_level": 0, "socket.connection.setup.timeout.ms": max(1000, int(timeout * 1000))})
+    errors: list = []
+    admin = conn.admin(
+        {
+            "log_level": 0,
+            "socket.connection.setup.timeout.ms": max(1000, int(timeout * 1000)),
+            "error_cb": errors.append,
+        }
+    )
+    deadline = time.monotonic() + timeout
     try:
-        admin.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise BrokerUnreachable(
-            f"cannot reach the Kafka broker at {bootstrap} within {timeout:g} s "
-            f"({exc.args[0].str() if exc.args else exc}); is it running? "
-            f"(wait longer with ${CONNECT_TIMEOUT_ENV})"
-        ) from None
+        while True:
+            try:
+                admin.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+                return
+            except KafkaException as exc:
+                last = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+            admin.poll(0)  # serves the error callback
+            refusal = security_failure(conn, errors)
+            if refusal is not None:
+                raise refusal
+            if time.monotonic() >= deadline:
+                hint = ""
+                if dict(conn.properties).get("security.protocol", "PLAINTEXT").upper() == "PLAINTEXT":
+                    hint = "; a secured cluster also needs its client properties (--kafka-config FILE)"
+                raise BrokerUnreachable(
+                    f"cannot reach the Kafka broker at {bootstrap} within {timeout:g} s ({last}); "
+                    f"is it running?{hint} (wait longer with ${CONNECT_TIMEOUT_ENV})"
+                )
     finally:
         del admin
+
+
+def security_failure(conn: KafkaConnection, errors: Iterable) -> Exception | None:
+    """The error to raise for librdkafka errors that say the broker refused the credentials or the
+    TLS handshake failed (None: none of those)."""
+    props = dict(conn.properties)
+    for err in errors:
+        code = err.code() if hasattr(err, "code") else None
+        text = err.str() if hasattr(err, "str") else str(err)
+        named = re.search(r"://([^/\s]+)/", text)  # "sasl_ssl://HOST:PORT/bootstrap: ..."
+        broker = named.group(1) if named else conn.bootstrap
+        if code == KafkaError._AUTHENTICATION:
+            user = props.get("sasl.username", "?")
+            mech = props.get("sasl.mechanism", props.get("sasl.mechanisms", "GSSAPI"))
+            return AuthenticationFailed(
+                f"authentication failed for user {user!r} ({mech}) at broker {broker}: "
+                "wrong password or unknown user (check sasl.username / sasl.password)"
+            )
+        if code == KafkaError._SSL:
+            reason = text.split("SSL handshake failed:", 1)[-1].strip().split(":")[-1].strip()
+            if "verify failed" in text:
+                reason = "the broker's certificate is not signed by a CA this client trusts (ssl.ca.location)"
+            return AuthenticationFailed(f"TLS handshake with broker {broker} failed: {reason}")
+    return None
+
+
+def denied(err, operation: str, resource: str, conn: KafkaConnection) -> AccessDenied | None:
+    """An :class:`AccessDenied` naming the user, the operation and the resource, when ``err`` is
+    an authorization failure (None otherwise)."""
+    code = err.code() if hasattr(err, "code") else None
+    if code not in (
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    ):
+        return None
+    user = dict(conn.properties).get("sasl.username", "ANONYMOUS")
+    return AccessDenied(f"user {user!r} may not {operation} {resource} on {conn.bootstrap}: the broker's ACLs deny it")
 
 
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -119,10 +182,39 @@ class BrokerAccess:
     def topic_exists(self, topic: str) -> bool:
         return topic in self.topics()
 
+    def check_allowed(self, topic: str, operation: str = "describe") -> None:
+        """:class:`AccessDenied` when the ACLs deny this user ``operation`` (describe, read, write)
+        on ``topic``, else nothing; the topic need not exist. A topic missing from the listing may
+        be hidden by the ACLs (a cluster lists only what the user may describe): this tells the two
+        apart. Asked with DescribeTopics, which never creates a topic, and the topic's authorized
+        operations, which a broker gives from Kafka 2.3."""
+        from confluent_kafka import TopicCollection
+        from confluent_kafka.admin import AclOperation
+
+        try:
+            fut = self.admin.describe_topics(
+                TopicCollection([topic]), request_timeout=self.timeout, include_authorized_operations=True
+            )[topic]
+            allowed = fut.result().authorized_operations
+        except KafkaException as exc:
+            refused = denied(exc.args[0], operation, f"topic '{topic}'", self.connection)
+            if refused is not None:
+                raise refused from None
+            return
+        except Exception:  # noqa: BLE001 - a broker without the call: the operation itself will tell
+            return
+        wanted = getattr(AclOperation, operation.upper(), None)
+        if allowed and wanted is not None and wanted not in allowed and AclOperation.ALL not in allowed:
+            user = dict(self.connection.properties).get("sasl.username", "ANONYMOUS")
+            raise AccessDenied(
+                f"user {user!r} may not {operation} topic '{topic}' on {self.bootstrap}: the broker's ACLs deny it"
+            )
+
     def partitions(self, topic: str) -> list[int]:
         md = self.admin.list_topics(timeout=self.timeout)
         t = md.topics.get(topic)
         if t is None or t.error is not None:
+            self.check_allowed(topic)
             raise TopicNotFound(f"topic '{topic}' does not exist on {self.bootstrap}")
         return sorted(t.partitions)
 
@@ -165,6 +257,9 @@ class BrokerAccess:
                     if exist_ok:
                         continue
                     raise ConfigError(f"topic '{name}' already exists") from exc
+                refused = denied(err, "create", f"topic '{name}'", self.connection)
+                if refused is not None:
+                    raise refused from None
                 raise KafkaClientError(f"could not create topic '{name}': {err.str()}") from exc
         # created is not yet served: wait until every partition has a leader, as Kafka's own test
         # harnesses do, or the first ListOffsets or produce right after would be refused
@@ -182,6 +277,9 @@ class BrokerAccess:
             try:
                 fut.result()
             except KafkaException as exc:
+                refused = denied(exc.args[0], "delete", f"topic '{name}'", self.connection)
+                if refused is not None:
+                    raise refused from None
                 if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise KafkaClientError(f"could not delete topic '{name}': {exc.args[0].str()}") from exc
         self._await(lambda: not set(names) & set(self.topics()), f"topics {names} to disappear")

@@ -67,7 +67,12 @@ class EmbeddedCluster:
         isolation: bool = False,
         daemon: bool = False,
         data_dir=None,
+        security: str = "plaintext",
     ):
+        from streamscale.broker.security import check_mode
+
+        self.security = check_mode(security)
+        self.secrets = None  # sasl_ssl: its Security (certificates, users, client properties)
         if not 1 <= brokers <= 9:
             raise BrokerError(f"an embedded cluster has 1 to 9 brokers, not {brokers}")
         self.brokers = brokers
@@ -89,6 +94,19 @@ class EmbeddedCluster:
             raise BrokerError("cluster not started")
         return ",".join(n.address for n in self.nodes.values())
 
+    @property
+    def connection(self) -> KafkaConnection:
+        """How a client reaches it: the bootstrap, and with sasl_ssl the tool user's properties."""
+        return KafkaConnection.of(self.bootstrap, self.client_properties())
+
+    def client_properties(self, user: str | None = None) -> dict[str, str]:
+        if self.secrets is None:
+            return {}
+        return self.secrets.client_properties(user) if user else self.secrets.client_properties()
+
+    def _at(self, address: str) -> KafkaConnection:
+        return KafkaConnection.of(address, self.client_properties())
+
     def pids(self) -> list[int]:
         return [n.proc.pid for n in self.nodes.values() if n.proc is not None]
 
@@ -103,16 +121,23 @@ class EmbeddedCluster:
             self._make_nodes()
             cluster_id = kafka_server.new_cluster_id()
             voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in self.nodes.values())
+            if self.security == "sasl_ssl":
+                from streamscale.broker.security import Security
+
+                self.secrets = Security.prepare(self.root, sorted({n.host for n in self.nodes.values()}))
             for n in self.nodes.values():
+                extra = (
+                    self.secrets.server_settings(n.host, n.port, n.controller_port, n.address) if self.secrets else None
+                )
                 text = kafka_server.node_properties(
-                    n.node_id, self.brokers, n.data_dir, n.host, n.port, n.controller_port, voters
+                    n.node_id, self.brokers, n.data_dir, n.host, n.port, n.controller_port, voters, extra
                 )
                 n.props, n.log4j = kafka_server.write_config(n.data_dir, text)
             self._format(cluster_id)
             for n in self.nodes.values():
                 self._spawn(n)
             self.wait_ready(set(self.nodes))
-            wait_for_group_coordinator(self.bootstrap, self.ready_timeout)
+            wait_for_group_coordinator(self.connection, self.ready_timeout)
             self.started_s = time.monotonic() - t0
             return self
         except BaseException:
@@ -141,7 +166,8 @@ class EmbeddedCluster:
             try:
                 if not kafka_server.is_formatted(n.data_dir):
                     with open(n.log_path, "ab") as log:
-                        kafka_server.format_storage(n.data_dir, n.props, n.log4j, log, n.prefix, cluster_id)
+                        extra_args = self.secrets.format_arguments() if self.secrets else None
+                        kafka_server.format_storage(n.data_dir, n.props, n.log4j, log, n.prefix, cluster_id, extra_args)
             except BaseException as exc:  # noqa: BLE001 - raised below, in this thread
                 errors.append(exc)
 
@@ -175,7 +201,7 @@ class EmbeddedCluster:
                 if n.proc is not None and n.proc.poll() is not None:
                     raise BrokerError(f"broker {i} exited with code {n.proc.returncode}; its log: {n.log_path}")
                 try:
-                    admin = KafkaConnection(n.address).admin({"socket.timeout.ms": 2000, "log_level": 0})
+                    admin = self._at(n.address).admin({"socket.timeout.ms": 2000, "log_level": 0})
                     if i in {b.id for b in admin.list_topics(timeout=2).brokers.values()}:
                         pending.discard(i)
                 except Exception:  # noqa: BLE001 - polled until the deadline
@@ -263,7 +289,7 @@ class EmbeddedCluster:
         """{topic: {partition: (leader, replicas, isr)}} as the cluster's metadata says (leader -1:
         none), asked of the nodes that are up and not cut off."""
         live = [n.address for n in self.nodes.values() if n.alive() and n.node_id not in self.isolated]
-        with BrokerAccess(KafkaConnection(",".join(live) or self.bootstrap), timeout=10) as access:
+        with BrokerAccess(self._at(",".join(live) or self.bootstrap), timeout=10) as access:
             return access.partition_layout(topics)
 
     def leader(self, topic: str, partition: int = 0) -> int:

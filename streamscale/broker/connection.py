@@ -118,7 +118,17 @@ def _trace(kind: str, conf: Mapping, user: Iterable[str]) -> None:
 
 
 # Client properties whose values are credentials: never written into results (spec copies, reports)
-_SECRET_MARKS = ("password", "secret", "jaas", "key.pem", "ssl_key", "user.info", "oauthbearer.config", "token")
+_SECRET_MARKS = (
+    "password",
+    "secret",
+    "jaas",
+    "key.pem",
+    "ssl_key",
+    "keystore.key",
+    "user.info",
+    "oauthbearer.config",
+    "token",
+)
 MASK = "****"
 
 
@@ -306,9 +316,15 @@ class KafkaConnection:
             **extra,
         }
 
-    def spark_options(self) -> dict[str, str]:
-        """The Spark Kafka source's and sink's options (ours and the built-in connector's alike)."""
-        return {"kafka.bootstrap.servers": self.bootstrap, **{f"kafka.{k}": v for k, v in self.properties}}
+    def spark_options(self, java: bool = False) -> dict[str, str]:
+        """The Spark Kafka source's and sink's options: librdkafka's names for streamscale's
+        connector, Java's (``java``, translated: :mod:`.javaprops`) for Spark's own."""
+        props: Iterable[tuple[str, str]] = self.properties
+        if java:
+            from streamscale.broker.javaprops import java_properties
+
+            props = java_properties(self.properties).items()
+        return {"kafka.bootstrap.servers": self.bootstrap, **{f"kafka.{k}": v for k, v in props}}
 
 
 def build_connection(

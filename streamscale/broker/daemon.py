@@ -56,9 +56,13 @@ def daemon_status() -> BrokerInfo | None:
     return _running(_state_file(), BrokerInfo, lambda i: _pid_is_our_broker(i.pid, i.properties))
 
 
-def daemon_start(port: int | None = None, data_dir: str | os.PathLike | None = None) -> BrokerInfo:
+def daemon_start(
+    port: int | None = None, data_dir: str | os.PathLike | None = None, security: str = "plaintext"
+) -> BrokerInfo:
     _refuse_if_running()
-    broker = EmbeddedBroker(port=port, log_dir=state_dir() / "logs", daemon=True, data_dir=data_dir).start()
+    broker = EmbeddedBroker(
+        port=port, log_dir=state_dir() / "logs", daemon=True, data_dir=data_dir, security=security
+    ).start()
     info = broker.info()
     state_dir().mkdir(parents=True, exist_ok=True)
     _state_file().write_text(json.dumps(asdict(info), indent=2))
@@ -100,6 +104,10 @@ def external_connection(bootstrap: str | None = None, properties: dict | None = 
         return None
     from streamscale.broker.access import ensure_reachable
 
+    running = daemon_status() or cluster_status()
+    if running is not None and set(running.bootstrap.split(",")) & set(bootstrap.split(",")):
+        # streamscale's own secured broker named by its address: its client properties by default
+        properties = {**daemon_client_properties(running), **(properties or {})}
     conn = KafkaConnection.of(bootstrap, properties)
     ensure_reachable(conn)
     return conn
@@ -116,13 +124,22 @@ def resolve_connection(bootstrap: str | None = None, properties: dict | None = N
         return chosen
     info = daemon_status() or cluster_status()
     if info is not None:
-        conn = KafkaConnection.of(info.bootstrap, properties)
+        # a secured daemon: its client properties, under the user's (-X sasl.username=guest wins)
+        conn = KafkaConnection.of(info.bootstrap, {**daemon_client_properties(info), **(properties or {})})
         ensure_reachable(conn)
         return conn
     raise BrokerError(
         "no broker: start the embedded one with `streamscale broker start` "
         "or pass --bootstrap-servers HOST:PORT for an external Kafka cluster"
     )
+
+
+def daemon_client_properties(info) -> dict[str, str]:
+    """The client properties of a running daemon broker or cluster (none for plaintext)."""
+    from streamscale.broker.connection import read_properties_file
+
+    path = getattr(info, "client_config", "")
+    return read_properties_file(path) if path else {}
 
 
 def resolve_bootstrap(bootstrap: str | None) -> str:
@@ -140,6 +157,8 @@ class ClusterInfo:
     data_dir: str = ""
     temporary: bool = True
     started_at: float = 0.0
+    security: str = "plaintext"
+    client_config: str = ""  # sasl_ssl: the client properties file (--kafka-config, kcat -F)
 
     @property
     def pids(self) -> list[int]:
@@ -167,10 +186,12 @@ def _refuse_if_running() -> None:
         )
 
 
-def cluster_start(brokers: int, data_dir: str | os.PathLike | None = None) -> ClusterInfo:
+def cluster_start(brokers: int, data_dir: str | os.PathLike | None = None, security: str = "plaintext") -> ClusterInfo:
     """An embedded cluster of ``brokers`` nodes in the background (see :class:`EmbeddedCluster`)."""
     _refuse_if_running()
-    cluster = EmbeddedCluster(brokers, log_dir=state_dir() / "logs", daemon=True, data_dir=data_dir).start()
+    cluster = EmbeddedCluster(
+        brokers, log_dir=state_dir() / "logs", daemon=True, data_dir=data_dir, security=security
+    ).start()
     info = ClusterInfo(
         bootstrap=cluster.bootstrap,
         nodes=[
@@ -186,6 +207,8 @@ def cluster_start(brokers: int, data_dir: str | os.PathLike | None = None) -> Cl
         data_dir=str(cluster.root),
         temporary=not cluster.keep_data,
         started_at=time.time(),
+        security=cluster.security,
+        client_config=str(cluster.secrets.client_file) if cluster.secrets else "",
     )
     state_dir().mkdir(parents=True, exist_ok=True)
     _cluster_file().write_text(json.dumps(asdict(info), indent=2))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamscale.broker import kafka_server
+from streamscale.broker.connection import KafkaConnection
 from streamscale.broker.readiness import wait_for_group_coordinator, wait_until_ready
 from streamscale.errors import BrokerError
 from streamscale.ports import free_port, port_in_use
@@ -38,6 +39,8 @@ class BrokerInfo:
     properties: str = ""  # the server.properties it runs with (identifies the process)
     data_dir: str = ""
     temporary: bool = True  # data_dir is removed when the broker stops
+    security: str = "plaintext"
+    client_config: str = ""  # sasl_ssl: the client properties file (--kafka-config, kcat -F)
 
 
 class EmbeddedBroker:
@@ -57,7 +60,12 @@ class EmbeddedBroker:
         host: str = "127.0.0.1",
         netns: str | None = None,
         data_dir: str | os.PathLike | None = None,
+        security: str = "plaintext",
     ):
+        from streamscale.broker.security import check_mode
+
+        self.security = check_mode(security)
+        self.secrets = None  # sasl_ssl: its Security (certificates, users, client properties)
         self.port = port
         self.host = host
         self.netns = netns  # run inside this network namespace (netem faults)
@@ -86,6 +94,16 @@ class EmbeddedBroker:
             raise BrokerError("broker not started")
         return f"{self.host}:{self.port}"
 
+    @property
+    def connection(self) -> KafkaConnection:
+        """How a client reaches it: the bootstrap, and with sasl_ssl the tool user's properties."""
+        return KafkaConnection.of(self.bootstrap, self.client_properties())
+
+    def client_properties(self, user: str | None = None) -> dict[str, str]:
+        if self.secrets is None:
+            return {}
+        return self.secrets.client_properties(user) if user else self.secrets.client_properties()
+
     def start(self) -> EmbeddedBroker:
         t0 = time.monotonic()
         self.binary = kafka_server.java_binary()
@@ -108,9 +126,10 @@ class EmbeddedBroker:
                 self.log_path = self.log_dir / f"kafka-{port}.log"
                 try:
                     self._spawn(port)
-                    wait_until_ready(f"{self.host}:{port}", self.ready_timeout, self.proc, self.log_path)
+                    at = KafkaConnection.of(f"{self.host}:{port}", self.client_properties())
+                    wait_until_ready(at, self.ready_timeout, self.proc, self.log_path)
                     if not self.advertised_port:  # else its clients go through what it advertises
-                        wait_for_group_coordinator(f"{self.host}:{port}", self.ready_timeout)
+                        wait_for_group_coordinator(at, self.ready_timeout)
                     self.port = port
                     self.started_s = time.monotonic() - t0
                     return self
@@ -131,14 +150,21 @@ class EmbeddedBroker:
         if self.controller_port is None or self.port != port:
             self.controller_port = free_port(self.host) if not self.netns else port + 1
         advertised = f"127.0.0.1:{self.advertised_port}" if self.advertised_port else f"{self.host}:{port}"
-        text = kafka_server.server_properties(self.data_dir, self.host, port, self.controller_port, advertised)
+        extra, format_args = None, None
+        if self.security == "sasl_ssl":
+            from streamscale.broker.security import Security
+
+            self.secrets = Security.prepare(self.data_dir, [self.host])
+            extra = self.secrets.server_settings(self.host, port, self.controller_port, advertised)
+            format_args = self.secrets.format_arguments()
+        text = kafka_server.server_properties(self.data_dir, self.host, port, self.controller_port, advertised, extra)
         props, log4j = kafka_server.write_config(self.data_dir, text)
         self.properties_path = props
         prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
             if not kafka_server.is_formatted(self.data_dir):
-                kafka_server.format_storage(self.data_dir, props, log4j, log, prefix)
+                kafka_server.format_storage(self.data_dir, props, log4j, log, prefix, extra_args=format_args)
             cmd = kafka_server.server_command(props, log4j, prefix)
             if self.daemon:
                 self.proc = subprocess.Popen(
@@ -166,9 +192,9 @@ class EmbeddedBroker:
         """Stop the broker and start it again on the same port and storage: its topics and records stay."""
         self._kill()
         self._spawn(self.port)
-        wait_until_ready(self.bootstrap, self.ready_timeout, self.proc, self.log_path)
+        wait_until_ready(self.connection, self.ready_timeout, self.proc, self.log_path)
         if not self.advertised_port:
-            wait_for_group_coordinator(self.bootstrap, self.ready_timeout)
+            wait_for_group_coordinator(self.connection, self.ready_timeout)
 
     def stop(self) -> None:
         self._kill()
@@ -186,6 +212,8 @@ class EmbeddedBroker:
             properties=str(self.properties_path),
             data_dir=str(self.data_dir),
             temporary=not self.keep_data,
+            security=self.security,
+            client_config=str(self.secrets.client_file) if self.secrets else "",
         )
 
     def __enter__(self) -> EmbeddedBroker:

@@ -229,10 +229,16 @@ def is_formatted(data_dir: Path) -> bool:
 
 
 def format_storage(
-    data_dir: Path, props: Path, log4j: Path, log, prefix: list[str] | None = None, cluster_id: str | None = None
+    data_dir: Path,
+    props: Path,
+    log4j: Path,
+    log,
+    prefix: list[str] | None = None,
+    cluster_id: str | None = None,
+    extra_args: list[str] | None = None,
 ) -> None:
     """Kafka's StorageTool: formatted storage (once; a kept directory is reused) for ``cluster_id``
-    (every node of a cluster the same; default a new one)."""
+    (every node of a cluster the same; default a new one); ``extra_args`` e.g. SCRAM users."""
     cluster_id = cluster_id or new_cluster_id()
     cmd = [
         *(prefix or []),
@@ -244,6 +250,7 @@ def format_storage(
         cluster_id,
         "-c",
         str(props),
+        *(extra_args or []),
     ]
     # dies with this process like the server (a SIGKILLed parent leaves no formatting JVM behind)
     done = subprocess.run(

@@ -13,10 +13,14 @@ from streamscale.ports import port_open
 
 
 def wait_until_ready(
-    bootstrap: str, timeout: float = 60.0, proc: subprocess.Popen | None = None, log_path: Path | None = None
+    target: KafkaConnection | str,
+    timeout: float = 60.0,
+    proc: subprocess.Popen | None = None,
+    log_path: Path | None = None,
 ) -> None:
     """Block until the broker answers a metadata request naming itself (or raise)."""
-
+    conn = KafkaConnection.of(target)
+    bootstrap = conn.bootstrap
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -25,7 +29,7 @@ def wait_until_ready(
             raise BrokerError(f"broker exited with code {proc.returncode} during start-up{tail}")
         if port_open(host, int(port)):
             try:
-                admin = KafkaConnection(bootstrap).admin({"socket.timeout.ms": 2000, "log_level": 0})
+                admin = conn.admin({"socket.timeout.ms": 2000, "log_level": 0})
                 if admin.list_topics(timeout=2).brokers:
                     return
             except Exception:  # noqa: BLE001 - keep polling until the deadline
@@ -45,11 +49,12 @@ _COORDINATOR_WAIT = (
 )
 
 
-def wait_for_group_coordinator(bootstrap: str, timeout: float = 60.0) -> None:
+def wait_for_group_coordinator(target: KafkaConnection | str, timeout: float = 60.0) -> None:
     """Block until the group coordinator answers (its offsets topic created and loaded), as a
     running cluster's does. A fresh broker creates ``__consumer_offsets`` on the first group
     request; librdkafka 2.16 crashed (SIGSEGV) in an OffsetFetch sent while it was still loading."""
-    admin = KafkaConnection(bootstrap).admin({"log_level": 0})
+    conn = KafkaConnection.of(target)
+    admin = conn.admin({"log_level": 0})
     deadline = time.monotonic() + timeout
     while True:
         fut = admin.describe_consumer_groups(["streamscale-coordinator-check"], request_timeout=10)
@@ -58,7 +63,7 @@ def wait_for_group_coordinator(bootstrap: str, timeout: float = 60.0) -> None:
             return
         except Exception as exc:  # noqa: BLE001 - retried while the coordinator loads
             if not any(code in str(exc) for code in _COORDINATOR_WAIT) or time.monotonic() > deadline:
-                raise BrokerError(f"the broker at {bootstrap} has no group coordinator: {exc}") from None
+                raise BrokerError(f"the broker at {conn.bootstrap} has no group coordinator: {exc}") from None
         time.sleep(0.1)
 
 

@@ -20,6 +20,12 @@ def broker_start(
     data_dir: Path = typer.Option(
         None, "--data-dir", help="Keep the storage here (default: a temporary directory removed on stop)"
     ),
+    security: str = typer.Option(
+        "plaintext",
+        "--security",
+        help="plaintext, or sasl_ssl: TLS (a CA made at start), SCRAM-SHA-512 users, ACLs on; "
+        "prints a client properties file for --kafka-config and kcat -F",
+    ),
 ):
     """Start the embedded broker (Apache Kafka), or a cluster of several, in the background; prints
     the bootstrap address."""
@@ -31,13 +37,18 @@ def broker_start(
     if brokers > 1:
         if port is not None:
             raise ConfigError("--port: a cluster's nodes take free ports; leave out --port")
-        info = daemon.cluster_start(brokers, data_dir)
+        info = daemon.cluster_start(brokers, data_dir, security)
         pids = ", ".join(str(p) for p in info.pids)
         out.print(f"cluster of {brokers} brokers running at [bold]{info.bootstrap}[/] (pids {pids})")
         out.print(f"logs in {daemon.state_dir() / 'logs'}")
     else:
-        info = daemon.daemon_start(port, data_dir)
+        info = daemon.daemon_start(port, data_dir, security)
         out.print(f"broker running at [bold]{info.bootstrap}[/] (pid {info.pid}, log {info.log_path})")
+    if info.client_config:
+        out.print(
+            f"SASL_SSL (SCRAM-SHA-512, user streamscale; user guest has no ACLs); client properties in "
+            f"{info.client_config} (streamscale commands use them; --kafka-config FILE, kcat -F FILE)"
+        )
     kept = "removed when it stops" if info.temporary else "kept"
     out.print(f"data in {info.data_dir} ({kept}); stop it with `streamscale broker stop`")
 
@@ -67,9 +78,12 @@ def broker_status():
 
     info = daemon.daemon_status()
     if info is not None:
-        with BrokerAccess(info.bootstrap) as access:
+        with BrokerAccess(info.bootstrap, daemon.daemon_client_properties(info)) as access:
             topics = access.topics()
-        out.print(f"broker running at {info.bootstrap} (pid {info.pid}), {len(topics)} topics, log {info.log_path}")
+        secured = f", {info.security.upper()} (client properties {info.client_config})" if info.client_config else ""
+        out.print(
+            f"broker running at {info.bootstrap} (pid {info.pid}), {len(topics)} topics{secured}, log {info.log_path}"
+        )
         return
     cluster = daemon.cluster_status()
     if cluster is None:
@@ -81,14 +95,18 @@ def broker_status():
 def _cluster_status(cluster) -> None:
     from streamscale.broker.access import BrokerAccess
     from streamscale.broker.connection import KafkaConnection
+    from streamscale.broker.daemon import daemon_client_properties
 
     alive = {n["id"] for n in cluster.alive()}
-    out.print(f"cluster at {cluster.bootstrap}: {len(alive)} of {len(cluster.nodes)} brokers up")
+    secured = ""
+    if cluster.client_config:
+        secured = f", {cluster.security.upper()} (client properties {cluster.client_config})"
+    out.print(f"cluster at {cluster.bootstrap}: {len(alive)} of {len(cluster.nodes)} brokers up{secured}")
     for n in cluster.nodes:
         state = "up" if n["id"] in alive else "down"
         out.print(f"  broker {n['id']}\t{n['address']}\tpid {n['pid']}\t{state}\tlog {n['log_path']}")
     live = ",".join(n["address"] for n in cluster.nodes if n["id"] in alive)
-    with BrokerAccess(KafkaConnection.of(live)) as access:
+    with BrokerAccess(KafkaConnection.of(live, daemon_client_properties(cluster))) as access:
         layout = access.partition_layout()
     for topic, parts in sorted(layout.items()):
         for p, (leader, replicas, isr) in sorted(parts.items()):

@@ -77,10 +77,13 @@ class LoadGenerator:
 
         with BrokerAccess(self.cfg.connection) as access:
             if not access.topic_exists(self.cfg.topic):
+                access.check_allowed(self.cfg.topic, "write")  # hidden by the ACLs, or missing
                 raise TopicNotFound(
                     f"topic '{self.cfg.topic}' does not exist on {self.cfg.bootstrap}: "
                     "create it first (streamscale topic create)"
                 )
+            if dict(self.cfg.connection.properties).get("sasl.username"):
+                access.check_allowed(self.cfg.topic, "write")
         t0_wall_ms = self.cfg.start_time_ms if self.cfg.start_time_ms is not None else int(time.time() * 1000)
         # The schedule starts a moment ahead, once the spawned workers have imported their code.
         self._t0 = time.monotonic() + 1.0

@@ -31,11 +31,12 @@ def _testbed(kind: str, spec: ReliabilitySpec, out_dir: Path, bootstrap, propert
     logs = out_dir / "broker-logs"
     if kind == "external":
         return ExternalTestbed(bootstrap, properties)
+    security = spec.broker.security
     if kind == "cluster":
-        return ClusterTestbed(spec.cluster.brokers, spec.isolation(), logs, properties)
+        return ClusterTestbed(spec.cluster.brokers, spec.isolation(), logs, properties, security)
     if kind == "netem":
-        return NetemTestbed(logs, properties)
-    return ProxyTestbed(logs, seed=0, properties=properties)
+        return NetemTestbed(logs, properties, security)
+    return ProxyTestbed(logs, seed=0, properties=properties, security=security)
 
 
 def run_spec(

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 
 from streamscale.broker.cluster import EmbeddedCluster
-from streamscale.broker.connection import KafkaConnection
 from streamscale.reliability.spec import ClusterFault, ClusterStep
 
 WATCH_EVERY_S = 0.1
@@ -48,7 +47,7 @@ class LeaderWatch:
         return self
 
     def _run(self) -> None:
-        admin = KafkaConnection(self.cluster.bootstrap).admin({"socket.timeout.ms": 2000, "log_level": 0})
+        admin = self.cluster.connection.admin({"socket.timeout.ms": 2000, "log_level": 0})
         while not self._stop.wait(WATCH_EVERY_S):
             try:
                 meta = admin.list_topics(self.topic, timeout=1)

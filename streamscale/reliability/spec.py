@@ -131,6 +131,14 @@ class ClusterFault(_Model):
 Fault = Annotated[NoFault | ProxyFault | BrokerRestart | NetemFault | ClusterFault, Field(discriminator="kind")]
 
 
+class BrokerSettings(_Model):
+    security: Literal["plaintext", "sasl_ssl"] = Field(
+        "plaintext",
+        description="the embedded Kafka's listeners: sasl_ssl is TLS (a CA made at start), SCRAM-SHA-512 "
+        "users and ACLs, every client of a trial authenticated",
+    )
+
+
 class ClusterSpec(_Model):
     brokers: int = Field(3, ge=1, le=9, description="nodes of the embedded cluster, each broker and controller")
     isolation: bool | None = Field(
@@ -211,6 +219,7 @@ class ReliabilitySpec(_Model):
         None, description="delivery settings to test; null: those of semantics"
     )
     cluster: ClusterSpec | None = Field(None, description="an embedded cluster of several brokers (cluster faults)")
+    broker: BrokerSettings = Field(default_factory=BrokerSettings)
     topic: TopicSettings = Field(default_factory=TopicSettings)
     receive_timeout_s: float = Field(60, gt=0, description="longest wait for the receiver to drain")
     send_timeout_s: float = Field(300, gt=0, description="producer message.timeout.ms, in seconds")

@@ -65,13 +65,16 @@ class ProxyTestbed(Testbed):
 
     can_restart = True
 
-    def __init__(self, log_dir=None, seed: int | None = None, properties: dict | None = None):
-        self.properties = properties
+    def __init__(
+        self, log_dir=None, seed: int | None = None, properties: dict | None = None, security: str = "plaintext"
+    ):
         self.proxy_port = free_port()
-        self.broker = EmbeddedBroker(advertised_port=self.proxy_port, log_dir=log_dir).start()
+        self.broker = EmbeddedBroker(advertised_port=self.proxy_port, log_dir=log_dir, security=security).start()
+        self.properties = {**self.broker.client_properties(), **(properties or {})}
         try:
             self.proxy = FaultProxy(self.proxy_port, self.broker.bootstrap, seed=seed).start()
-            wait_for_group_coordinator(self.proxy.address)  # the broker answers what it advertises
+            # the broker answers what it advertises
+            wait_for_group_coordinator(KafkaConnection.of(self.proxy.address, self.properties))
         except BaseException:
             if getattr(self, "proxy", None) is not None:
                 self.proxy.stop()
@@ -118,19 +121,19 @@ class NetemTestbed(Testbed):
 
     can_restart = True
 
-    def __init__(self, log_dir=None, properties: dict | None = None):
-        self.properties = properties
+    def __init__(self, log_dir=None, properties: dict | None = None, security: str = "plaintext"):
         from streamscale.reliability.netem import NetemLink, require_netem
 
         require_netem()
         self.link = NetemLink().create()
         try:
             self.broker = EmbeddedBroker(
-                host=self.link.peer_ip, netns=self.link.netns, log_dir=log_dir, port=9092
+                host=self.link.peer_ip, netns=self.link.netns, log_dir=log_dir, port=9092, security=security
             ).start()
         except BaseException:
             self.link.destroy()
             raise
+        self.properties = {**self.broker.client_properties(), **(properties or {})}
         self.bootstrap = self.broker.bootstrap
 
     def apply(self, fault) -> None:
@@ -155,11 +158,18 @@ class ClusterTestbed(Testbed):
     ``isolation``); cluster faults act on its nodes, and after each trial every node is up and
     joined again before the records are read back."""
 
-    def __init__(self, brokers: int = 3, isolation: bool = False, log_dir=None, properties: dict | None = None):
+    def __init__(
+        self,
+        brokers: int = 3,
+        isolation: bool = False,
+        log_dir=None,
+        properties: dict | None = None,
+        security: str = "plaintext",
+    ):
         from streamscale.broker.cluster import EmbeddedCluster
 
-        self.properties = properties
-        self.cluster = EmbeddedCluster(brokers, log_dir=log_dir, isolation=isolation).start()
+        self.cluster = EmbeddedCluster(brokers, log_dir=log_dir, isolation=isolation, security=security).start()
+        self.properties = {**self.cluster.client_properties(), **(properties or {})}
         self.bootstrap = self.cluster.bootstrap
 
     def settle(self, topic: str) -> None:

@@ -109,7 +109,8 @@ def read_kafka(
 def _kafka_options(defaults: dict, bootstrap: KafkaConnection | str, impl: str) -> dict:
     """The ``kafka.*`` options of a read or a write: the connection's properties over, for Spark's
     connector, streamscale's settings (``defaults``)."""
-    return {**(defaults if impl == "spark" else {}), **KafkaConnection.of(bootstrap).spark_options()}
+    java = impl == "spark"  # Spark's connector: Java's client, Java's property names
+    return {**(defaults if java else {}), **KafkaConnection.of(bootstrap).spark_options(java=java)}
 
 
 def _read_options(bootstrap: KafkaConnection | str, impl: str) -> dict:
