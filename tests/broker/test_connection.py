@@ -188,3 +188,49 @@ def test_the_default_kafka_log_is_fixed_for_child_processes(monkeypatch, tmp_pat
     assert path == tmp_path / "streamscale-logs" / f"kafka-{os.getpid()}.log"
     assert os.environ[LOG_ENV] == str(path)  # what processes started from here inherit
     assert kafka_log_path() == path
+
+
+def test_java_clients_get_a_jaas_line_and_pem_stores_for_librdkafka_security_properties(tmp_path):
+    # Spark's connector is Java's client: sasl.username/password and PEM paths are librdkafka's
+    # names, which Java ignores (a warning), so they arrive translated or the client never logs in
+    from streamscale.broker.security import Security
+
+    made = Security.prepare(tmp_path, ["127.0.0.1"])  # librdkafka reads the files when configured
+    ca, cert, key = made.ca_file, made.keystore_file, made.keystore_file  # one PEM: key and chain
+    conn = KafkaConnection.of(
+        "h:1",
+        {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": "u",
+            "sasl.password": 'p"w\\',
+            "ssl.ca.location": str(ca),
+            "ssl.certificate.location": str(cert),
+            "ssl.key.location": str(key),
+            "ssl.endpoint.identification.algorithm": "none",
+            "client.id": "me",
+        },
+    )
+    assert conn.spark_options(java=True) == {
+        "kafka.bootstrap.servers": "h:1",
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.client.id": "me",
+        "kafka.sasl.mechanism": "SCRAM-SHA-512",
+        "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="u" password="p\\"w\\\\";',
+        "kafka.ssl.truststore.type": "PEM",
+        "kafka.ssl.truststore.location": str(ca),
+        "kafka.ssl.keystore.type": "PEM",
+        "kafka.ssl.keystore.certificate.chain": cert.read_text(),
+        "kafka.ssl.keystore.key": key.read_text(),
+        "kafka.ssl.endpoint.identification.algorithm": "",
+    }
+    assert conn.spark_options()["kafka.sasl.username"] == "u"  # streamscale's connector: librdkafka's names
+    plain = KafkaConnection.of("h:1", {"sasl.mechanism": "PLAIN", "sasl.username": "a", "sasl.password": "b"})
+    assert plain.spark_options(java=True)["kafka.sasl.jaas.config"].startswith(
+        "org.apache.kafka.common.security.plain.PlainLoginModule required"
+    )
+    with pytest.raises(ConfigError, match="PLAIN and SCRAM only"):
+        KafkaConnection.of("h:1", {"sasl.username": "a", "sasl.password": "b"}).spark_options(java=True)
+    with pytest.raises(ConfigError, match="no equivalent in Spark's Kafka connector"):
+        KafkaConnection.of("h:1", {"sasl.oauthbearer.config": "x=y"}).spark_options(java=True)
