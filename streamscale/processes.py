@@ -49,3 +49,111 @@ def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: flo
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout)
+
+
+# The guardian's whole program: it reads "watch PID START" lines until "release" (then exits and
+# leaves them running) or the end of its input (its parent died, by whatever signal: then it kills
+# every watched process that is still the one it was told about, by its start time).
+_GUARDIAN = r"""
+import os, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+watched, folders = {}, []
+for line in sys.stdin:
+    word, _, rest = line.strip().partition(" ")
+    if word == "release":
+        sys.exit(0)
+    if word == "watch":
+        pid, start = rest.split()
+        watched[int(pid)] = start
+    if word == "remove":
+        folders.append(rest)
+for pid, start in watched.items():
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            now = f.read().rsplit(")", 1)[1].split()[19]
+        if now == start:
+            os.kill(pid, signal.SIGKILL)
+    except (OSError, IndexError):
+        pass
+if folders:
+    import shutil, time
+    time.sleep(1)  # the killed processes' last writes
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+"""
+
+
+def start_time(pid: int) -> str:
+    """A process's start time in clock ticks since boot (/proc/PID/stat field 22): with its pid,
+    what tells it from a later process that got the same pid."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[19]
+
+
+class Guardian:
+    """Kills the processes it watches if this process dies before :meth:`release` — of anything,
+    SIGKILL or an abort inside a C library included (a pipe closes when its writer dies, however).
+    For daemons started on purpose in sessions of their own (``broker start``): until they are
+    recorded as running, nothing else would ever stop them.
+
+    >>> with Guardian() as g:
+    ...     g.watch(daemon.pid)
+    ...     record_state(daemon)
+    ...     g.release()
+    """
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.released = False
+
+    def __enter__(self) -> Guardian:
+        import sys
+
+        # a session of its own: the terminal's Ctrl-C must not stop it before it has done its job
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _GUARDIAN],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            text=True,
+        )
+        return self
+
+    def watch(self, pid: int) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(f"watch {pid} {start_time(pid)}\n")
+            self.proc.stdin.flush()
+        except OSError:  # the process is already gone: nothing to guard
+            pass
+
+    def remove(self, folder) -> None:
+        """Also remove ``folder`` (a temporary storage) if this process dies before the release."""
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(f"remove {folder}\n")
+        self.proc.stdin.flush()
+
+    def release(self) -> None:
+        """The watched processes are recorded: let them run."""
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write("release\n")
+        self.proc.stdin.flush()
+        self.released = True
+        self._close()
+
+    def _close(self) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.close()  # without a release: the guardian kills what it watches
+        except OSError:
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+    def __exit__(self, *exc) -> None:
+        if not self.released:
+            self._close()

@@ -73,6 +73,7 @@ class EmbeddedCluster:
 
         self.security = check_mode(security)
         self.secrets = None  # sasl_ssl: its Security (certificates, users, client properties)
+        self.guardian = None  # a daemon's: kills the nodes if the starting process dies first
         if not 1 <= brokers <= 9:
             raise BrokerError(f"an embedded cluster has 1 to 9 brokers, not {brokers}")
         self.brokers = brokers
@@ -117,6 +118,8 @@ class EmbeddedCluster:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         if self.root is None:
             self.root = Path(tempfile.mkdtemp(prefix="streamscale-kafka-cluster-"))
+            if self.guardian is not None:
+                self.guardian.remove(self.root)
         try:
             self._make_nodes()
             cluster_id = kafka_server.new_cluster_id()
@@ -187,6 +190,8 @@ class EmbeddedCluster:
         with open(n.log_path, "ab") as log:
             kwargs = {"start_new_session": True} if self.daemon else {"preexec_fn": die_with_parent}
             n.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **kwargs)
+        if self.guardian is not None:
+            self.guardian.watch(n.proc.pid)
 
     def wait_ready(self, nodes: set[int], timeout: float | None = None) -> None:
         """Until every node in ``nodes`` answers a metadata request of its own naming itself as a
@@ -195,14 +200,16 @@ class EmbeddedCluster:
         waited = timeout or self.ready_timeout
         deadline = time.monotonic() + waited
         pending = set(nodes)
+        # one admin client per node for the whole wait: a client made and dropped every 0.1 s
+        # while a node starts leaves requests in flight in clients being destroyed
+        admins = {i: self._at(self.nodes[i].address).admin({"socket.timeout.ms": 2000, "log_level": 0}) for i in nodes}
         while pending:
             for i in sorted(pending):
                 n = self.nodes[i]
                 if n.proc is not None and n.proc.poll() is not None:
                     raise BrokerError(f"broker {i} exited with code {n.proc.returncode}; its log: {n.log_path}")
                 try:
-                    admin = self._at(n.address).admin({"socket.timeout.ms": 2000, "log_level": 0})
-                    if i in {b.id for b in admin.list_topics(timeout=2).brokers.values()}:
+                    if i in {b.id for b in admins[i].list_topics(timeout=2).brokers.values()}:
                         pending.discard(i)
                 except Exception:  # noqa: BLE001 - polled until the deadline
                     pass

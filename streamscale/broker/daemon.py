@@ -18,6 +18,7 @@ from streamscale.broker.cluster import EmbeddedCluster
 from streamscale.broker.connection import BOOTSTRAP_ENV, KafkaConnection
 from streamscale.broker.embedded import BrokerInfo, EmbeddedBroker
 from streamscale.errors import BrokerError
+from streamscale.processes import Guardian
 
 
 def state_dir() -> Path:
@@ -60,14 +61,29 @@ def daemon_start(
     port: int | None = None, data_dir: str | os.PathLike | None = None, security: str = "plaintext"
 ) -> BrokerInfo:
     _refuse_if_running()
-    broker = EmbeddedBroker(
-        port=port, log_dir=state_dir() / "logs", daemon=True, data_dir=data_dir, security=security
-    ).start()
-    info = broker.info()
-    state_dir().mkdir(parents=True, exist_ok=True)
-    _state_file().write_text(json.dumps(asdict(info), indent=2))
+    with Guardian() as guardian:  # whatever this process dies of before the state file: the JVM too
+        broker = EmbeddedBroker(
+            port=port, log_dir=state_dir() / "logs", daemon=True, data_dir=data_dir, security=security
+        )
+        broker.guardian = guardian
+        broker.start()
+        info = broker.info()
+        _abort_for_tests()
+        state_dir().mkdir(parents=True, exist_ok=True)
+        _state_file().write_text(json.dumps(asdict(info), indent=2))
+        guardian.release()
     broker.proc = None  # the daemon outlives this process on purpose
     return info
+
+
+ABORT_ENV = "STREAMSCALE_TEST_ABORT_BEFORE_RECORD"
+
+
+def _abort_for_tests() -> None:
+    """Tests: die as a C library's assertion does (SIGABRT) once the daemons run, before they are
+    recorded — what the guardian is for."""
+    if os.environ.get(ABORT_ENV) == "1":
+        os.abort()
 
 
 def daemon_stop(timeout: float = 30.0) -> BrokerInfo | None:
@@ -189,10 +205,24 @@ def _refuse_if_running() -> None:
 def cluster_start(brokers: int, data_dir: str | os.PathLike | None = None, security: str = "plaintext") -> ClusterInfo:
     """An embedded cluster of ``brokers`` nodes in the background (see :class:`EmbeddedCluster`)."""
     _refuse_if_running()
-    cluster = EmbeddedCluster(
-        brokers, log_dir=state_dir() / "logs", daemon=True, data_dir=data_dir, security=security
-    ).start()
-    info = ClusterInfo(
+    with Guardian() as guardian:  # whatever this process dies of before the state file: the nodes too
+        cluster = EmbeddedCluster(
+            brokers, log_dir=state_dir() / "logs", daemon=True, data_dir=data_dir, security=security
+        )
+        cluster.guardian = guardian
+        cluster.start()
+        info = _cluster_info(cluster)
+        _abort_for_tests()
+        state_dir().mkdir(parents=True, exist_ok=True)
+        _cluster_file().write_text(json.dumps(asdict(info), indent=2))
+        guardian.release()
+    for n in cluster.nodes.values():
+        n.proc = None  # the daemons outlive this process on purpose
+    return info
+
+
+def _cluster_info(cluster: EmbeddedCluster) -> ClusterInfo:
+    return ClusterInfo(
         bootstrap=cluster.bootstrap,
         nodes=[
             {
@@ -210,11 +240,6 @@ def cluster_start(brokers: int, data_dir: str | os.PathLike | None = None, secur
         security=cluster.security,
         client_config=str(cluster.secrets.client_file) if cluster.secrets else "",
     )
-    state_dir().mkdir(parents=True, exist_ok=True)
-    _cluster_file().write_text(json.dumps(asdict(info), indent=2))
-    for n in cluster.nodes.values():
-        n.proc = None  # the daemons outlive this process on purpose
-    return info
 
 
 def cluster_stop(timeout: float = 30.0) -> ClusterInfo | None:

@@ -66,6 +66,7 @@ class EmbeddedBroker:
 
         self.security = check_mode(security)
         self.secrets = None  # sasl_ssl: its Security (certificates, users, client properties)
+        self.guardian = None  # a daemon's: kills the broker if the starting process dies first
         self.port = port
         self.host = host
         self.netns = netns  # run inside this network namespace (netem faults)
@@ -118,6 +119,8 @@ class EmbeddedBroker:
             )
         if self.data_dir is None:
             self.data_dir = Path(tempfile.mkdtemp(prefix="streamscale-kafka-"))
+            if self.guardian is not None:
+                self.guardian.remove(self.data_dir)
         attempts = 3 if self.port is None else 1
         last: Exception | None = None
         try:
@@ -170,6 +173,8 @@ class EmbeddedBroker:
                 self.proc = subprocess.Popen(
                     cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
                 )
+                if self.guardian is not None:
+                    self.guardian.watch(self.proc.pid)
             else:
                 self.proc = subprocess.Popen(
                     cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent

@@ -98,3 +98,62 @@ def test_a_clusters_brokers_die_with_a_killed_parent(tmp_path):
     finally:
         parent.kill()
         parent.wait(10)
+
+
+def _jvms_under(folder: Path) -> list[int]:
+    """Kafka server JVMs whose command line names a file under ``folder``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"kafka.Kafka" in cmdline and str(folder).encode() in cmdline and _alive(int(proc.name)):
+                found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.parametrize("brokers", [1, 3])
+def test_a_start_that_aborts_before_recording_its_daemons_leaves_none_running(state, tmp_path, brokers):
+    # `broker start` aborted (SIGABRT, as inside librdkafka) once its JVMs ran and before its state
+    # file: nothing else could stop them, so the guardian does; a session of their own each
+    data = tmp_path / "data"
+    r = run(
+        "broker",
+        "start",
+        "--brokers",
+        str(brokers),
+        "--data-dir",
+        str(data),
+        env={**state, "STREAMSCALE_TEST_ABORT_BEFORE_RECORD": "1"},
+    )
+    assert r.returncode == -signal.SIGABRT
+    assert not (Path(state["STREAMSCALE_STATE_DIR"]) / ("cluster.json" if brokers > 1 else "broker.json")).exists()
+    wait_for(lambda: not _jvms_under(data), 20, "the unrecorded brokers to be killed")
+    r = run("broker", "start", "--brokers", str(brokers), env=state)  # and a start after it works
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_cluster_starts_and_stops_again_and_again_on_a_busy_cpu(state):
+    from streamscale.broker import daemon
+
+    burners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL) for _ in range(2)
+    ]
+    old = os.environ.get("STREAMSCALE_STATE_DIR")
+    os.environ["STREAMSCALE_STATE_DIR"] = state["STREAMSCALE_STATE_DIR"]
+    try:
+        for _ in range(3):
+            info = daemon.cluster_start(3)
+            assert len(info.alive()) == 3 and (daemon.state_dir() / "cluster.json").exists()
+            stopped = daemon.cluster_stop()
+            assert stopped is not None and not any(_alive(p) for p in info.pids)
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+        if old is None:
+            os.environ.pop("STREAMSCALE_STATE_DIR")
+        else:
+            os.environ["STREAMSCALE_STATE_DIR"] = old
