@@ -32,6 +32,7 @@ def run_demo(
     execution: bool = True,
     source: bool = False,
     connector: str | None = None,
+    security: str = "plaintext",
 ) -> dict:
     """The scaling demo (probe, then a short UC2 benchmark whose demand rises from 1 to 2 cores);
     ``source``: first the PySpark source under load; ``execution=False``: only that."""
@@ -39,7 +40,7 @@ def run_demo(
     if source or not execution:
         result = run_source_demo(seconds, sensors, out_dir, master, partitions)
     if execution:
-        result["execution"] = run_scaling_demo(out_dir / f"{SUT}-scaling", connector=connector)
+        result["execution"] = run_scaling_demo(out_dir / f"{SUT}-scaling", connector=connector, security=security)
     return result
 
 
@@ -126,9 +127,10 @@ def replace_previous_demo(out_dir: Path) -> None:
         shutil.rmtree(out_dir)
 
 
-def run_scaling_demo(out_dir: Path, connector: str | None = None) -> dict:
+def run_scaling_demo(out_dir: Path, connector: str | None = None, security: str = "plaintext") -> dict:
     """Embedded broker, a quick capacity probe, then UC2's capacity on 1 and 2 cores as brackets
-    searched from the probe's figure (``connector``: the Kafka connector, default spark)."""
+    searched from the probe's figure (``connector``: the Kafka connector, default spark;
+    ``security``: the broker's, plaintext or sasl_ssl)."""
     from streamscale.benchmark.execution import run_execution
     from streamscale.benchmark.probe import probe_capacity
     from streamscale.benchmark.results import read_results
@@ -148,9 +150,13 @@ def run_scaling_demo(out_dir: Path, connector: str | None = None) -> dict:
     # from a two-core experiment through the next: an experiment took ~10 s more in a session of
     # its own (its Python workers starting and warming). Stopped before the broker it reads. The
     # spec says so (reuse_spark): a benchmark's experiments start afresh by default.
-    with EmbeddedBroker(log_dir=out_dir / "logs") as broker, SparkSessions(keep=True) as sessions:
+    with (
+        EmbeddedBroker(log_dir=out_dir / "logs", security=security) as broker,
+        SparkSessions(keep=True) as sessions,
+    ):
+        secured = " (SASL_SSL, SCRAM-SHA-512)" if broker.secrets is not None else ""
         console.print(
-            f"[bold]1/3[/] embedded broker (Apache Kafka) at {broker.bootstrap}; Spark's and Java's own "
+            f"[bold]1/3[/] embedded broker (Apache Kafka) at {broker.bootstrap}{secured}; Spark's and Java's own "
             f"log: {spark_log_path()}, the Kafka clients': {kafka_log_path() or 'stderr'}",
             highlight=False,
         )
@@ -160,7 +166,7 @@ def run_scaling_demo(out_dir: Path, connector: str | None = None) -> dict:
         )
         with console.status("probing"):
             (probe,) = probe_capacity(
-                broker.bootstrap,
+                broker.connection,
                 [1],
                 SUT,
                 params,
@@ -180,7 +186,7 @@ def run_scaling_demo(out_dir: Path, connector: str | None = None) -> dict:
             f"each until its lag trend is decided; SLOs: lag trend at most {LAG_THRESHOLD:.0%} of the load, "
             "p95 processing latency at most 8 trigger intervals"
         )
-        summary = run_execution(spec, out_dir, broker.bootstrap, sessions=sessions, broker_pids=broker.pids())
+        summary = run_execution(spec, out_dir, broker.connection, sessions=sessions, broker_pids=broker.pids())
     summary["probe"] = [{"cores": probe.cores, "records_per_s": round(probe.rate)}]
     summary["spark_sessions"] = sessions.started  # the probe's one-core session served the first experiments
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))

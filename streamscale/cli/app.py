@@ -68,6 +68,24 @@ KafkaConfig = typer.Option(
 )
 
 
+Security = typer.Option(
+    None,
+    "--security",
+    help="The embedded Kafka's listeners, over the spec's broker.security: plaintext, or sasl_ssl "
+    "(TLS, SCRAM-SHA-512 users, ACLs)",
+)
+
+
+def with_security(spec, security: str | None):
+    """``spec`` with ``broker.security`` set from the command line (None: as the spec says)."""
+    if security is None:
+        return spec
+    from streamscale.broker.security import check_mode
+
+    spec.broker = spec.broker.model_copy(update={"security": check_mode(security)})
+    return spec
+
+
 def kafka_connection(bootstrap, properties, config_file, section=None):
     """The command's Kafka connection: -b / -X / --kafka-config / a spec's kafka: section /
     $STREAMSCALE_BOOTSTRAP_SERVERS, else the broker of `streamscale broker start`; checked to answer."""

@@ -10,6 +10,7 @@ from streamscale.cli.app import (
     EmbeddedOrBootstrap,
     KafkaConfig,
     KafkaProperty,
+    Security,
     bench_app,
     console,
     external_kafka,
@@ -17,6 +18,7 @@ from streamscale.cli.app import (
     out,
     parse_params,
     root,
+    with_security,
 )
 
 
@@ -144,13 +146,14 @@ def bench_run(
     serve_port: int = typer.Option(0, help="Port of the live page (default: a free one)"),
     kafka_property: list[str] = KafkaProperty,
     kafka_config: Path = KafkaConfig,
+    security: str = Security,
 ):
     """Run an execution: isolated experiments chosen by the search strategy; resumes if interrupted."""
     metrics_endpoint()
     from streamscale.benchmark.execution import run_execution
     from streamscale.benchmark.spec import load_spec
 
-    spec = load_spec(spec_file)
+    spec = with_security(load_spec(spec_file), security)
     out_dir = out_dir or Path("results") / spec.name
     conn, props = external_kafka(bootstrap, kafka_property, kafka_config, spec.kafka_section())
     live = server = None
@@ -207,6 +210,9 @@ def demo_cmd(
     connector: str = typer.Option(
         None, help="Kafka connector: spark (Spark's own) or python; default $STREAMSCALE_KAFKA_IMPL, else spark"
     ),
+    security: str = typer.Option(
+        "plaintext", "--security", help="The embedded broker's: plaintext, or sasl_ssl (TLS, SCRAM users, ACLs)"
+    ),
 ):
     """A Spark job's (UC2's) resource demand found rising with its load on this machine (~3 min), with report."""
     from streamscale.demo import run_demo
@@ -219,4 +225,5 @@ def demo_cmd(
         execution=execution,
         source=source,
         connector=connector,
+        security=security,
     )

@@ -11,12 +11,14 @@ from streamscale.cli.app import (
     Bootstrap,
     KafkaConfig,
     KafkaProperty,
+    Security,
     console,
     external_kafka,
     kafka_connection,
     metrics_endpoint,
     out,
     rel_app,
+    with_security,
 )
 
 
@@ -32,13 +34,14 @@ def reliability_run(
     ),
     kafka_property: list[str] = KafkaProperty,
     kafka_config: Path = KafkaConfig,
+    security: str = Security,
 ):
     """Send N numbered messages per semantics under each fault; report alpha = L/N and beta = D/N."""
     metrics_endpoint()
     from streamscale.reliability.campaign import run_spec
     from streamscale.reliability.spec import load_spec
 
-    spec = load_spec(spec_file)
+    spec = with_security(load_spec(spec_file), security)
     from streamscale.broker.clusternet import remove_stale_networks
 
     remove_stale_networks()  # what a SIGKILLed run that cut a broker off left behind

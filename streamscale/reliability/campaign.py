@@ -161,7 +161,16 @@ def run_spec(
 
 # what a cell of the campaign's table is: its trials are repetitions of one another
 # (a trial whose fault did not happen is a cell of its own: never a 0-loss trial of that fault)
-CELL = ["semantics", "size", "fault", "fault_injected", "replication_factor", "min_insync_replicas", "unclean_election"]
+CELL = [
+    "semantics",
+    "size",
+    "fault",
+    "fault_injected",
+    "received",
+    "replication_factor",
+    "min_insync_replicas",
+    "unclean_election",
+]
 
 
 def agreement(trials: pd.DataFrame) -> str:
@@ -185,6 +194,8 @@ def agreement(trials: pd.DataFrame) -> str:
 
 def range_text(mean: float, low: float, high: float) -> str:
     """α or β as a cell shows it: the mean, and its range where the trials differ."""
+    if mean != mean:  # NaN: no trial of the cell was received
+        return "unknown"
     if low == high:
         return f"{mean:.3g}"
     return f"{mean:.3g} [{low:.3g}–{high:.3g}]"
@@ -203,6 +214,8 @@ def summary_lines(summary: pd.DataFrame) -> list[str]:
         )
         if str(getattr(r, "fault_injected", True)) == "False":
             line += "  [fault not injected: not a trial of this fault]"
+        if str(getattr(r, "received", True)) == "False":
+            line += "  [receiver failed: loss unknown, see the trials' note]"
         if r.agreement:
             line += f"  [trials disagree: {r.agreement}]"
         lines.append(line)
@@ -224,6 +237,7 @@ def _progress_line(done: int, total: int, r: TrialResult, spec: ReliabilitySpec)
             f"no acknowledgment for {r.stall_s:.1f} s"
         )
     line += "  [fault not injected]" if not r.fault_injected else ""
+    line += f"  [{r.note}]" if not r.received else ""
     return line + ("  [broker data lost]" if r.broker_restarted else "")
 
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from streamscale.broker.access import BrokerAccess
+from streamscale.errors import KafkaClientError, WaitTimeout
 from streamscale.observe import prometheus
 from streamscale.reliability.receiver import account, receive
 from streamscale.reliability.sender import ID_DIGITS, Sender, make_value, settings_of
@@ -75,6 +76,7 @@ class TrialResult:
     mean_batch_records: int = 0
     broker_restarted: bool = False
     fault_injected: bool = True  # False: a step of the fault did not happen (see note)
+    received: bool = True  # False: the receiver failed (see note); α and β unknown, not counted
     note: str = ""
     extra: dict = field(default_factory=dict, repr=False)
 
@@ -189,12 +191,26 @@ def run_trial(
     for k, v in sender.requests().items():
         setattr(result, k, v)
     t1 = time.monotonic()
-    ids = receive(
-        testbed.connection, topic, "read_committed" if settings.transactions else "read_uncommitted", receive_timeout_s
-    )
+    try:
+        ids = receive(
+            testbed.connection,
+            topic,
+            "read_committed" if settings.transactions else "read_uncommitted",
+            receive_timeout_s,
+        )
+    except (WaitTimeout, KafkaClientError) as exc:
+        # the trial failed, not the campaign: its loss is unknown, and said to be
+        ids = None
+        result.received = False
+        result.note = f"receiver failed: {exc}"
     result.receive_s = time.monotonic() - t1
     access.delete_topics([topic])  # after every client of the topic is closed
     access.close()
+    if ids is None:
+        result.acked = int(sender.acked.sum())
+        result.alpha = result.beta = float("nan")
+        result.trial_s = time.monotonic() - t_trial
+        return result
     _account(result, sender, ids, n)
     if result.broker_restarted:
         result.note = "broker restarted mid-run (stopped and started again on its storage)"

@@ -225,3 +225,15 @@ def test_shipped_reliability_examples_are_valid(name):
 
     spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "reliability" / f"{name}.yaml")
     assert spec.name == name and spec.all_faults()
+
+
+def test_a_receiver_that_times_out_fails_its_trial_not_the_campaign(bed):
+    from streamscale.reliability.campaign import range_text
+
+    r = run_trial(bed, "at-least-once", 2_000, 100, NoFault(), partitions=2, send_timeout_s=30, receive_timeout_s=1e-6)
+    assert not r.received and r.note.startswith("receiver failed: receiver did not reach the end")
+    assert r.acked == 2_000  # what the sender knows stands
+    assert r.alpha != r.alpha and r.beta != r.beta  # unknown (NaN), never a 0-loss trial
+    assert range_text(r.alpha, r.alpha, r.alpha) == "unknown"
+    again = run_trial(bed, "at-least-once", 2_000, 100, NoFault(), partitions=2, send_timeout_s=30)
+    assert again.received and (again.lost, again.alpha) == (0, 0.0)  # the testbed serves the next trial
