@@ -8,6 +8,8 @@ monotonicity (more resources never hurt, more load never helps), restricted to t
 
 from __future__ import annotations
 
+import statistics
+
 from streamscale.benchmark.units import Axes, approx
 
 
@@ -96,12 +98,22 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
         cpus = [r.spark_cpu_pct / 100 for r in mine if r.spark_cpu_pct == r.spark_cpu_pct]  # not NaN
         ends = {b["held"], b["failed"]}
         drifted = [r for r in mine if r.drifted and float(r.load) in ends]
+        # what travels between machines: Spark's CPU-seconds per million records at the held end
+        per_million = sorted(
+            float(r.cpu_s_per_million)
+            for r in mine
+            if b["held"] is not None
+            and float(r.load) == float(b["held"])
+            and getattr(r, "cpu_s_per_million", float("nan")) == getattr(r, "cpu_s_per_million", 0.0)
+        )
         row = {
             **b,
             "held_rate": None if b["held"] is None else axes.rate(b["held"]),
             "failed_rate": None if b["failed"] is None else axes.rate(b["failed"]),
             "spark_cpus": sum(cpus) / len(cpus) if cpus else None,
             "ends_drifted": len(drifted),
+            "cpu_s_per_million": statistics.median(per_million) if per_million else None,
+            "cpu_s_per_million_range": [per_million[0], per_million[-1]] if per_million else None,
         }
         table.append(row)
         words = _bracket_words(row, axes)
@@ -134,6 +146,12 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         return text + (f", higher untested: {row['ceiling']}" if row.get("ceiling") else "")
     verb = "stayed undecided at" if row["failed_undecided"] else "failed"
     text += f" and {verb} {_amount(axes, failed)}"
-    if row.get("ends_drifted"):
+    if row.get("out_of_time") and row.get("width") is not None:
+        text += f" (the time budget ended the search {row['width']:.0%} apart)"
+    if row.get("confirmed"):
+        text += " (its ends run again after a drift)"
+    elif row.get("ends_drifted"):
         text += f" ({row['ends_drifted']} deciding run{'s' if row['ends_drifted'] > 1 else ''} on a drifting machine)"
+    if row.get("cpu_s_per_million") is not None:
+        text += f", {row['cpu_s_per_million']:.3g} CPU-s per million records held"
     return text

@@ -13,17 +13,28 @@ verdict stayed undecided (its interval still straddled the limit at its longest)
 it ends the search upwards as a failure would, and the bracket says that its upper end is
 undecided. A run that could not be judged (the load generator fell short of the load) ends the
 search upwards too: the machine cannot test beyond it.
+
+An end decided by a run on a machine whose speed drifted is run again (``confirm``), with the other
+end run again beside it (interleaved: held, failed), so that the drift falls on both. Where the
+two runs of an end disagree, the point is undecided and the bracket widens past it: the held end
+moves down to the next load held, the failed end up to the next load failed (or stays, said to be
+undecided).
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from streamscale.benchmark.units import round_significant
 
 PASS, FAIL, UNDECIDED, INVALID = "pass", "fail", "undecided", "invalid"
+
+
+def _always(*_args) -> bool:
+    return True
 
 
 @dataclass
@@ -34,8 +45,11 @@ class Bracket:
     held_assumed: bool = False  # held by fewer resources, not run with these
     failed_undecided: bool = False  # the upper end is a run that stayed undecided, not a failure
     ceiling: str = ""  # why the search could not go higher
+    out_of_time: bool = False  # the time budget ended the search before the resolution was reached
     verdicts: dict = field(default_factory=dict)  # load -> pass | fail | undecided | invalid
+    confirmed: dict = field(default_factory=dict)  # load -> the verdict of its run again (a drifted end)
     rate: Callable[[float], float] = float  # a load value in records/s (UC4's load is a level n: 4^n)
+    fits: Callable[[], bool] = _always  # whether one more run fits the time budget
 
     @property
     def width(self) -> float | None:
@@ -57,8 +71,10 @@ class Bracket:
             "held_assumed": self.held_assumed,
             "failed_undecided": self.failed_undecided,
             "ceiling": self.ceiling,
+            "out_of_time": self.out_of_time,
             "runs": self.runs,
             "verdicts": {f"{k:g}": v for k, v in sorted(self.verdicts.items())},
+            "confirmed": {f"{k:g}": v for k, v in sorted(self.confirmed.items())},
         }
 
 
@@ -92,21 +108,35 @@ def bracket_search(
     max_runs: int = 12,
     whole: bool = False,
     rate: Callable[[float], float] = float,
+    confirm: Callable[[float, int], str] | None = None,
+    drifted: Callable[[float, int], bool] | None = None,
+    deadline: float | None = None,
+    run_cost_s: float = 0.0,
 ) -> list[Bracket]:
     """One :class:`Bracket` per resource amount; ``verdict(load, resources)`` runs (or recalls) an
     experiment and returns pass, fail, undecided or invalid. ``low``/``high``: the loads the search
     may try; ``max_runs``: the most experiments per resource amount. ``whole``: loads are whole
     numbers stepped by one (UC4's levels of groups), ``rate`` turns a load into records/s, in which
-    the resolution is judged."""
+    the resolution is judged. ``drifted(load, resources)``: whether a run that decided that point
+    was taken on a drifting machine; ``confirm(load, resources)`` runs such an end again.
+    ``deadline`` (time.monotonic()): the search's time budget, shared equally by the amounts still
+    to search; a run expected to take ``run_cost_s`` starts only if it ends before its amount's
+    share (an amount's first run always starts)."""
     out: list[Bracket] = []
     below: Bracket | None = None
-    for res in sorted(resources):
+    amounts = sorted(resources)
+    for i, res in enumerate(amounts):
         b = Bracket(res, rate=rate)
+        if deadline is not None:
+            share = time.monotonic() + (deadline - time.monotonic()) / (len(amounts) - i)
+            b.fits = lambda b=b, share=share: b.runs == 0 or time.monotonic() + run_cost_s <= share
         if below is not None and below.held is not None:
             b.held, b.held_assumed = below.held, True
         first = below.failed if below is not None and below.failed is not None else start
         first = min(max(first, low), high)
         _search(b, verdict, first if whole else nice(first), resolution, factor, low, high, max_runs, whole)
+        if confirm is not None and drifted is not None:
+            confirm_ends(b, confirm, drifted)
         out.append(b)
         below = b
     return out
@@ -130,9 +160,17 @@ def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max
             b.ceiling = f"the load generator could not produce {x:,.0f} records/s here"
         return v
 
+    def more() -> bool:
+        if b.runs >= max_runs:
+            return False
+        if not b.fits():
+            b.out_of_time = True
+            return False
+        return True
+
     # outwards until one load held and one did not
     x = load
-    while b.runs < max_runs:
+    while more():
         if (b.held is not None and x <= b.held) or (b.failed is not None and x >= b.failed):
             break
         v = run(x)
@@ -150,8 +188,8 @@ def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max
                 break
             x = down(x)
     # then inwards, the geometric middle until the ends are within the resolution
-    while b.held is not None and b.failed is not None and b.runs < max_runs:
-        if b.width <= resolution:
+    while b.held is not None and b.failed is not None:
+        if b.width <= resolution or not more():
             break
         mid = between(b.held, b.failed, whole)
         if mid is None or mid in b.verdicts:
@@ -161,3 +199,25 @@ def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max
             # they are, so asking again would ask for the same run forever
             b.ceiling = f"the load generator could not produce {mid:,.0f} records/s here: the bracket stops narrowing"
             break
+
+
+def confirm_ends(b: Bracket, confirm: Callable[[float, int], str], drifted: Callable[[float, int], bool]) -> None:
+    """Run both ends again, interleaved, when a run that decided either drifted; an end whose two
+    runs disagree is undecided, and the bracket widens past it (see the module notes)."""
+    ends = [x for x in (None if b.held_assumed else b.held, b.failed) if x is not None]
+    if not any(drifted(x, b.resources) for x in ends):
+        return
+    for x in ends:
+        b.confirmed[x] = confirm(x, b.resources)
+    held, failed = b.held, b.failed
+    if held in b.confirmed and b.confirmed[held] != PASS:
+        b.verdicts[held] = UNDECIDED
+        lower = [x for x, v in b.verdicts.items() if v == PASS and x < held]
+        b.held = max(lower) if lower else None
+    if failed in b.confirmed and b.confirmed[failed] == PASS and b.verdicts.get(failed) != PASS:
+        b.verdicts[failed] = UNDECIDED
+        higher = [x for x, v in b.verdicts.items() if v == FAIL and x > failed]
+        if higher:
+            b.failed, b.failed_undecided = min(higher), False
+        else:
+            b.failed_undecided = True

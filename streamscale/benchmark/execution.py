@@ -71,6 +71,12 @@ def _majority(verdicts: list[str], repetitions: int, final: bool = False) -> str
     return "undecided"
 
 
+# the repetition number of a bracket end's confirming run (above any spec's repetitions)
+CONFIRM_REP = 100
+# what a run costs beyond its load: topics made, Spark's query started and stopped, the judging
+RUN_OVERHEAD_S = 10.0
+
+
 class Execution:
     """One benchmark execution: search, repetitions, resume, files."""
 
@@ -142,6 +148,17 @@ class Execution:
             if decided is not None and (self.spec.execution.stop_at_majority or len(verdicts) >= reps):
                 return decided
         return _majority(verdicts, reps, final=True)
+
+    def drifted(self, load, res) -> bool:
+        """Whether a run at this point (this configuration) was taken on a drifting machine."""
+        point = (float(load), int(res), self.config)
+        return any(r.drifted for (x, n, _, c), r in self.done.items() if (x, n, c) == point)
+
+    def confirm(self, load, res) -> str:
+        """One more run of a bracket's end, as repetition CONFIRM_REP (recalled on a resumed
+        execution like any other run)."""
+        console.print(f"  an end of the bracket was decided on a drifting machine: load {load:g} run again")
+        return self._run(load, res, CONFIRM_REP, CONFIRM_REP + 1).verdict
 
     def _run(self, load, res, rep: int, of: int) -> ExperimentResult:
         """Repetition ``rep`` of a point: recalled from the results, or run now."""
@@ -224,6 +241,7 @@ class Execution:
             low, high = values[0] / 64, values[-1] if len(values) > 1 else values[0] * 64
         table, assumed = [], set()
         names = self.spec.config_names()
+        deadline = time.monotonic() + st.time_budget_s if st.time_budget_s else None
         for i, name in enumerate(names, 1):
             self.config = name
             if name:
@@ -239,6 +257,10 @@ class Execution:
                 max_runs=st.max_runs,
                 whole=whole,
                 rate=Axes.of(self.spec).rate,
+                confirm=self.confirm,
+                drifted=self.drifted,
+                deadline=deadline,
+                run_cost_s=ex.duration_s + RUN_OVERHEAD_S,
             )
             table += [{**b.as_dict(), **({"config": name} if name else {})} for b in brackets]
             assumed |= {(name, b.resources) for b in brackets if b.held_assumed}

@@ -14,6 +14,15 @@ from pathlib import Path
 from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
+from streamscale.benchmark.verdict import (  # noqa: F401 - run_validity, processing_limit_ms: used from here too
+    MAX_MISSED_LAG_SAMPLES,
+    combined_verdict,
+    delivered_rate,
+    died_result,
+    latency_growing,
+    processing_limit_ms,
+    run_validity,
+)
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import SparkDied
 from streamscale.experiment.slo import (
@@ -41,6 +50,8 @@ def experiment_settings(spec: Spec, load: float, resources: int, config: str = "
         params["levels"] = int(load)
         params.setdefault("children", 4)
         sensors = params["children"] ** int(load)
+    elif bm.sut == "uc4" and ex.load.type == "sensors":
+        params["sensors"] = sensors  # a registry of that many: groups of four, the last partly filled
     elif ex.load.type == "window_s":
         params["window_s"] = float(load)
         sensors = ex.load.sensors
@@ -83,52 +94,6 @@ def emission_period_s(spec: Spec, params: dict) -> float | None:
     return grid[1] / 1000 if grid else None
 
 
-# A run whose lag sampler failed for more than this share of its seconds is not judged: the trend
-# interpolates across a few missing samples, but a run sampled for part of its length would be
-# judged on that part (a batch's lag needs the topic's end offset around its commit).
-MAX_MISSED_LAG_SAMPLES = 0.05
-
-
-def run_validity(generator_reached_target: bool, lag_samples_missed: int, duration_s: float) -> tuple[bool, str]:
-    """Whether a run can be judged, and why not."""
-    if not generator_reached_target:
-        return False, "generator fell short of its target rate: experiment invalid"
-    if lag_samples_missed > MAX_MISSED_LAG_SAMPLES * duration_s:
-        return False, f"{lag_samples_missed} lag samples of {duration_s:g} s failed: experiment invalid"
-    return True, ""
-
-
-# Sequential testing: a run stops early only when its lag trend's interval at this confidence
-# clears the limit (looks every 2 s from min_duration_s on: a stricter interval than the final
-# 95 % keeps the many looks from deciding by chance); at its longest the 95 % interval decides.
-EARLY_CONFIDENCE = 0.995
-
-
-def processing_limit_ms(spec: Spec, params: dict) -> float | None:
-    """The processing-latency SLO's limit on the p95, ms (None: no such SLO)."""
-    from streamscale.benchmark.spec import PROCESSING_P95_MAX_MS, PROCESSING_P95_TRIGGERS
-    from streamscale.pipelines import make_pipeline
-
-    given = spec.execution.slos.processing_latency_p95_ms
-    if given is None:
-        return None
-    if given == "auto":
-        pipe = make_pipeline(spec.benchmark.sut, params, records=spec.benchmark.records)
-        interval_ms = pipe.params.trigger_interval_s * 1000
-        return min(PROCESSING_P95_TRIGGERS * interval_ms, PROCESSING_P95_MAX_MS)
-    return float(given)
-
-
-def combined_verdict(valid: bool, lag: str, others_hold: bool) -> str:
-    """One run's verdict: invalid, else fail when a decided SLO failed, else undecided while the lag
-    trend's interval straddles its limit, else pass."""
-    if not valid:
-        return "invalid"
-    if lag == "fail" or not others_hold:
-        return "fail"
-    return "undecided" if lag == "undecided" else "pass"
-
-
 class ExperimentRunner:
     """Runs single experiments for real (broker, generator, Spark pipeline) and judges them."""
 
@@ -161,14 +126,19 @@ class ExperimentRunner:
             self.sessions.close()
 
     def judge(self, s: dict, limit: float):
-        """Whether a run so far is decided (sequential testing): its lag trend's strict interval
-        clears the limit."""
+        """Whether a run so far is decided (sequential testing): its lag trend's interval, at the
+        confidence this look may spend (:class:`~streamscale.experiment.sequential.Looks`), clears
+        the limit."""
+        from streamscale.experiment.sequential import Looks
+        from streamscale.experiment.sut import CHECK_EVERY_S
+
         ex = self.spec.execution
         period = emission_period_s(self.spec, s["params"])
+        self.looks = looks = Looks(ex.duration_s, ex.shortest_s or ex.duration_s, CHECK_EVERY_S)
 
         def decided(lag, batches, t0_wall, topic) -> bool:
             trend = lag_trend_estimate(lag, batches, t0_wall, ex.warmup_s, topic, period_s=period)
-            return trend.verdict(limit, EARLY_CONFIDENCE) != "undecided"
+            return trend.verdict(limit, looks.confidence()) != "undecided"
 
         return decided
 
@@ -190,6 +160,7 @@ class ExperimentRunner:
             }
         )
         limit = lag_limit(s["rate"], ex.slos.lag_trend_threshold)
+        self.looks = None  # set by judge() when the run is looked at as it goes
         speed_before = calibration_speed()
         if self.reference_speed is None:
             self.reference_speed = speed_before
@@ -204,6 +175,16 @@ class ExperimentRunner:
             prometheus.experiments_total.labels("fail").inc()
             return res
         return self._judged(load, resources, repetition, s, r, speed_before)
+
+    def _confidence(self, ran_s: float) -> float:
+        """The lag verdict's confidence: a run stopped at a look, that look's; one that went the
+        whole way, what its looks left (:mod:`streamscale.experiment.sequential`); 95 % without looks."""
+        looks = getattr(self, "looks", None)
+        if looks is None or not looks.taken:
+            return 0.95
+        if ran_s < self.spec.execution.duration_s - 0.5:
+            return 1 - looks.per_look()
+        return looks.final_confidence()
 
     def _run_sut(self, spec: Spec, s: dict, on_lag, limit: float):
         from streamscale.experiment.sut import run_sut
@@ -242,8 +223,11 @@ class ExperimentRunner:
         trend = lag_trend_estimate(
             r.lag, r.batches, r.t0_wall, ex.warmup_s, r.input_topic, period_s=emission_period_s(spec, s["params"])
         )
-        slope, limit = trend.slope, lag_limit(r.target_rate, ex.slos.lag_trend_threshold)
-        lag_verdict = trend.verdict(limit)
+        ran = r.ran_s or ex.duration_s
+        fitted_from = trend.start_s if math.isfinite(trend.start_s) else ex.warmup_s
+        delivered = delivered_rate(r.lag, fitted_from, r.generator_rate)
+        slope, limit = trend.slope, lag_limit(delivered, ex.slos.lag_trend_threshold)
+        lag_verdict = trend.verdict(limit, self._confidence(ran))
         windowed = spec.benchmark.sut in ("uc2", "uc4") or ":" in spec.benchmark.sut  # a job: Spark's drops
         frac = r.dropped_late / r.generated if r.generated else 0.0
         thr = ex.slos.dropped_records_threshold
@@ -256,12 +240,16 @@ class ExperimentRunner:
         proc_limit = processing_limit_ms(spec, s["params"])
         # no record processed after the warm-up: no latency to hold a limit to (nothing got through)
         processing_ok = proc_limit is None or (proc[0.95] is not None and proc[0.95] <= proc_limit)
-        proc_trend = processing_trend(r.batches, r.t0_wall, ex.warmup_s) if r.t0_wall else None
-        valid, invalid_note = run_validity(r.generator_reached_target, r.lag_samples_missed, r.ran_s or ex.duration_s)
-        verdict = combined_verdict(valid, lag_verdict, dropped_ok and latency_ok and processing_ok)
+        proc_trend = processing_trend(r.batches, r.t0_wall, fitted_from) if r.t0_wall else None
+        growing = latency_growing(proc_trend, ran - fitted_from)
+        valid, invalid_note = run_validity(
+            r.generator_reached_target, r.lag_samples_missed, ran, delivered, r.target_rate
+        )
+        verdict = combined_verdict(valid, lag_verdict, dropped_ok and latency_ok and processing_ok and not growing)
         moved = drift(self.reference_speed, speed_before, speed_after)
-        ran = r.ran_s or ex.duration_s
         notes = [invalid_note] if invalid_note else []
+        if growing:
+            notes.append(f"processing latency kept growing ({proc_trend.slope:,.0f} ms per s)")
         if verdict == "undecided":
             notes.append(f"lag interval still straddles the limit after {ran:.0f} s")
         if moved > DRIFT_LIMIT:
@@ -283,6 +271,11 @@ class ExperimentRunner:
             repetition=repetition,
             target_rate=r.target_rate,
             generator_rate=round(r.generator_rate, 1),
+            delivered_rate=round(delivered, 1),
+            processing_growing=growing,
+            cpu_s_per_million=round(r.spark_cpu_pct / 100 * ran / r.processed_records * 1e6, 2)
+            if r.processed_records
+            else float("nan"),
             generator_reached_target=r.generator_reached_target,
             valid=valid,
             lag_slope=round(slope, 3) if math.isfinite(slope) else slope,
@@ -360,34 +353,3 @@ class ExperimentRunner:
             trend=trend,
             axes=Axes.of(self.spec),
         )
-
-
-def died_result(
-    load: float, resources: int, repetition: int, rate: float, limit: float, reason: str, ran_s: float
-) -> ExperimentResult:
-    """A run whose Spark JVM died under the load: failed, with why, and nothing measured."""
-    nan = float("nan")
-    return ExperimentResult(
-        exp_id=exp_id(load, resources, repetition),
-        load=load,
-        resources=resources,
-        repetition=repetition,
-        target_rate=rate,
-        generator_rate=nan,
-        generator_reached_target=True,
-        valid=True,
-        lag_slope=nan,
-        lag_limit=limit,
-        lag_slo=False,
-        dropped=0,
-        dropped_fraction=nan,
-        dropped_slo=True,
-        passed=False,
-        final_lag=-1,
-        processed_records=0,
-        sampler_cpu_pct=nan,
-        wall_s=round(ran_s, 1),
-        note=reason,
-        verdict="fail",
-        ran_s=round(ran_s, 1),
-    )

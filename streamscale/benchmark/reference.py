@@ -24,7 +24,7 @@ _MEANING: dict[str, tuple[str, str]] = {
     "benchmark.topics.partitions": ("partitions of the input topic", ""),
     "execution.load.type": (
         "what a load value counts: sensors (records/s at period 1 s), rate (records/s, any SUT), nested "
-        "groups of UC4's registry (4^n sensors) or UC3's window",
+        "groups of UC4's registry (4^n sensors; UC4 also takes sensors, any number) or UC3's window",
         "",
     ),
     "execution.load.values": ("the loads to test", "per load.type"),
@@ -42,9 +42,9 @@ _MEANING: dict[str, tuple[str, str]] = {
         "s",
     ),
     "execution.min_duration_s": (
-        "sequential testing: from this length on an experiment stops as soon as its lag trend's 99.5 % "
-        "interval clears the limit; auto: warmup_s + a quarter of the rest, at least 10 s; null: every "
-        "experiment lasts duration_s",
+        "sequential testing: from this length on an experiment stops as soon as its lag trend's interval, "
+        "at the confidence its look may spend, clears the limit; auto: warmup_s + a quarter of the rest, "
+        "at least 10 s; null: every experiment lasts duration_s",
         "s",
     ),
     "execution.slos.processing_latency_p95_ms": ("", "ms"),  # the model's description, with its unit
@@ -97,6 +97,11 @@ _PARAM_MEANING: dict[str, tuple[str, str]] = {
     "emit_interval_s": ("UC3: how often updated windows are written", "s"),
     "levels": ("UC4: depth of the nested groups of the sensor registry", ""),
     "children": ("UC4: children per group (children^levels sensors)", ""),
+    "sensors": (
+        "UC4: any number of sensors instead of children^levels, in groups of children, the last ones partly "
+        "filled (a benchmark with load type sensors sets it per load)",
+        "",
+    ),
     "registry_path": ("UC4: a registry file (Theodolite's JSON layout) instead of a generated one", "path"),
 }
 

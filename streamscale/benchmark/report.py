@@ -98,10 +98,21 @@ def _bracket_rows(a: dict, load_col: str, res_col: str) -> list[dict]:
                 "apart": "—" if b.get("width") is None else f"{b['width']:.0%}",
                 "runs": b.get("runs", ""),
                 "CPUs Spark used": "—" if b.get("spark_cpus") is None else f"{b['spark_cpus']:.2f}",
+                "CPU-s per million records held": _per_million(b),
                 "deciding runs on a drifting machine": b.get("ends_drifted", 0),
             }
         )
     return rows
+
+
+def _per_million(b: dict) -> str:
+    """Spark's CPU-seconds per million records at the held end, with the runs' range."""
+    mid, span = b.get("cpu_s_per_million"), b.get("cpu_s_per_million_range")
+    if mid is None:
+        return "—"
+    if not span or span[0] == span[1]:
+        return _num(mid)
+    return f"{_num(mid)} ({_num(span[0])}–{_num(span[1])})"
 
 
 # the experiments table: the columns a reader compares across experiments, formatted for a person;

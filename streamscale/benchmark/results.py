@@ -84,6 +84,9 @@ class ExperimentResult:
     drift: float = float("nan")  # the largest relative change against the execution's first calibration
     drifted: bool = False  # drift beyond streamscale.experiment.noise.DRIFT_LIMIT
     config: str = ""  # the named configuration (execution.configs) it ran with; "": the spec names none
+    delivered_rate: float = float("nan")  # records/s that reached the input topic over the fitted span
+    processing_growing: bool = False  # the processing latency kept growing (a fail)
+    cpu_s_per_million: float = float("nan")  # Spark's CPU-seconds per million records processed
 
     def __post_init__(self):
         if not self.verdict:  # a row of an older streamscale: its verdict as it was decided then

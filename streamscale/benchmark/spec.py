@@ -167,6 +167,12 @@ class StrategySpec(_Model):
     resolution: float = Field(0.15, gt=0, le=1, description="bracket: failed / held - 1 to reach")
     factor: float = Field(2.0, gt=1, le=10, description="bracket: load step while searching outwards")
     max_runs: int = Field(12, ge=2, le=50, description="bracket: most experiments per resource amount")
+    time_budget_s: float | None = Field(
+        None,
+        gt=0,
+        description="bracket: seconds for the whole search, shared by the resource amounts; no run starts "
+        "that would end after it, and the answer says the resolution reached",
+    )
 
 
 class ExecutionSpec(_Model):
@@ -306,8 +312,6 @@ class Spec(_Model):
             raise ValueError("load type 'window_s' applies to uc3 only")
         if ":" in sut and lt not in ("rate", "sensors"):
             raise ValueError(f"load type '{lt}' applies to the task samples only: your job's load is a rate")
-        if sut == "uc4" and lt == "sensors":
-            raise ValueError("uc4's load is set by 'nested_groups' (4^n sensors), not 'sensors'")
         if lt == "nested_groups" and any(v != int(v) or v > 10 for v in self.execution.load.values):
             raise ValueError("nested_groups must be whole numbers up to 10")
         if self.execution.slos.latency_p95_ms is not None and sut == "uc1":

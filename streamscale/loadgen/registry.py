@@ -1,8 +1,11 @@
 """UC4's sensor registry: a full tree of nested groups, ``levels`` deep with ``children`` per node.
 
 The leaves are the sensors the load generator simulates (``s_0`` ... ``s_{k^n - 1}``), so
-``levels`` nested groups with 4 children each give 4^n sensors, as in the Theodolite seed. The
-JSON layout follows Theodolite's SensorRegistry (``topLevelSensor`` with nested ``children``).
+``levels`` nested groups with 4 children each give 4^n sensors, as in the Theodolite seed; with
+``sensors`` given, any number of them: as many levels as 4^n needs to hold them, every group full
+but the last ones, which hold the rest (groups of four, the last level partly filled), so that a
+benchmark can step UC4's load as finely as the others'. The JSON layout follows Theodolite's
+SensorRegistry (``topLevelSensor`` with nested ``children``).
 """
 
 from __future__ import annotations
@@ -26,24 +29,36 @@ class SensorRegistry:
     tree: dict = field(repr=False)
 
     @classmethod
-    def build(cls, levels: int, children: int = 4) -> SensorRegistry:
-        if levels < 1:
-            raise ConfigError("a sensor registry needs at least 1 level of nested groups")
+    def build(cls, levels: int, children: int = 4, sensors: int | None = None) -> SensorRegistry:
+        """A tree ``levels`` deep of ``children`` per group (children^levels sensors); with
+        ``sensors``, that many, in as few levels as hold them (``levels`` is then ignored)."""
         if children < 1:
             raise ConfigError("each group needs at least 1 child")
-        if children**levels > 10_000_000:
+        if sensors is not None:
+            if not isinstance(sensors, int) or not 1 <= sensors <= 10_000_000:
+                raise ConfigError(f"a sensor registry holds 1 to 10 million sensors, not {sensors}")
+            levels = 1
+            while children > 1 and children**levels < sensors:
+                levels += 1
+        elif levels < 1:
+            raise ConfigError("a sensor registry needs at least 1 level of nested groups")
+        elif children**levels > 10_000_000:
             raise ConfigError(f"{children}^{levels} sensors is more than 10 million")
-        counter = iter(range(children**levels))
+        total = children**levels if sensors is None else sensors
 
-        def node(depth: int, path: str) -> dict:
+        def node(depth: int, path: str, first: int) -> dict:
+            # the sensors first .. first + children^(levels - depth) - 1, those that exist
             if depth == levels:
-                ident = sensor_id(next(counter))
+                ident = sensor_id(first)
                 return {"identifier": ident, "name": f"Sensor {ident}"}
-            kids = [node(depth + 1, f"{path}.{i}") for i in range(children)]
+            block = children ** (levels - depth - 1)
+            kids = [
+                node(depth + 1, f"{path}.{i}", first + i * block) for i in range(children) if first + i * block < total
+            ]
             ident = "root" if depth == 0 else f"g{path}"
             return {"identifier": ident, "name": f"Group {ident}", "children": kids}
 
-        return cls(levels, children, {"topLevelSensor": node(0, "")})
+        return cls(levels, children, {"topLevelSensor": node(0, "", 0)})
 
     @property
     def num_sensors(self) -> int:

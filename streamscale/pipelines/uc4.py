@@ -1,7 +1,8 @@
 """UC4 hierarchical aggregation (simplified, no feedback loop, as in the seed's evaluation).
 
 A sensor registry of nested groups (``levels`` levels, ``children`` per group, so children^levels
-sensors) is joined to the stream (broadcast, no shuffle); each reading contributes to every
+sensors; or ``sensors`` of them, the last groups partly filled) is joined to the stream
+(broadcast, no shuffle); each reading contributes to every
 ancestor group; per group and tumbling window: count, sum, mean, min, max, population variance.
 With ``emit: final`` (default) each group and window produces one output record, when the
 watermark closes the window.
@@ -20,6 +21,7 @@ from streamscale.pipelines.base import WINDOW_STATS, Pipeline, PipelineParams
 class UC4Params(PipelineParams):
     levels: int = Field(2, ge=1, le=10)
     children: int = Field(4, ge=1)
+    sensors: int | None = Field(None, ge=1, le=10_000_000)  # any number: the last groups partly filled
     registry_path: str | None = None
     window_s: float = Field(60.0, gt=0)
     lateness_s: float = Field(5.0, ge=0)
@@ -36,7 +38,9 @@ class UC4(Pipeline):
         super().__init__(params)
         p = self.params
         self.registry = (
-            SensorRegistry.load(p.registry_path) if p.registry_path else SensorRegistry.build(p.levels, p.children)
+            SensorRegistry.load(p.registry_path)
+            if p.registry_path
+            else SensorRegistry.build(p.levels, p.children, p.sensors)
         )
 
     def describe(self) -> str:

@@ -199,3 +199,25 @@ def test_a_second_demo_replaces_the_first_ones_results(tmp_path):
     replace_previous_demo(other)
     assert (other / "spec.yaml").is_file()
     replace_previous_demo(tmp_path / "nothing-here")  # no directory: nothing to do
+
+
+def test_the_held_end_says_sparks_cpu_seconds_per_million_records_with_the_runs_range():
+    import dataclasses
+
+    from streamscale.benchmark.answer import bracket_answer
+    from streamscale.benchmark.bracket import Bracket
+
+    one = Bracket(1, 30_000.0, 33_000.0, verdicts={30_000.0: "pass", 33_000.0: "fail"})
+    rows = [
+        dataclasses.replace(_row(30_000, 1, "pass", 95.0), cpu_s_per_million=12.0),
+        dataclasses.replace(_row(30_000, 1, "pass", 95.0), cpu_s_per_million=14.0),
+        dataclasses.replace(_row(33_000, 1, "fail", 99.0), cpu_s_per_million=40.0),  # not the held end
+    ]
+    [b] = bracket_answer([one.as_dict()], Axes(), "uc2", rows)["brackets"]
+    assert (b["cpu_s_per_million"], b["cpu_s_per_million_range"]) == (13.0, [12.0, 14.0])
+    assert bracket_answer([one.as_dict()], Axes(), "uc2", rows)["sentence"].endswith(
+        "failed ~33,000 records/s, 13 CPU-s per million records held"
+    )
+    from streamscale.benchmark.report import _per_million
+
+    assert _per_million(b) == "13 (12–14)"

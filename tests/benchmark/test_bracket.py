@@ -103,3 +103,66 @@ def test_an_invalid_middle_ends_the_narrowing_instead_of_asking_again():
     (one,) = bracket_search([1], verdict, start=20_000, max_runs=50)
     assert calls == [20_000, 40_000, 28_000]
     assert (one.held, one.failed) == (20_000, 40_000) and "28,000" in one.ceiling
+
+
+def test_a_drifted_end_is_run_again_beside_the_other_and_a_disagreement_widens_the_bracket():
+    # 1 core as in the hand-worked example: 20k, 40k, 28k, 33k, 30k -> held 30k, failed 33k. The
+    # run at 30k drifted; run again (interleaved: 30k, then 33k) 30k fails: it is undecided, the
+    # held end goes down to 28k; 33k fails again and stays
+    calls = []
+    again = {30_000.0: FAIL, 33_000.0: FAIL}
+
+    def confirm(load, res):
+        calls.append(("again", load))
+        return again[load]
+
+    [b] = bracket_search(
+        [1],
+        capacity_oracle({1: 30_000}, calls=calls),
+        start=20_000,
+        confirm=confirm,
+        drifted=lambda load, res: load == 30_000,
+    )
+    assert calls[-2:] == [("again", 30_000.0), ("again", 33_000.0)]
+    assert (b.held, b.failed, b.failed_undecided) == (28_000, 33_000, False)
+    assert b.verdicts[30_000] == UNDECIDED and b.as_dict()["confirmed"] == {"30000": FAIL, "33000": FAIL}
+    # the failed end passes when run again: undecided, and the bracket's upper end goes to the
+    # next load failed (40k)
+    [b] = bracket_search(
+        [1],
+        capacity_oracle({1: 30_000}),
+        start=20_000,
+        confirm=lambda load, res: PASS,
+        drifted=lambda load, res: load == 33_000,
+    )
+    assert (b.held, b.failed, b.failed_undecided) == (30_000, 40_000, False)
+    assert b.verdicts[33_000] == UNDECIDED
+    # no end drifted: nothing run again
+    calls.clear()
+    bracket_search([1], capacity_oracle({1: 30_000}), start=20_000, confirm=confirm, drifted=lambda *_: False)
+    assert not calls
+
+
+def test_a_time_budget_is_shared_by_the_amounts_and_said_when_it_ends_a_search(monkeypatch):
+    # every run takes 30 s on a fake clock; 200 s for two amounts: the first gets until 100 s
+    # (runs at 0, 30, 60; one at 90 would end at 120), the second the rest, until 200 s
+    import streamscale.benchmark.bracket as br
+
+    clock = [0.0]
+    monkeypatch.setattr(br.time, "monotonic", lambda: clock[0])
+    calls = []
+
+    def verdict(load, res):
+        calls.append((clock[0], load, res))
+        clock[0] += 30
+        return PASS if load <= {1: 30_000, 2: 42_426}[res] else FAIL
+
+    one, two = bracket_search([1, 2], verdict, start=20_000, deadline=200.0, run_cost_s=30.0)
+    assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 1), (90, 2), (120, 2), (150, 2)]
+    assert one.out_of_time and two.out_of_time and one.as_dict()["out_of_time"]
+    assert (one.held, one.failed) == (28_000, 40_000)  # 20k pass, 40k fail, 28k pass: 43 % apart
+    from streamscale.benchmark.answer import bracket_answer
+    from streamscale.benchmark.units import Axes
+
+    said = bracket_answer([one.as_dict()], Axes(), "uc2")["sentence"]
+    assert said.endswith("failed ~40,000 records/s (the time budget ended the search 43% apart)")

@@ -85,3 +85,44 @@ def test_an_irregular_registry_loads_with_its_real_depth_and_sensor_count():
     ):
         with pytest.raises(ConfigError, match="not a sensor registry"):
             SensorRegistry.load(bad)
+
+
+def test_any_number_of_sensors_fills_groups_of_four_and_the_last_level_partly():
+    # 6 sensors: 2 levels (4 < 6 <= 16); the first group full, the second with the rest
+    reg = SensorRegistry.build(0, 4, sensors=6)
+    assert (reg.levels, reg.num_sensors) == (2, 6)
+    assert reg.ancestors() == {
+        "s_0": ["g.0", "root"],
+        "s_1": ["g.0", "root"],
+        "s_2": ["g.0", "root"],
+        "s_3": ["g.0", "root"],
+        "s_4": ["g.1", "root"],
+        "s_5": ["g.1", "root"],
+    }
+    assert reg.groups() == ["g.0", "g.1", "root"]
+    # 18: three levels; g.0 holds 16 in four full groups, g.1 the last 2 in one group
+    reg = SensorRegistry.build(0, 4, sensors=18)
+    assert (reg.levels, reg.num_sensors) == (3, 18)
+    assert reg.ancestors()["s_17"] == ["g.1.0", "g.1", "root"]
+    assert reg.groups() == ["g.0", "g.0.0", "g.0.1", "g.0.2", "g.0.3", "g.1", "g.1.0", "root"]
+    # a power of four is the full tree of seed 002
+    assert SensorRegistry.build(0, 4, sensors=16).to_json() == SensorRegistry.build(2, 4).to_json()
+    with pytest.raises(ConfigError, match="1 to 10 million"):
+        SensorRegistry.build(0, 4, sensors=0)
+
+
+def test_a_uc4_benchmark_steps_its_load_by_sensors():
+    from streamscale.benchmark.experiment_runner import experiment_settings
+    from streamscale.benchmark.spec import parse_spec
+    from streamscale.pipelines import make_pipeline
+
+    spec = parse_spec(
+        {
+            "name": "u4",
+            "benchmark": {"sut": "uc4", "params": {"window_s": 10}},
+            "execution": {"load": {"type": "sensors", "values": [5_000]}, "resources": {"values": [1]}},
+        }
+    )
+    s = experiment_settings(spec, 5_000, 1)
+    assert s["params"]["sensors"] == 5_000 and s["rate"] == 5_000
+    assert make_pipeline("uc4", s["params"]).registry.num_sensors == 5_000

@@ -1,0 +1,108 @@
+"""Does the demo's answer hold over long runs? The demo, then its 1-core ends re-run for 300 s.
+
+    .venv/bin/python benchmarks/demo_truth.py [--tries 3] [--long 300] [--warmup 60] [--out results/demo-truth]
+
+Each try runs the scaling demo as `streamscale demo` does (probe, brackets on 1 and 2 cores within
+its time budget), then runs its 1-core held end and failed end again with the same spec and only
+Theodolite's run lengths: ``--long`` seconds, ``--warmup`` s warm-up, no early stop (every look
+off), one run each, the held end first. The demo's answer holds when the long run at its held end
+passes and the one at its failed end does not pass. Printed per try: the demo's time, its 1-core
+and 2-core brackets and how far apart their ends are, Spark's CPU-seconds per million records at
+the held end, and the long runs' verdicts with their lag trends; then the held ends' spread over
+the tries (max / min) and how many tries held.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+
+def long_spec(demo_spec_dict: dict, loads: list[float], seconds: float, warmup: float) -> dict:
+    """The demo's spec with Theodolite's run lengths: the given loads on 1 core, every run whole."""
+    spec = json.loads(json.dumps(demo_spec_dict))
+    ex = spec["execution"]
+    ex.update(
+        load={"type": "sensors", "values": sorted(loads)},
+        resources={"type": "cores", "values": [1]},
+        duration_s=seconds,
+        warmup_s=warmup,
+        min_duration_s=None,
+        strategy={"name": "full", "lower_bound": False},
+        metric="demand",
+        reuse_spark=False,
+    )
+    spec["name"] = spec["name"] + "-long"
+    return spec
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tries", type=int, default=3)
+    ap.add_argument("--long", type=float, default=300.0, help="seconds of each long run")
+    ap.add_argument("--warmup", type=float, default=60.0, help="warm-up of each long run, s")
+    ap.add_argument("--out", type=Path, default=Path("results/demo-truth"))
+    args = ap.parse_args()
+
+    from streamscale.benchmark.execution import run_execution
+    from streamscale.benchmark.results import read_results
+    from streamscale.benchmark.spec import parse_spec
+    from streamscale.broker import EmbeddedBroker
+    from streamscale.demo import run_scaling_demo
+
+    held_ends, holds = [], 0
+    for i in range(1, args.tries + 1):
+        out = args.out / f"try-{i}"
+        t0 = time.monotonic()
+        summary = run_scaling_demo(out / "demo")
+        demo_s = time.monotonic() - t0
+        brackets = {b["resources"]: b for b in summary["answer"]["brackets"]}
+        one = brackets[1]
+        for res, b in sorted(brackets.items()):
+            width = "—" if b.get("width") is None else f"{b['width']:.0%}"
+            per_m = b.get("cpu_s_per_million")
+            print(
+                f"try {i}: demo {demo_s:.0f} s; {res} core(s) held {b['held']} failed {b['failed']} "
+                f"({width} apart{', out of time' if b.get('out_of_time') else ''}); "
+                f"CPU-s per million at the held end: {'—' if per_m is None else f'{per_m:.3g}'}",
+                flush=True,
+            )
+        if one["held"] is None or one["failed"] is None:
+            print(f"try {i}: no 1-core bracket to check", flush=True)
+            continue
+        held_ends.append(float(one["held"]))
+        spec = parse_spec(long_spec(_demo_spec_of(out / "demo"), [one["held"], one["failed"]], args.long, args.warmup))
+        with EmbeddedBroker(log_dir=out / "long" / "logs") as broker:
+            run_execution(spec, out / "long", broker.connection, broker_pids=broker.pids())
+        rows = {float(r.load): r for r in read_results(out / "long")}
+        held_run, failed_run = rows[float(one["held"])], rows[float(one["failed"])]
+        ok = held_run.verdict == "pass" and failed_run.verdict != "pass"
+        holds += ok
+        for what, r in (("held end", held_run), ("failed end", failed_run)):
+            print(
+                f"try {i}: {what} {r.load:,.0f} over {args.long:g} s: {r.verdict.upper()}, lag trend "
+                f"{r.lag_slope:,.0f}/s [{r.lag_low:,.0f}, {r.lag_high:,.0f}] (limit {r.lag_limit:,.0f}), "
+                f"processing p95 {r.processing_p95_ms:,.0f} ms, delivered {r.delivered_rate:,.0f}/s",
+                flush=True,
+            )
+        print(f"try {i}: the demo's 1-core answer {'holds' if ok else 'does NOT hold'} over long runs", flush=True)
+    if held_ends:
+        print(
+            f"1-core held ends: {', '.join(f'{h:,.0f}' for h in held_ends)} "
+            f"(max / min {max(held_ends) / min(held_ends):.2f}); "
+            f"held over long runs in {holds} of {len(held_ends)} tries"
+        )
+
+
+def _demo_spec_of(results: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load((results / "spec.yaml").read_text())
+
+
+if __name__ == "__main__":
+    from _main import run
+
+    run(main)

@@ -1,0 +1,124 @@
+"""What a run's figures make of it: whether it can be judged (the load it was given, its lag
+samples), the processing-latency limit, a run whose latency keeps growing, and the verdict.
+
+The load credited to a run is the rate at which its records reached the input topic over the
+span its lag trend was fitted on: the slope of the topic's end offsets, which the lag sampler
+reads once a second, not the rate the generator handed records to its client (a client whose
+sends queue up would be credited with records the broker never had). A run given less than
+:data:`DELIVERED_MIN` of its target is not judged, and says why; the lag limit is a fraction of
+the rate delivered.
+
+A run passes only when its records' processing latency does not keep growing either (Karimov et
+al.'s sustainable throughput): its per-batch p95's trend over the fitted span, with an interval
+that allows for autocorrelated batches, lies above zero and grew by more than
+:data:`LATENCY_GROWTH_MS` over the span: a query that falls further behind with every batch.
+"""
+
+from __future__ import annotations
+
+import math
+
+from streamscale.benchmark.results import ExperimentResult, exp_id
+from streamscale.benchmark.spec import Spec
+from streamscale.experiment.slo import Trend, fit
+
+# A run whose lag sampler failed for more than this share of its seconds is not judged: the trend
+# interpolates across a few missing samples, but a run sampled for part of its length would be
+# judged on that part (a batch's lag needs the topic's end offset around its commit).
+MAX_MISSED_LAG_SAMPLES = 0.05
+DELIVERED_MIN = 0.99  # of the target rate, reaching the input topic over the fitted span
+LATENCY_GROWTH_MS = 1_000.0  # a processing p95 that rose by more than this over the span, surely
+
+
+def delivered_rate(samples, start_s: float, fallback: float) -> float:
+    """Records/s that reached the input topic from ``start_s`` to the run's last lag sample: the
+    slope of the end offsets the sampler read (``fallback`` with fewer than three samples)."""
+    pts = [(s.t_s, s.end_total) for s in samples if s.t_s >= start_s and s.end_total is not None]
+    if len(pts) < 3 or pts[-1][0] - pts[0][0] <= 0:
+        return fallback
+    slope = fit([t for t, _ in pts], [e for _, e in pts]).slope
+    return float(slope) if math.isfinite(slope) else fallback
+
+
+def run_validity(
+    generator_reached_target: bool,
+    lag_samples_missed: int,
+    duration_s: float,
+    delivered: float | None = None,
+    target: float | None = None,
+) -> tuple[bool, str]:
+    """Whether a run can be judged, and why not."""
+    if delivered is not None and target and delivered < DELIVERED_MIN * target:
+        return False, (
+            f"records reached the input topic at {delivered:,.0f}/s, below {DELIVERED_MIN:.0%} of the "
+            f"target {target:,.0f}/s: experiment invalid"
+        )
+    if not generator_reached_target:
+        return False, "generator fell short of its target rate: experiment invalid"
+    if lag_samples_missed > MAX_MISSED_LAG_SAMPLES * duration_s:
+        return False, f"{lag_samples_missed} lag samples of {duration_s:g} s failed: experiment invalid"
+    return True, ""
+
+
+def latency_growing(trend: Trend | None, span_s: float) -> bool:
+    """Whether a run's processing latency keeps growing over the ``span_s`` seconds it was fitted
+    on (see the module notes); the trend is in ms per second."""
+    if trend is None or trend.n < 3 or not math.isfinite(trend.low) or not math.isfinite(span_s):
+        return False
+    return trend.low > 0 and trend.slope * span_s > LATENCY_GROWTH_MS
+
+
+def processing_limit_ms(spec: Spec, params: dict) -> float | None:
+    """The processing-latency SLO's limit on the p95, ms (None: no such SLO)."""
+    from streamscale.benchmark.spec import PROCESSING_P95_MAX_MS, PROCESSING_P95_TRIGGERS
+    from streamscale.pipelines import make_pipeline
+
+    given = spec.execution.slos.processing_latency_p95_ms
+    if given is None:
+        return None
+    if given == "auto":
+        pipe = make_pipeline(spec.benchmark.sut, params, records=spec.benchmark.records)
+        interval_ms = pipe.params.trigger_interval_s * 1000
+        return min(PROCESSING_P95_TRIGGERS * interval_ms, PROCESSING_P95_MAX_MS)
+    return float(given)
+
+
+def combined_verdict(valid: bool, lag: str, others_hold: bool) -> str:
+    """One run's verdict: invalid, else fail when a decided SLO failed, else undecided while the lag
+    trend's interval straddles its limit, else pass."""
+    if not valid:
+        return "invalid"
+    if lag == "fail" or not others_hold:
+        return "fail"
+    return "undecided" if lag == "undecided" else "pass"
+
+
+def died_result(
+    load: float, resources: int, repetition: int, rate: float, limit: float, reason: str, ran_s: float
+) -> ExperimentResult:
+    """A run whose Spark JVM died under the load: failed, with why, and nothing measured."""
+    nan = float("nan")
+    return ExperimentResult(
+        exp_id=exp_id(load, resources, repetition),
+        load=load,
+        resources=resources,
+        repetition=repetition,
+        target_rate=rate,
+        generator_rate=nan,
+        generator_reached_target=True,
+        valid=True,
+        lag_slope=nan,
+        lag_limit=limit,
+        lag_slo=False,
+        dropped=0,
+        dropped_fraction=nan,
+        dropped_slo=True,
+        passed=False,
+        final_lag=-1,
+        processed_records=0,
+        sampler_cpu_pct=nan,
+        wall_s=round(ran_s, 1),
+        note=reason,
+        verdict="fail",
+        ran_s=round(ran_s, 1),
+    )
