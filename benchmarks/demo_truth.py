@@ -6,7 +6,8 @@ Each try runs the scaling demo as `streamscale demo` does (probe, brackets on 1 
 its time budget), then runs its 1-core held end and failed end again with the same spec and only
 Theodolite's run lengths: ``--long`` seconds, ``--warmup`` s warm-up, no early stop (every look
 off), one run each, the held end first. The demo's answer holds when the long run at its held end
-passes and the one at its failed end does not pass. Printed per try: the demo's time, its 1-core
+passes and the one at its failed end does not pass (an upper end the demo said was undecided
+claims no failure: a long run may pass there). Printed per try: the demo's time, its 1-core
 and 2-core brackets and how far apart their ends are, Spark's CPU-seconds per million records at
 the held end, and the long runs' verdicts with their lag trends; then the held ends' spread over
 the tries (max / min) and how many tries held.
@@ -78,7 +79,9 @@ def main() -> None:
             run_execution(spec, out / "long", broker.connection, broker_pids=broker.pids())
         rows = {float(r.load): r for r in read_results(out / "long")}
         held_run, failed_run = rows[float(one["held"])], rows[float(one["failed"])]
-        ok = held_run.verdict == "pass" and failed_run.verdict != "pass"
+        # an upper end the demo left undecided claims no failure: a long run passing there says
+        # the truth lies higher, which the answer did not deny
+        ok = held_run.verdict == "pass" and (failed_run.verdict != "pass" or bool(one.get("failed_undecided")))
         holds += ok
         for what, r in (("held end", held_run), ("failed end", failed_run)):
             print(

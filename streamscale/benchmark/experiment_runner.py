@@ -134,7 +134,7 @@ class ExperimentRunner:
 
         ex = self.spec.execution
         period = emission_period_s(self.spec, s["params"])
-        self.looks = looks = Looks(ex.duration_s, ex.shortest_s or ex.duration_s, CHECK_EVERY_S)
+        self.looks = looks = Looks(ex.duration_s, self.first_look_s(s), CHECK_EVERY_S)
 
         def decided(lag, batches, t0_wall, topic) -> bool:
             trend = lag_trend_estimate(lag, batches, t0_wall, ex.warmup_s, topic, period_s=period)
@@ -176,6 +176,17 @@ class ExperimentRunner:
             return res
         return self._judged(load, resources, repetition, s, r, speed_before)
 
+    def first_look_s(self, s: dict) -> float:
+        """When a run is first looked at: ``min_duration_s``, or for a windowed pipeline not before
+        its fitted span holds two whole window periods (the fit that removes a window close's jump
+        needs them) where the run is long enough for that."""
+        ex = self.spec.execution
+        first = ex.shortest_s if ex.shortest_s is not None else ex.duration_s
+        period = emission_period_s(self.spec, s["params"])
+        if period and ex.warmup_s + 2 * period <= ex.duration_s:
+            first = max(first, ex.warmup_s + 2 * period)
+        return first
+
     def _confidence(self, ran_s: float) -> float:
         """The lag verdict's confidence: a run stopped at a look, that look's; one that went the
         whole way, what its looks left (:mod:`streamscale.experiment.sequential`); 95 % without looks."""
@@ -206,7 +217,7 @@ class ExperimentRunner:
             cpus=s["cpus"],
             sessions=self.sessions,
             judge=self.judge(s, limit) if ex.shortest_s is not None else None,
-            min_duration_s=ex.shortest_s,
+            min_duration_s=self.first_look_s(s) if ex.shortest_s is not None else None,
             broker_pids=self.broker_pids,
             replication_factor=self.replication_factor,
             topic_config=spec.benchmark.topics.config(),

@@ -47,3 +47,32 @@ def test_a_latency_that_keeps_growing_fails_one_that_wobbles_does_not():
     flat = fit(t, [2_000 + (300 if int(x) % 3 == 0 else 0) for x in t], "batches")
     assert not latency_growing(flat, 30.0)
     assert not latency_growing(None, 30.0)
+
+
+def test_a_windowed_run_is_first_looked_at_once_two_window_periods_are_fitted():
+    from pathlib import Path
+
+    from streamscale.benchmark.experiment_runner import ExperimentRunner, experiment_settings
+    from streamscale.benchmark.spec import parse_spec
+
+    def runner(sut: str, params: dict) -> tuple[ExperimentRunner, dict]:
+        spec = parse_spec(
+            {
+                "name": "looks",
+                "benchmark": {"sut": sut, "params": params},
+                "execution": {
+                    "load": {"type": "sensors", "values": [1000]},
+                    "resources": {"values": [1]},
+                    "duration_s": 60,
+                    "warmup_s": 10,
+                },
+            }
+        )
+        return ExperimentRunner(spec, Path("."), "127.0.0.1:9092"), experiment_settings(spec, 1000, 1)
+
+    # min_duration_s auto: 10 + (60 - 10) / 4 = 22.5 s
+    assert runner("uc1", {})[0].first_look_s(runner("uc1", {})[1]) == 22.5
+    r, s = runner("uc2", {"window_s": 10})
+    assert r.first_look_s(s) == 30.0  # 10 s warm-up + two 10 s windows
+    r, s = runner("uc2", {"window_s": 30})
+    assert r.first_look_s(s) == 22.5  # two periods do not fit a 60 s run: as min_duration_s says
