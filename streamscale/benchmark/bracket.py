@@ -60,7 +60,7 @@ class Bracket:
 
     @property
     def runs(self) -> int:
-        return len(self.verdicts)
+        return len(self.verdicts) + len(self.confirmed)
 
     def as_dict(self) -> dict:
         return {
@@ -208,6 +208,9 @@ def confirm_ends(b: Bracket, confirm: Callable[[float, int], str], drifted: Call
     if not any(drifted(x, b.resources) for x in ends):
         return
     for x in ends:
+        if b.runs and not b.fits():  # the time budget holds for these runs too
+            b.out_of_time = True
+            return
         b.confirmed[x] = confirm(x, b.resources)
     held, failed = b.held, b.failed
     if held in b.confirmed and b.confirmed[held] != PASS:

@@ -166,3 +166,28 @@ def test_a_time_budget_is_shared_by_the_amounts_and_said_when_it_ends_a_search(m
 
     said = bracket_answer([one.as_dict()], Axes(), "uc2")["sentence"]
     assert said.endswith("failed ~40,000 records/s (the time budget ended the search 43% apart)")
+
+
+def test_running_a_drifted_end_again_keeps_to_the_time_budget(monkeypatch):
+    # 30 s a run, 100 s for one amount: 20k, 40k, 28k run (ending at 90 s); no time to run the
+    # drifted ends again: the bracket says it ran out of time, nothing is confirmed
+    import streamscale.benchmark.bracket as br
+
+    clock = [0.0]
+    monkeypatch.setattr(br.time, "monotonic", lambda: clock[0])
+
+    def verdict(load, res):
+        clock[0] += 30
+        return PASS if load <= 30_000 else FAIL
+
+    confirmed = []
+    [b] = bracket_search(
+        [1],
+        verdict,
+        start=20_000,
+        deadline=100.0,
+        run_cost_s=30.0,
+        confirm=lambda load, res: confirmed.append(load) or PASS,
+        drifted=lambda *_: True,
+    )
+    assert b.runs == 3 and b.out_of_time and confirmed == [] and b.confirmed == {}
