@@ -68,6 +68,10 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium_if
     assert (one["resources"], two["resources"]) == (1, 2)
     verdicts = {(float(x["load"]), int(x["resources"])): x["verdict"] for x in rows}
     for b in (one, two):
+        if b["confirmed"]:  # ends run again after a drift: each of them was run twice
+            runs = [(float(x["load"]), int(x["resources"])) for x in rows]
+            assert all(runs.count((float(load), b["resources"])) >= 2 for load in b["confirmed"]), rows
+            continue
         ran = {load: v for (load, res), v in verdicts.items() if res == b["resources"]}
         held = [load for load, v in ran.items() if v == "pass"]
         not_held = [load for load, v in ran.items() if v != "pass"]
@@ -76,7 +80,10 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium_if
         if not_held:
             assert b["failed"] == min(not_held)
             assert b["failed_undecided"] == (ran[b["failed"]] == "undecided")
-    assert one["held"] is not None, rows  # one core holds the probe's load or a lower one
+    # one core holds the probe's load or a lower one; on a machine too busy for the demo's time
+    # budget (the whole test suite beside it) the search may end first, and the answer says so
+    ended = one["out_of_time"] and "before the time budget ended" in summary["answer"]["sentence"]
+    assert one["held"] is not None or ended, rows
     assert summary["answer"]["sentence"].startswith(f"{SUT.upper()} on this machine: 1 core (Spark used ")
     assert "2 cores (Spark used " in summary["answer"]["sentence"]
 

@@ -140,7 +140,8 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         who += f" (Spark used {row['spark_cpus']:.1f} CPUs)"
     held, failed = row["held"], row["failed"]
     if held is None:
-        return f"{who} held none of the loads tried (down to {_amount(axes, failed)})"
+        ended = " before the time budget ended the search" if row.get("out_of_time") else ""
+        return f"{who} held none of the loads tried{ended} (down to {_amount(axes, failed)})"
     text = f"{who} held {_amount(axes, held)}" + (" (as fewer resources did; not run)" if row["held_assumed"] else "")
     if failed is None:
         return text + (f", higher untested: {row['ceiling']}" if row.get("ceiling") else "")

@@ -159,8 +159,14 @@ class _Admin:
 
 def _fake_connection(monkeypatch, admin):
     class _Conn:
+        bootstrap = "127.0.0.1:1"
+
         def __init__(self, bootstrap):
             pass
+
+        @classmethod
+        def of(cls, target, properties=None):
+            return cls(target)
 
         def admin(self, overrides):
             return admin
