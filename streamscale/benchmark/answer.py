@@ -8,6 +8,7 @@ monotonicity (more resources never hurt, more load never helps), restricted to t
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from streamscale.benchmark.units import Axes, approx
@@ -100,11 +101,9 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
         drifted = [r for r in mine if r.drifted and float(r.load) in ends]
         # what travels between machines: Spark's CPU-seconds per million records at the held end
         per_million = sorted(
-            float(r.cpu_s_per_million)
+            r.cpu_s_per_million
             for r in mine
-            if b["held"] is not None
-            and float(r.load) == float(b["held"])
-            and getattr(r, "cpu_s_per_million", float("nan")) == getattr(r, "cpu_s_per_million", 0.0)
+            if b["held"] is not None and float(r.load) == float(b["held"]) and math.isfinite(r.cpu_s_per_million)
         )
         row = {
             **b,

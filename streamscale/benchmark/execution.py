@@ -382,10 +382,10 @@ def run_execution(
         execution = Execution(spec, out_dir, runner, live=live)
         env = environment(spec, conn.bootstrap, embedded)
         env["topics"] = f"{spec.benchmark.topics.partitions} partitions, replication factor {runner.replication_factor}"
-        protocol = dict(conn.properties).get("security.protocol", "PLAINTEXT").upper()
-        env["security"] = protocol + (
-            f" ({dict(conn.properties).get('sasl.mechanism', '')})".replace(" ()", "") if "SASL" in protocol else ""
-        )
+        props = dict(conn.properties)
+        protocol = props.get("security.protocol", "PLAINTEXT").upper()
+        mechanism = props.get("sasl.mechanism") if "SASL" in protocol else None
+        env["security"] = f"{protocol} ({mechanism})" if mechanism else protocol
         if embedded and spec.broker.brokers > 1:
             env["broker"] = f"embedded cluster of {spec.broker.brokers} nodes: " + env["broker"]
         changed = broker_change_note(out_dir, env)

@@ -14,8 +14,7 @@ from pathlib import Path
 from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
-from streamscale.benchmark.verdict import (  # noqa: F401 - run_validity, processing_limit_ms: used from here too
-    MAX_MISSED_LAG_SAMPLES,
+from streamscale.benchmark.verdict import (
     combined_verdict,
     delivered_rate,
     died_result,
@@ -119,6 +118,7 @@ class ExperimentRunner:
         self.broker_pids = list(broker_pids or [])
         self.replication_factor = replication_factor or spec.replication_factor(embedded=False)
         self.reference_speed: float | None = None  # the execution's first calibration
+        self.looks = None  # the running experiment's Looks, when it is looked at as it goes (judge)
 
     def close(self) -> None:
         """Stop a session the runner kept (its own sessions only)."""
@@ -134,7 +134,7 @@ class ExperimentRunner:
 
         ex = self.spec.execution
         period = emission_period_s(self.spec, s["params"])
-        self.looks = looks = Looks(ex.duration_s, self.first_look_s(s), CHECK_EVERY_S)
+        self.looks = looks = Looks(ex.duration_s, self.first_look_s(s, period), CHECK_EVERY_S)
 
         def decided(lag, batches, t0_wall, topic) -> bool:
             trend = lag_trend_estimate(lag, batches, t0_wall, ex.warmup_s, topic, period_s=period)
@@ -160,7 +160,7 @@ class ExperimentRunner:
             }
         )
         limit = lag_limit(s["rate"], ex.slos.lag_trend_threshold)
-        self.looks = None  # set by judge() when the run is looked at as it goes
+        self.looks = None
         speed_before = calibration_speed()
         if self.reference_speed is None:
             self.reference_speed = speed_before
@@ -176,13 +176,15 @@ class ExperimentRunner:
             return res
         return self._judged(load, resources, repetition, s, r, speed_before)
 
-    def first_look_s(self, s: dict) -> float:
-        """When a run is first looked at: ``min_duration_s``, or for a windowed pipeline not before
-        its fitted span holds two whole window periods (the fit that removes a window close's jump
-        needs them) where the run is long enough for that."""
+    def first_look_s(self, s: dict, period: float | None = None) -> float:
+        """When a run is first looked at: ``min_duration_s``, or for a windowed pipeline (its
+        window ``period``, default the pipeline's) not before its fitted span holds two whole
+        window periods (the fit that removes a window close's jump needs them) where the run is
+        long enough for that."""
         ex = self.spec.execution
         first = ex.shortest_s if ex.shortest_s is not None else ex.duration_s
-        period = emission_period_s(self.spec, s["params"])
+        if period is None:
+            period = emission_period_s(self.spec, s["params"])
         if period and ex.warmup_s + 2 * period <= ex.duration_s:
             first = max(first, ex.warmup_s + 2 * period)
         return first
@@ -190,7 +192,7 @@ class ExperimentRunner:
     def _confidence(self, ran_s: float) -> float:
         """The lag verdict's confidence: a run stopped at a look, that look's; one that went the
         whole way, what its looks left (:mod:`streamscale.experiment.sequential`); 95 % without looks."""
-        looks = getattr(self, "looks", None)
+        looks = self.looks
         if looks is None or not looks.taken:
             return 0.95
         if ran_s < self.spec.execution.duration_s - 0.5:
@@ -201,6 +203,7 @@ class ExperimentRunner:
         from streamscale.experiment.sut import run_sut
 
         ex = spec.execution
+        judge = self.judge(s, limit) if ex.shortest_s is not None else None  # sets self.looks
         return run_sut(
             spec.benchmark.sut,
             sensors=s["sensors"],
@@ -216,8 +219,8 @@ class ExperimentRunner:
             on_lag=on_lag,
             cpus=s["cpus"],
             sessions=self.sessions,
-            judge=self.judge(s, limit) if ex.shortest_s is not None else None,
-            min_duration_s=self.first_look_s(s) if ex.shortest_s is not None else None,
+            judge=judge,
+            min_duration_s=self.looks.first_s if judge is not None else None,
             broker_pids=self.broker_pids,
             replication_factor=self.replication_factor,
             topic_config=spec.benchmark.topics.config(),

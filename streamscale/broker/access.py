@@ -137,6 +137,11 @@ def denied(err, operation: str, resource: str, conn: KafkaConnection) -> AccessD
         KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
     ):
         return None
+    return acls_deny(conn, operation, resource)
+
+
+def acls_deny(conn: KafkaConnection, operation: str, resource: str) -> AccessDenied:
+    """The one line for an operation the broker's ACLs deny this connection's user."""
     user = dict(conn.properties).get("sasl.username", "ANONYMOUS")
     return AccessDenied(f"user {user!r} may not {operation} {resource} on {conn.bootstrap}: the broker's ACLs deny it")
 
@@ -205,10 +210,7 @@ class BrokerAccess:
             return
         wanted = getattr(AclOperation, operation.upper(), None)
         if allowed and wanted is not None and wanted not in allowed and AclOperation.ALL not in allowed:
-            user = dict(self.connection.properties).get("sasl.username", "ANONYMOUS")
-            raise AccessDenied(
-                f"user {user!r} may not {operation} topic '{topic}' on {self.bootstrap}: the broker's ACLs deny it"
-            )
+            raise acls_deny(self.connection, operation, f"topic '{topic}'")
 
     def partitions(self, topic: str) -> list[int]:
         md = self.admin.list_topics(timeout=self.timeout)

@@ -26,6 +26,7 @@ from streamscale.broker import kafka_server
 from streamscale.broker.access import BrokerAccess
 from streamscale.broker.connection import KafkaConnection
 from streamscale.broker.readiness import wait_for_group_coordinator
+from streamscale.broker.security import SecuredKafka, Security, check_mode
 from streamscale.errors import BrokerError
 from streamscale.ports import free_port
 from streamscale.processes import die_with_parent, stop_process
@@ -52,7 +53,7 @@ class Node:
         return self.proc is not None and self.proc.poll() is None
 
 
-class EmbeddedCluster:
+class EmbeddedCluster(SecuredKafka):
     """``brokers`` Kafka nodes; use as a context manager.
 
     >>> with EmbeddedCluster(3) as cluster:
@@ -69,8 +70,6 @@ class EmbeddedCluster:
         data_dir=None,
         security: str = "plaintext",
     ):
-        from streamscale.broker.security import check_mode
-
         self.security = check_mode(security)
         self.secrets = None  # sasl_ssl: its Security (certificates, users, client properties)
         self.guardian = None  # a daemon's: kills the nodes if the starting process dies first
@@ -95,16 +94,6 @@ class EmbeddedCluster:
             raise BrokerError("cluster not started")
         return ",".join(n.address for n in self.nodes.values())
 
-    @property
-    def connection(self) -> KafkaConnection:
-        """How a client reaches it: the bootstrap, and with sasl_ssl the tool user's properties."""
-        return KafkaConnection.of(self.bootstrap, self.client_properties())
-
-    def client_properties(self, user: str | None = None) -> dict[str, str]:
-        if self.secrets is None:
-            return {}
-        return self.secrets.client_properties(user) if user else self.secrets.client_properties()
-
     def _at(self, address: str) -> KafkaConnection:
         return KafkaConnection.of(address, self.client_properties())
 
@@ -125,8 +114,6 @@ class EmbeddedCluster:
             cluster_id = kafka_server.new_cluster_id()
             voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in self.nodes.values())
             if self.security == "sasl_ssl":
-                from streamscale.broker.security import Security
-
                 self.secrets = Security.prepare(self.root, sorted({n.host for n in self.nodes.values()}))
             for n in self.nodes.values():
                 extra = (

@@ -23,6 +23,7 @@ from pathlib import Path
 from streamscale.broker import kafka_server
 from streamscale.broker.connection import KafkaConnection
 from streamscale.broker.readiness import wait_for_group_coordinator, wait_until_ready
+from streamscale.broker.security import SecuredKafka, Security, check_mode
 from streamscale.errors import BrokerError
 from streamscale.ports import free_port, port_in_use
 from streamscale.processes import die_with_parent, stop_process
@@ -43,7 +44,7 @@ class BrokerInfo:
     client_config: str = ""  # sasl_ssl: the client properties file (--kafka-config, kcat -F)
 
 
-class EmbeddedBroker:
+class EmbeddedBroker(SecuredKafka):
     """Start Apache Kafka on a free loopback port; use as a context manager.
 
     >>> with EmbeddedBroker() as broker:
@@ -62,8 +63,6 @@ class EmbeddedBroker:
         data_dir: str | os.PathLike | None = None,
         security: str = "plaintext",
     ):
-        from streamscale.broker.security import check_mode
-
         self.security = check_mode(security)
         self.secrets = None  # sasl_ssl: its Security (certificates, users, client properties)
         self.guardian = None  # a daemon's: kills the broker if the starting process dies first
@@ -94,16 +93,6 @@ class EmbeddedBroker:
         if self.port is None:
             raise BrokerError("broker not started")
         return f"{self.host}:{self.port}"
-
-    @property
-    def connection(self) -> KafkaConnection:
-        """How a client reaches it: the bootstrap, and with sasl_ssl the tool user's properties."""
-        return KafkaConnection.of(self.bootstrap, self.client_properties())
-
-    def client_properties(self, user: str | None = None) -> dict[str, str]:
-        if self.secrets is None:
-            return {}
-        return self.secrets.client_properties(user) if user else self.secrets.client_properties()
 
     def start(self) -> EmbeddedBroker:
         t0 = time.monotonic()
@@ -155,8 +144,6 @@ class EmbeddedBroker:
         advertised = f"127.0.0.1:{self.advertised_port}" if self.advertised_port else f"{self.host}:{port}"
         extra, format_args = None, None
         if self.security == "sasl_ssl":
-            from streamscale.broker.security import Security
-
             self.secrets = Security.prepare(self.data_dir, [self.host])
             extra = self.secrets.server_settings(self.host, port, self.controller_port, advertised)
             format_args = self.secrets.format_arguments()

@@ -23,13 +23,17 @@ def wait_until_ready(
     bootstrap = conn.bootstrap
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     deadline = time.monotonic() + timeout
+    # one admin client for the whole wait, made once the port is open: a client made and dropped
+    # every poll while the broker starts leaves requests in flight in clients being destroyed
+    admin = None
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             tail = _tail(log_path) if log_path else ""
             raise BrokerError(f"broker exited with code {proc.returncode} during start-up{tail}")
         if port_open(host, int(port)):
             try:
-                admin = conn.admin({"socket.timeout.ms": 2000, "log_level": 0})
+                if admin is None:
+                    admin = conn.admin({"socket.timeout.ms": 2000, "log_level": 0})
                 if admin.list_topics(timeout=2).brokers:
                     return
             except Exception:  # noqa: BLE001 - keep polling until the deadline

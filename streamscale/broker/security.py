@@ -28,6 +28,7 @@ import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import BrokerError
 
 MODES = ("plaintext", "sasl_ssl")
@@ -138,6 +139,22 @@ class Security:
             "sasl.password": self.password if user == TOOL_USER else self.guest_password,
             "ssl.ca.location": str(self.ca_file),
         }
+
+
+class SecuredKafka:
+    """What an embedded broker or cluster offers its clients: its connection, with the tool user's
+    properties when it was started with ``sasl_ssl`` (``secrets`` set), none for plaintext."""
+
+    secrets: Security | None = None
+    bootstrap: str
+
+    @property
+    def connection(self) -> KafkaConnection:
+        """How a client reaches it: the bootstrap, and with sasl_ssl the tool user's properties."""
+        return KafkaConnection.of(self.bootstrap, self.client_properties())
+
+    def client_properties(self, user: str = TOOL_USER) -> dict[str, str]:
+        return {} if self.secrets is None else self.secrets.client_properties(user)
 
 
 def _properties_text(props: dict[str, str]) -> str:

@@ -36,14 +36,9 @@ from datetime import datetime
 
 import numpy as np
 
+from streamscale.experiment.sequential import t_quantile
+
 MIN_BATCHES = 4
-
-
-def t_quantile(df: int, confidence: float = 0.95) -> float:
-    """Student's t quantile for a two-sided ``confidence`` interval (exact, any level)."""
-    from streamscale.experiment.sequential import t_quantile as exact
-
-    return exact(df, confidence)
 
 
 def _t975(df: int) -> float:
