@@ -49,7 +49,7 @@ def admin_arguments(conn: KafkaConnection) -> dict:
     return args
 
 
-def _quiet_kafka_python() -> None:
+def quiet_kafka_python() -> None:
     """kafka-python logs under "kafka": to the Kafka clients' log file, never the terminal."""
     log = logging.getLogger("kafka")
     if not log.handlers:
@@ -70,7 +70,7 @@ class LogDirSizes:
         if self._admin is None:
             from kafka import KafkaAdminClient
 
-            _quiet_kafka_python()
+            quiet_kafka_python()
             try:
                 self._admin = KafkaAdminClient(**admin_arguments(self.conn))
             except LogDirsUnavailable:

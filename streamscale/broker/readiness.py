@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from streamscale.broker.connection import KafkaConnection
+from streamscale.broker.log_dirs import admin_arguments, quiet_kafka_python
 from streamscale.errors import BrokerError
 from streamscale.ports import port_open
 
@@ -42,33 +43,59 @@ def wait_until_ready(
     raise BrokerError(f"broker at {bootstrap} was not ready after {timeout:.0f} s{_tail(log_path)}")
 
 
-# Retried until the deadline: the coordinator still loading, or a request that timed out on a busy
-# machine (the broker answers later; a dead one fails the deadline).
-_COORDINATOR_WAIT = (
-    "NOT_COORDINATOR",
-    "COORDINATOR_NOT_AVAILABLE",
-    "COORDINATOR_LOAD_IN_PROGRESS",
-    "_TIMED_OUT",
-    "_TRANSPORT",
-)
+# The coordinator is asked through kafka-python, not librdkafka: librdkafka 2.16's coordinator-based
+# admin requests (DescribeConsumerGroups) abort the process (rd_kafka_admin_coord_request:
+# "Assertion eonce->refcnt > 0") when the coordinator moves while a request waits for it, which is
+# what a starting cluster's coordinator does; an OffsetFetch sent while it loads crashed it too.
+COORDINATOR_CHECK_GROUP = "streamscale-coordinator-check"
+
+
+def _coordinator_error(conn: KafkaConnection) -> Exception | None:
+    """None when the group coordinator answers DescribeGroups without error, else the error."""
+    from kafka import KafkaAdminClient
+
+    quiet_kafka_python()
+    try:
+        admin = KafkaAdminClient(**{**admin_arguments(conn), "request_timeout_ms": 10_000})
+    except Exception as exc:  # noqa: BLE001 - no connection yet: retried until the deadline
+        return _Retriable(f"no connection: {exc}")
+    try:
+        error = admin.describe_groups([COORDINATOR_CHECK_GROUP])[COORDINATOR_CHECK_GROUP]["error"]
+        # no such group is the coordinator's answer too (Kafka 4 says so instead of "Dead")
+        return None if error is None or "GroupIdNotFound" in error else _from_text(error)
+    except Exception as exc:  # noqa: BLE001 - sorted into retriable or not by the caller
+        return exc
+    finally:
+        admin.close()
+
+
+class _Retriable(Exception):
+    retriable = True
+
+
+def _from_text(error: str) -> Exception:
+    """kafka-python reports a group's error as text ("[Error 14] CoordinatorLoadInProgressError: ...")."""
+    import kafka.errors as errors
+
+    name = error.split("] ", 1)[-1].split(":", 1)[0]
+    cls = getattr(errors, name, None)
+    return _Retriable(error) if cls is not None and getattr(cls, "retriable", False) else RuntimeError(error)
 
 
 def wait_for_group_coordinator(target: KafkaConnection | str, timeout: float = 60.0) -> None:
     """Block until the group coordinator answers (its offsets topic created and loaded), as a
-    running cluster's does. A fresh broker creates ``__consumer_offsets`` on the first group
-    request; librdkafka 2.16 crashed (SIGSEGV) in an OffsetFetch sent while it was still loading."""
+    running cluster's does: a fresh broker creates ``__consumer_offsets`` on the first group
+    request. Retriable errors (the coordinator moving or loading, a timeout on a busy machine)
+    are retried until the deadline; any other fails at once."""
     conn = KafkaConnection.of(target)
-    admin = conn.admin({"log_level": 0})
     deadline = time.monotonic() + timeout
     while True:
-        fut = admin.describe_consumer_groups(["streamscale-coordinator-check"], request_timeout=10)
-        try:
-            next(iter(fut.values())).result()
+        exc = _coordinator_error(conn)
+        if exc is None:
             return
-        except Exception as exc:  # noqa: BLE001 - retried while the coordinator loads
-            if not any(code in str(exc) for code in _COORDINATOR_WAIT) or time.monotonic() > deadline:
-                raise BrokerError(f"the broker at {conn.bootstrap} has no group coordinator: {exc}") from None
-        time.sleep(0.1)
+        if not getattr(exc, "retriable", False) or time.monotonic() > deadline:
+            raise BrokerError(f"the broker at {conn.bootstrap} has no group coordinator: {exc}") from None
+        time.sleep(0.2)
 
 
 def _tail(path: Path | None, lines: int = 15) -> str:

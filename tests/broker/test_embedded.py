@@ -136,72 +136,63 @@ def test_bootstrap_resolution_order(tmp_path, monkeypatch):
     assert probed == ["kafka:9092", "other:1"]  # whichever wins is checked to answer
 
 
-class _Future:
-    def __init__(self, error):
-        self.error = error
+class _Answers:
+    """kafka-python's admin client, made anew for each look: answers DescribeGroups with the given
+    outcomes in turn (an exception raised, or the group's error text), then without error."""
 
-    def result(self):
-        if self.error:
-            raise self.error
-
-
-class _Admin:
-    """Answers describe_consumer_groups with the given errors in turn, then success."""
-
-    def __init__(self, errors):
-        self.errors = list(errors)
+    def __init__(self, outcomes):
+        self.outcomes = list(outcomes)
         self.calls = 0
+        self.closed = 0
 
-    def describe_consumer_groups(self, groups, request_timeout):
-        self.calls += 1
-        return {groups[0]: _Future(self.errors.pop(0) if self.errors else None)}
+    def __call__(self, **arguments):
+        answers = self
 
+        class _Client:
+            def describe_groups(self, groups):
+                answers.calls += 1
+                outcome = answers.outcomes.pop(0) if answers.outcomes else None
+                if isinstance(outcome, Exception):
+                    raise outcome
+                return {groups[0]: {"error": outcome}}
 
-def _fake_connection(monkeypatch, admin):
-    class _Conn:
-        bootstrap = "127.0.0.1:1"
+            def close(self):
+                answers.closed += 1
 
-        def __init__(self, bootstrap):
-            pass
-
-        @classmethod
-        def of(cls, target, properties=None):
-            return cls(target)
-
-        def admin(self, overrides):
-            return admin
-
-    monkeypatch.setattr(readiness, "KafkaConnection", _Conn)
+        return _Client()
 
 
-def test_coordinator_wait_retries_a_timed_out_request_and_a_loading_coordinator(monkeypatch):
-    from confluent_kafka import KafkaError, KafkaException
+def test_coordinator_wait_retries_a_timed_out_request_and_a_moving_or_loading_coordinator(monkeypatch):
+    import kafka
+    import kafka.errors as errors
 
-    # a busy machine: the first request times out, then the offsets topic is still loading
-    admin = _Admin(
+    # a busy machine: the first request times out, the coordinator moves, then its offsets topic loads
+    answers = _Answers(
         [
-            KafkaException(KafkaError(KafkaError._TIMED_OUT)),
-            KafkaException(KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS)),
+            errors.KafkaTimeoutError("request timed out"),
+            errors.NotCoordinatorError("moved"),
+            str(errors.CoordinatorLoadInProgressError("loading")),
         ]
     )
-    _fake_connection(monkeypatch, admin)
+    monkeypatch.setattr(kafka, "KafkaAdminClient", answers)
     readiness.wait_for_group_coordinator("127.0.0.1:1", timeout=30)
-    assert admin.calls == 3
+    assert answers.calls == 4 and answers.closed == 4
 
 
 def test_coordinator_wait_fails_at_once_on_another_error_and_at_the_deadline(monkeypatch):
-    from confluent_kafka import KafkaError, KafkaException
+    import kafka
+    import kafka.errors as errors
 
-    admin = _Admin([KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED))])
-    _fake_connection(monkeypatch, admin)
-    with pytest.raises(embedded.BrokerError, match="no group coordinator"):
+    answers = _Answers([str(errors.GroupAuthorizationFailedError("denied"))])
+    monkeypatch.setattr(kafka, "KafkaAdminClient", answers)
+    with pytest.raises(embedded.BrokerError, match="no group coordinator.*GroupAuthorizationFailed"):
         readiness.wait_for_group_coordinator("127.0.0.1:1", timeout=30)
-    assert admin.calls == 1
-    admin = _Admin([KafkaException(KafkaError(KafkaError._TIMED_OUT))] * 3)
-    _fake_connection(monkeypatch, admin)
-    with pytest.raises(embedded.BrokerError, match="Timed out"):
+    assert answers.calls == 1
+    answers = _Answers([errors.KafkaTimeoutError("request timed out")] * 3)
+    monkeypatch.setattr(kafka, "KafkaAdminClient", answers)
+    with pytest.raises(embedded.BrokerError, match="timed out"):
         readiness.wait_for_group_coordinator("127.0.0.1:1", timeout=0)
-    assert admin.calls == 1
+    assert answers.calls == 1
 
 
 def test_the_installed_class_data_archive_is_mapped_by_the_broker(broker):

@@ -205,7 +205,10 @@ def isolated_bed(tmp_path_factory):
 def test_an_isolated_leader_loses_nothing_acknowledged_with_acks_all(isolated_bed):
     from streamscale.reliability.tester import run_trial
 
-    fault = _fault({"at_s": 1.0, "do": "isolate", "target": "leader", "for_s": 6})
+    # 10 s: a leader that is also the active controller is replaced only after the other
+    # controllers elect one (fetch timeout 2 s and an election) and its broker session (3 s)
+    # expires there: ~6 s on an idle machine, more on a busy one
+    fault = _fault({"at_s": 1.0, "do": "isolate", "target": "leader", "for_s": 10})
     r = run_trial(
         isolated_bed,
         ProducerSettings(acks="all", idempotence=True),
