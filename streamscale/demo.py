@@ -33,14 +33,18 @@ def run_demo(
     source: bool = False,
     connector: str | None = None,
     security: str = "plaintext",
+    budget_s: float | None = None,
 ) -> dict:
-    """The scaling demo (probe, then a short UC2 benchmark whose demand rises from 1 to 2 cores);
-    ``source``: first the PySpark source under load; ``execution=False``: only that."""
+    """The scaling demo (probe, then a short UC2 benchmark whose demand rises from 1 to 2 cores,
+    within ``budget_s``, default :data:`BUDGET_S`); ``source``: first the PySpark source under
+    load; ``execution=False``: only that."""
     result: dict = {}
     if source or not execution:
         result = run_source_demo(seconds, sensors, out_dir, master, partitions)
     if execution:
-        result["execution"] = run_scaling_demo(out_dir / f"{SUT}-scaling", connector=connector, security=security)
+        result["execution"] = run_scaling_demo(
+            out_dir / f"{SUT}-scaling", connector=connector, security=security, budget_s=budget_s
+        )
     return result
 
 
@@ -135,10 +139,13 @@ def replace_previous_demo(out_dir: Path) -> None:
         shutil.rmtree(out_dir)
 
 
-def run_scaling_demo(out_dir: Path, connector: str | None = None, security: str = "plaintext") -> dict:
+def run_scaling_demo(
+    out_dir: Path, connector: str | None = None, security: str = "plaintext", budget_s: float | None = None
+) -> dict:
     """Embedded broker, a quick capacity probe, then UC2's capacity on 1 and 2 cores as brackets
-    searched from the probe's figure (``connector``: the Kafka connector, default spark;
-    ``security``: the broker's, plaintext or sasl_ssl)."""
+    searched from the probe's figure within ``budget_s`` seconds in all (default :data:`BUDGET_S`)
+    (``connector``: the Kafka connector, default spark; ``security``: the broker's, plaintext or
+    sasl_ssl)."""
     from streamscale.benchmark.execution import run_execution
     from streamscale.benchmark.probe import probe_capacity
     from streamscale.benchmark.results import read_results
@@ -186,7 +193,7 @@ def run_scaling_demo(out_dir: Path, connector: str | None = None, security: str 
             )
         one = probe.rate
         console.print(f"    1 core: ~{approx(one)} records/s")
-        budget = max(60.0, BUDGET_S - (time.monotonic() - t0) - CLOSING_S)
+        budget = max(60.0, (budget_s or BUDGET_S) - (time.monotonic() - t0) - CLOSING_S)
         spec = parse_spec(demo_spec(one, params, budget))
         console.print(
             f"[bold]3/3[/] {SUT.upper()} benchmark (Theodolite method): the highest load held and the lowest "

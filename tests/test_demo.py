@@ -35,7 +35,13 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium_if
     }
     env.pop("STREAMSCALE_SPARK_LOG_LEVEL", None)
     r = subprocess.run(
-        [EXE, "demo", "--out", str(out)], capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path
+        # half the default budget: the same probe, search and verdicts, fewer halvings
+        [EXE, "demo", "--out", str(out), "--budget", "120"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        cwd=tmp_path,
     )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     both = r.stdout + r.stderr

@@ -20,6 +20,7 @@ from streamscale.cli.app import (
     root,
     with_security,
 )
+from streamscale.demo import BUDGET_S
 
 
 @root.command("run-sut")
@@ -213,9 +214,17 @@ def demo_cmd(
     security: str = typer.Option(
         "plaintext", "--security", help="The embedded broker's: plaintext, or sasl_ssl (TLS, SCRAM users, ACLs)"
     ),
+    budget: float = typer.Option(
+        BUDGET_S,
+        "--budget",
+        help="Seconds the scaling demo plans its probe and runs into (at least 90); longer: narrower brackets",
+    ),
 ):
-    """A Spark job's (UC2's) resource demand found rising with its load on this machine (~3 min), with report."""
+    """A Spark job's (UC2's) resource demand found rising with its load on this machine (~4 min), with report."""
     from streamscale.demo import run_demo
+
+    if budget < 90:
+        raise typer.BadParameter("at least 90 s: the probe and two runs of each core count", param_hint="--budget")
 
     run_demo(
         seconds=seconds,
@@ -226,4 +235,5 @@ def demo_cmd(
         source=source,
         connector=connector,
         security=security,
+        budget_s=budget,
     )

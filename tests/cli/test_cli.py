@@ -150,6 +150,8 @@ def test_benchmark_validate_and_bad_spec(tmp_path, state):
     )
     r = run("benchmark", "run", str(bad), env=state)
     assert r.returncode == 2 and "warmup_s" in r.stderr and "Traceback" not in r.stderr
+    r = run("demo", "--budget", "30", "--out", str(tmp_path / "demo"), env=state)  # refused before anything starts
+    assert r.returncode == 2 and "at least 90 s" in r.stderr and not (tmp_path / "demo").exists()
 
 
 def test_broker_start_on_a_taken_port_fails_with_the_reason(state):
