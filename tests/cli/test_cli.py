@@ -375,9 +375,16 @@ def test_sigkilled_benchmark_run_leaves_no_process_behind(state, tmp_path):
 
 
 @pytest.mark.spark
-# run-sut's processes are those of `benchmark run` above (broker, JVM, Python and generator
-# workers): a long experiment, on request (-m slow)
-@pytest.mark.parametrize("command", [pytest.param("run-sut", marks=pytest.mark.slow), "demo", "reliability pipeline"])
+# run-sut's and the demo's processes are those of `benchmark run` above (broker, JVM, Python and
+# generator workers): long experiments, on request (-m slow)
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param("run-sut", marks=pytest.mark.slow),
+        pytest.param("demo", marks=pytest.mark.slow),
+        "reliability pipeline",
+    ],
+)
 def test_sigkilled_spark_commands_leave_no_process_behind(state, tmp_path, broker, command):
     cmd, ready = {
         "run-sut": (["run-sut", "uc1", "-d", "300", "--partitions", "2"], _spark_and_generator),
