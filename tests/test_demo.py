@@ -35,8 +35,8 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium_if
     }
     env.pop("STREAMSCALE_SPARK_LOG_LEVEL", None)
     r = subprocess.run(
-        # half the default budget: the same probe, search and verdicts, fewer halvings
-        [EXE, "demo", "--out", str(out), "--budget", "120"],
+        # the smallest budget: the same probe, search and verdicts, shorter runs, fewer halvings
+        [EXE, "demo", "--out", str(out), "--budget", "90"],
         capture_output=True,
         text=True,
         timeout=900,
@@ -104,3 +104,13 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium_if
     table = re.search(r'<table class="brackets">(.*?)</table>', dom, re.S).group(1)
     cells = [re.findall(r"<td>(.*?)</td>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
     assert [c[0] for c in cells if c] == ["1", "2"], cells  # one bracket per core count
+
+
+def test_the_demo_shortens_its_runs_to_fit_a_small_budget():
+    from streamscale.demo import DURATION_S, MIN_DURATION_S, demo_spec, run_seconds
+
+    # the search's budget is shared by two core counts; a run costs 10 s beyond its own seconds
+    assert run_seconds(None) == DURATION_S == 40 and run_seconds(195) == 40
+    assert run_seconds(60) == 20 and run_seconds(80) == 30
+    assert run_seconds(20) == MIN_DURATION_S == 15  # never shorter than the shortest judged run
+    assert demo_spec(30_000, {}, 60)["execution"]["duration_s"] == 20
