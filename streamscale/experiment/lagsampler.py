@@ -57,12 +57,15 @@ class LagSampler:
 
     def sample_once(self, access: BrokerAccess) -> LagSample:
         ends = access.end_offsets(self.topic)
+        # stamped when the end offsets were read: the committed offsets' request after it can take
+        # a tenth of a second on a busy machine, which skewed the delivered rate of a short span
+        t_s = round(time.monotonic() - self.t0, 3)
         committed = access.committed_offsets(self.group, self.topic)
         end_total = sum(ends.values())
         done = sum(committed.get(p, 0) for p in ends)
         prometheus.set_lag(self.topic, {p: e - committed.get(p, 0) for p, e in ends.items()})
         prometheus.lag_samples.inc()
-        return LagSample(round(time.monotonic() - self.t0, 3), end_total - done, end_total, done)
+        return LagSample(t_s, end_total - done, end_total, done)
 
     def _run(self) -> None:
         try:

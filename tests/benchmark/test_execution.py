@@ -11,6 +11,7 @@ from streamscale.benchmark.results import ExperimentResult
 from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
 from streamscale.experiment.cpus import process_tree
+from tests.conftest import shortfall
 
 
 def spec_dict(**execution):
@@ -266,7 +267,7 @@ def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
         # how many records the executors get through in 16 s is the machine's speed (a saturated
         # CI machine managed 5,394 of 22,000); what must hold is that the run was judged, its
         # executors processed records, and it ran on 2 of them
-        assert row["valid"] == "True" or row["generator_reached_target"] == "False"  # invalid: a shortfall
+        assert row["valid"] == "True" or shortfall(row)  # invalid: the load fell short
         assert int(row["processed_records"]) > 0
         assert summary["results"][0]["load"] == 1000 and summary["experiments_run"] == 1
         apps = (tmp_path / "cluster" / "master.log").read_text()
