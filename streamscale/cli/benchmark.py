@@ -224,7 +224,7 @@ def demo_cmd(
     from streamscale.demo import run_demo
 
     if budget < 90:
-        raise typer.BadParameter("at least 90 s: the probe and two runs of each core count", param_hint="--budget")
+        raise typer.BadParameter("at least 90 s: the probe and a run of each core count", param_hint="--budget")
 
     run_demo(
         seconds=seconds,

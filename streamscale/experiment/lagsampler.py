@@ -57,8 +57,8 @@ class LagSampler:
 
     def sample_once(self, access: BrokerAccess) -> LagSample:
         ends = access.end_offsets(self.topic)
-        # stamped when the end offsets were read: the committed offsets' request after it can take
-        # a tenth of a second on a busy machine, which skewed the delivered rate of a short span
+        # stamped when the end offsets were read (the delivered rate is their slope over these
+        # times): the committed offsets' request after it takes longer on a busy machine
         t_s = round(time.monotonic() - self.t0, 3)
         committed = access.committed_offsets(self.group, self.topic)
         end_total = sum(ends.values())
