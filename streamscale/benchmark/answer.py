@@ -140,6 +140,9 @@ def _bracket_words(row: dict, axes: Axes) -> str:
     held, failed = row["held"], row["failed"]
     if held is None:
         ended = " before the time budget ended the search" if row.get("out_of_time") else ""
+        if failed is None:  # every run it had was invalid (the load fell short): nothing judged
+            why = f" ({row['ceiling']})" if row.get("ceiling") else ""
+            return f"{who} could not be judged at any load tried{ended}{why}"
         return f"{who} held none of the loads tried{ended} (down to {_amount(axes, failed)})"
     text = f"{who} held {_amount(axes, held)}" + (" (as fewer resources did; not run)" if row["held_assumed"] else "")
     if failed is None:

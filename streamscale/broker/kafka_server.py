@@ -174,7 +174,13 @@ def node_properties(
 
 
 def new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random cluster id as Kafka writes one (URL-safe base64 of a UUID), never starting with
+    "-": the storage tool would read ``-t -xyz`` as an option and refuse to format (1 start in 64;
+    Kafka's own Uuid.randomUuid draws again for the same reason)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 # Java's class-data archive of a broker's classes, written by `make install` beside the jars it

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from streamscale.broker.access import BrokerAccess
-from streamscale.errors import KafkaClientError, WaitTimeout
+from streamscale.errors import BrokerError, KafkaClientError, WaitTimeout
 from streamscale.observe import prometheus
 from streamscale.reliability.receiver import account, receive
 from streamscale.reliability.sender import ID_DIGITS, Sender, make_value, settings_of
@@ -168,8 +168,11 @@ def run_trial(
         t0 = time.monotonic()
         if steps is not None:
             watch = testbed.leader_watch(topic, t0)
+        events.sort(key=lambda e: e[0])
+        while events and events[0][0] <= 0:  # a step at 0 s is in effect before the first record is sent
+            events.pop(0)[1]()
         worker.start()
-        for at, action in sorted(events, key=lambda e: e[0]):
+        for at, action in events:
             wait = t0 + at - time.monotonic()
             if wait > 0:
                 worker.join(wait)
@@ -186,6 +189,12 @@ def run_trial(
         testbed.clear()
     if steps is not None:
         _fault_timeline(result, sender, steps, watch)
+        try:
+            # a healed or restarted node rejoins with the metadata it had when it went: the receiver
+            # reads once every replica is in sync again, what the cluster holds, not a stale view
+            testbed.settle(topic)
+        except BrokerError as exc:
+            log.warning("the replicas of %s were not in sync again before receiving: %s", topic, exc)
     result.proxy_resets = testbed.proxy_resets() - resets_before
     result.resets_response = testbed.proxy_response_resets() - response_resets_before
     for k, v in sender.requests().items():

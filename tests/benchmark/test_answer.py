@@ -221,3 +221,29 @@ def test_the_held_end_says_sparks_cpu_seconds_per_million_records_with_the_runs_
     from streamscale.benchmark.report import _per_million
 
     assert _per_million(b) == "13 (12–14)"
+
+
+def test_an_amount_whose_every_run_was_invalid_is_said_so_in_the_answer_report_and_plot(tmp_path):
+    # a busy machine: 1 core stayed undecided at the first load, the generator fell short of the
+    # first load on 2 cores, and the time was up: no end on 2 cores at all
+    from streamscale.benchmark.answer import bracket_answer
+    from streamscale.benchmark.bracket import Bracket
+    from streamscale.benchmark.plots import plot_brackets
+
+    one = Bracket(1, None, 16_000.0, failed_undecided=True, out_of_time=True, verdicts={16_000.0: "undecided"})
+    two = Bracket(
+        2,
+        ceiling="the load generator could not produce 16,000 records/s here",
+        out_of_time=True,
+        verdicts={16_000.0: "invalid"},
+    )
+    rows = [_row(16_000, 1, "undecided", 60.0), _row(16_000, 2, "invalid", 40.0)]
+    a = bracket_answer([one.as_dict(), two.as_dict()], Axes(), "uc2", rows)
+    assert a["sentence"] == (
+        "UC2 on this machine: 1 core (Spark used 0.6 CPUs) held none of the loads tried before the time budget "
+        "ended the search (down to ~16,000 records/s); 2 cores could not be judged at any load tried before the "
+        "time budget ended the search (the load generator could not produce 16,000 records/s here)"
+    )
+    assert [c["load"] for c in a["capacity"]] == [None, None]
+    assert "could not be judged" in "".join(_answer({"answer": a}))
+    assert plot_brackets(a["brackets"], Axes(), tmp_path / "capacity.png").stat().st_size > 5000
