@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from streamscale import terminal
+from streamscale.benchmark.bracket import RUN_OVERHEAD_S
 from streamscale.benchmark.units import round_significant
 from streamscale.errors import SparkError
 
@@ -85,9 +86,8 @@ DURATION_S, WARMUP_S, MIN_DURATION_S = 40.0, 5.0, 15.0
 # demo judged more loosely than a benchmark would answer differently from one.
 BUDGET_S = 240.0
 CLOSING_S = 10.0  # the report and the closing paragraph, after the last run
-# What a run costs beyond its own seconds (topics, the query started and stopped, the judging):
-# a smaller budget shortens the runs, so that each core count gets a run that fits its share.
-RUN_OVERHEAD_S = 10.0
+# A smaller budget shortens the runs, so that each core count gets a run (and the budget's
+# RUN_OVERHEAD_S around it) that fits its share.
 
 
 def run_seconds(search_budget_s: float | None) -> float:

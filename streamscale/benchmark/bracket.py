@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from streamscale.benchmark.units import round_significant
 
 PASS, FAIL, UNDECIDED, INVALID = "pass", "fail", "undecided", "invalid"
+# what a run costs beyond its load (topics made, Spark's query started and stopped, the judging):
+# what a time budget counts for each run besides its duration
+RUN_OVERHEAD_S = 10.0
 
 
 def _always(*_args) -> bool:

@@ -73,8 +73,6 @@ def _majority(verdicts: list[str], repetitions: int, final: bool = False) -> str
 
 # the repetition number of a bracket end's confirming run (above any spec's repetitions)
 CONFIRM_REP = 100
-# what a run costs beyond its load: topics made, Spark's query started and stopped, the judging
-RUN_OVERHEAD_S = 10.0
 
 
 class Execution:
@@ -229,7 +227,7 @@ class Execution:
 
     def _run_brackets(self) -> dict:
         """Capacity per resource amount as a bracket (streamscale.benchmark.bracket)."""
-        from streamscale.benchmark.bracket import bracket_search
+        from streamscale.benchmark.bracket import RUN_OVERHEAD_S, bracket_search
         from streamscale.benchmark.plots import plot_brackets
 
         ex = self.spec.execution
