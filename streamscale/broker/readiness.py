@@ -12,6 +12,8 @@ from streamscale.broker.log_dirs import admin_arguments, quiet_kafka_python
 from streamscale.errors import BrokerError
 from streamscale.ports import port_open
 
+READY_LOOK_S = 5.0  # one metadata look; a cold broker's first TLS and SASL handshake fits in it
+
 
 def wait_until_ready(
     target: KafkaConnection | str,
@@ -24,21 +26,25 @@ def wait_until_ready(
     bootstrap = conn.bootstrap
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     deadline = time.monotonic() + timeout
-    # one admin client for the whole wait, made once the port is open: a client made and dropped
-    # every poll while the broker starts leaves requests in flight in clients being destroyed
+    # A client is made once the port is open and kept while its looks succeed, but a look that
+    # fails drops it: a broker that advertises another address (a fault proxy's, not listening
+    # yet) names that address in its first answer, and a client that got the answer after its
+    # look timed out (a TLS and SASL handshake on a cold broker can take seconds) sends every
+    # later request there and never asks the bootstrap address again.
     admin = None
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             tail = _tail(log_path) if log_path else ""
             raise BrokerError(f"broker exited with code {proc.returncode} during start-up{tail}")
         if port_open(host, int(port)):
+            look = max(0.5, min(READY_LOOK_S, deadline - time.monotonic()))
             try:
                 if admin is None:
-                    admin = conn.admin({"socket.timeout.ms": 2000, "log_level": 0})
-                if admin.list_topics(timeout=2).brokers:
+                    admin = conn.admin({"socket.timeout.ms": int(look * 1000), "log_level": 0})
+                if admin.list_topics(timeout=look).brokers:
                     return
             except Exception:  # noqa: BLE001 - keep polling until the deadline
-                pass
+                admin = None
         time.sleep(0.05)
     raise BrokerError(f"broker at {bootstrap} was not ready after {timeout:.0f} s{_tail(log_path)}")
 

@@ -68,16 +68,21 @@ class ProxyTestbed(Testbed):
     def __init__(
         self, log_dir=None, seed: int | None = None, properties: dict | None = None, security: str = "plaintext"
     ):
-        self.proxy_port = free_port()
-        self.broker = EmbeddedBroker(advertised_port=self.proxy_port, log_dir=log_dir, security=security).start()
-        self.properties = {**self.broker.client_properties(), **(properties or {})}
+        self.proxy_port, broker_port = free_port(), free_port()
+        # The proxy listens before the broker starts: the broker's first metadata answer names the
+        # proxy's address, and a client that learned an address nobody listens on yet (the broker's
+        # own readiness check among them) would send every later request there.
+        self.proxy = FaultProxy(self.proxy_port, f"127.0.0.1:{broker_port}", seed=seed).start()
+        self.broker = EmbeddedBroker(
+            port=broker_port, advertised_port=self.proxy_port, log_dir=log_dir, security=security
+        )
         try:
-            self.proxy = FaultProxy(self.proxy_port, self.broker.bootstrap, seed=seed).start()
+            self.broker.start()
+            self.properties = {**self.broker.client_properties(), **(properties or {})}
             # the broker answers what it advertises
             wait_for_group_coordinator(KafkaConnection.of(self.proxy.address, self.properties))
         except BaseException:
-            if getattr(self, "proxy", None) is not None:
-                self.proxy.stop()
+            self.proxy.stop()
             self.broker.stop()
             raise
         self.bootstrap = self.proxy.address

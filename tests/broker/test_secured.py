@@ -183,6 +183,18 @@ def test_a_reliability_trial_on_the_secured_broker_counts_every_record(tmp_path)
     assert (r.acked, r.M, r.distinct, r.lost, r.duplicated) == (5_000, 5_000, 5_000, 0, 0)
 
 
+def test_a_broker_advertising_an_address_nobody_answers_at_is_found_ready_every_time(tmp_path):
+    # a fault proxy's broker before its proxy listens: a readiness check whose client learned the
+    # advertised address (from an answer that came after its look timed out, which a TLS and SASL
+    # handshake makes likely) sent every later look there and waited out its deadline
+    from streamscale.broker.readiness import wait_until_ready
+    from streamscale.ports import free_port
+
+    with EmbeddedBroker(advertised_port=free_port(), security="sasl_ssl", log_dir=tmp_path, ready_timeout=60) as b:
+        for _ in range(5):
+            wait_until_ready(b.connection, 60, b.proc, b.log_path)
+
+
 def _cli(*args, env, timeout=120):
     return subprocess.run(
         [sys.executable, "-m", "streamscale.cli.main", *args],
