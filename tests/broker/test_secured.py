@@ -191,7 +191,7 @@ def test_a_broker_advertising_an_address_nobody_answers_at_is_found_ready_every_
     from streamscale.ports import free_port
 
     with EmbeddedBroker(advertised_port=free_port(), security="sasl_ssl", log_dir=tmp_path, ready_timeout=60) as b:
-        for _ in range(5):
+        for _ in range(3):
             wait_until_ready(b.connection, 60, b.proc, b.log_path)
 
 
