@@ -26,12 +26,13 @@ def wait_until_ready(
     bootstrap = conn.bootstrap
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     deadline = time.monotonic() + timeout
-    # A client is made once the port is open and kept while its looks succeed, but a look that
-    # fails drops it: a broker that advertises another address (a fault proxy's, not listening
-    # yet) names that address in its first answer, and a client that got the answer after its
-    # look timed out (a TLS and SASL handshake on a cold broker can take seconds) sends every
-    # later request there and never asks the bootstrap address again.
-    admin = None
+    # A client is made once the port is open, and a look that fails drops it: a broker that
+    # advertises another address (a fault proxy's, not listening yet) names that address in its
+    # first answer, and a client that got the answer after its look timed out (a TLS and SASL
+    # handshake on a cold broker can take seconds) sends every later request there and never asks
+    # the bootstrap address again. A client lives at least a second, so that one refused at once
+    # is not followed by a new one every poll.
+    admin, made = None, 0.0
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             tail = _tail(log_path) if log_path else ""
@@ -40,11 +41,12 @@ def wait_until_ready(
             look = max(0.5, min(READY_LOOK_S, deadline - time.monotonic()))
             try:
                 if admin is None:
-                    admin = conn.admin({"socket.timeout.ms": int(look * 1000), "log_level": 0})
+                    admin, made = conn.admin({"socket.timeout.ms": int(look * 1000), "log_level": 0}), time.monotonic()
                 if admin.list_topics(timeout=look).brokers:
                     return
             except Exception:  # noqa: BLE001 - keep polling until the deadline
-                admin = None
+                if time.monotonic() - made >= 1.0:
+                    admin = None
         time.sleep(0.05)
     raise BrokerError(f"broker at {bootstrap} was not ready after {timeout:.0f} s{_tail(log_path)}")
 
