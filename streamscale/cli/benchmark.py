@@ -217,7 +217,7 @@ def demo_cmd(
     budget: float = typer.Option(
         BUDGET_S,
         "--budget",
-        help="Seconds the scaling demo plans its probe and runs into (at least 90); longer: narrower brackets",
+        help="Seconds the demo plans its probe and runs into (at least 90; from ~600: runs of 125 s, more decided)",
     ),
 ):
     """A Spark job's (UC2's) resource demand found rising with its load on this machine (~4 min), with report."""
