@@ -93,7 +93,7 @@ CLOSING_S = 10.0  # the report and the closing paragraph, after the last run
 # which the lag trend fits the windows' closes out (streamscale.experiment.slo) and decides at 1 %
 # of the load, where a 40 s run's is often undecided at any load (the lag after a commit is the
 # load times a batch time that varies by a fifth; measured on one core at 30,000-60,000 records/s:
-# intervals of +-1-1.5 % of the load over 40 s, +-0.3-0.6 % over 90 s).
+# intervals of +-1-1.5 % of the load over 40 s, +-0.4-0.7 % over 90 s).
 LONGEST_S = WARMUP_S + 2 * WINDOW_S
 
 

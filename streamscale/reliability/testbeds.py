@@ -8,7 +8,7 @@ from __future__ import annotations
 from streamscale.broker.connection import KafkaConnection
 from streamscale.broker.embedded import EmbeddedBroker
 from streamscale.broker.readiness import wait_for_group_coordinator
-from streamscale.errors import ReliabilityError
+from streamscale.errors import BrokerError, ReliabilityError
 from streamscale.ports import free_port
 from streamscale.reliability.proxy import FaultProxy
 from streamscale.reliability.spec import NetemFault, NoFault, ProxyFault
@@ -68,23 +68,31 @@ class ProxyTestbed(Testbed):
     def __init__(
         self, log_dir=None, seed: int | None = None, properties: dict | None = None, security: str = "plaintext"
     ):
-        self.proxy_port, broker_port = free_port(), free_port()
         # The proxy listens before the broker starts: the broker's first metadata answer names the
         # proxy's address, and a client that learned an address nobody listens on yet (the broker's
-        # own readiness check among them) would send every later request there.
-        self.proxy = FaultProxy(self.proxy_port, f"127.0.0.1:{broker_port}", seed=seed).start()
-        self.broker = EmbeddedBroker(
-            port=broker_port, advertised_port=self.proxy_port, log_dir=log_dir, security=security
-        )
-        try:
-            self.broker.start()
-            self.properties = {**self.broker.client_properties(), **(properties or {})}
-            # the broker answers what it advertises
-            wait_for_group_coordinator(KafkaConnection.of(self.proxy.address, self.properties))
-        except BaseException:
-            self.proxy.stop()
-            self.broker.stop()
-            raise
+        # own readiness check among them) would send every later request there. The broker's port
+        # is chosen first, so a port another process takes before the broker binds it is tried
+        # again with new ports, as the broker does with its own.
+        for attempt in range(3):
+            self.proxy_port, broker_port = free_port(), free_port()
+            self.proxy = FaultProxy(self.proxy_port, f"127.0.0.1:{broker_port}", seed=seed).start()
+            self.broker = EmbeddedBroker(
+                port=broker_port, advertised_port=self.proxy_port, log_dir=log_dir, security=security
+            )
+            try:
+                self.broker.start()
+                self.properties = {**self.broker.client_properties(), **(properties or {})}
+                # the broker answers what it advertises
+                wait_for_group_coordinator(KafkaConnection.of(self.proxy.address, self.properties))
+                break
+            except BaseException as exc:
+                self.proxy.stop()
+                self.broker.stop()
+                clash = isinstance(exc, BrokerError) and any(
+                    said in str(exc) for said in ("already in use", "exited with code")
+                )
+                if not clash or attempt == 2:
+                    raise
         self.bootstrap = self.proxy.address
         self._faults: dict = {}
 

@@ -64,3 +64,25 @@ def test_reset_black_hole_and_cut(proxy):
     proxy.clear()
     assert _roundtrip(proxy)[0] == b"ping"
     assert proxy.stats()["resets"] >= 1 and proxy.stats()["blackholed"] >= 1 and proxy.stats()["refused"] >= 1
+
+
+def test_a_testbed_whose_broker_port_is_taken_starts_on_new_ports(tmp_path, monkeypatch):
+    # the testbed chooses its broker's port before the proxy starts (the proxy must listen first);
+    # a port that another process holds by then is tried again with new ones, not a failed start
+    from streamscale.reliability import testbeds
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    taken = held.getsockname()[1]
+    ports = iter([free_port(), taken])  # (the proxy's, the broker's) of the first attempt
+    monkeypatch.setattr(testbeds, "free_port", lambda: next(ports, None) or free_port())
+    try:
+        bed = testbeds.ProxyTestbed(tmp_path, seed=1)
+        try:
+            assert bed.broker.port != taken
+            assert bed.bootstrap == f"127.0.0.1:{bed.proxy_port}"
+        finally:
+            bed.close()
+    finally:
+        held.close()
