@@ -1,9 +1,10 @@
 """Does the demo's answer hold over long runs? The demo, then its 1-core ends re-run for 300 s.
 
-    .venv/bin/python benchmarks/demo_truth.py [--tries 3] [--long 300] [--warmup 60] [--out results/demo-truth]
+    .venv/bin/python benchmarks/demo_truth.py [--tries 3] [--budget 240] [--long 300] [--warmup 60]
+        [--out results/demo-truth]
 
-Each try runs the scaling demo as `streamscale demo` does (probe, brackets on 1 and 2 cores within
-its time budget), then runs its 1-core held end and failed end again with the same spec and only
+Each try runs the scaling demo as `streamscale demo --budget` does (probe, brackets on 1 and 2
+cores within its time budget), then runs its 1-core held end and failed end again with the same spec and only
 Theodolite's run lengths: ``--long`` seconds, ``--warmup`` s warm-up, no early stop (every look
 off), one run each, the held end first. The demo's answer holds when the long run at its held end
 passes and the one at its failed end does not pass (an upper end the demo said was undecided
@@ -42,6 +43,7 @@ def long_spec(demo_spec_dict: dict, loads: list[float], seconds: float, warmup: 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tries", type=int, default=3)
+    ap.add_argument("--budget", type=float, default=None, help="the demo's time budget, s (default: the demo's)")
     ap.add_argument("--long", type=float, default=300.0, help="seconds of each long run")
     ap.add_argument("--warmup", type=float, default=60.0, help="warm-up of each long run, s")
     ap.add_argument("--out", type=Path, default=Path("results/demo-truth"))
@@ -57,7 +59,7 @@ def main() -> None:
     for i in range(1, args.tries + 1):
         out = args.out / f"try-{i}"
         t0 = time.monotonic()
-        summary = run_scaling_demo(out / "demo")
+        summary = run_scaling_demo(out / "demo", budget_s=args.budget)
         demo_s = time.monotonic() - t0
         brackets = {b["resources"]: b for b in summary["answer"]["brackets"]}
         one = brackets[1]
