@@ -1,8 +1,9 @@
 """The capacity of each resource amount as a bracket: the highest load it held and the lowest load
 it failed, searched until they lie within a resolution of each other (not rungs fixed in advance).
 
-Per resource amount, in ascending order: the first load tried is where the amount below stopped
-holding (or the given start); the search multiplies the load by ``factor`` while it holds (divides
+Per resource amount, in ascending order: the first load tried is where the amount below failed
+(one step above its highest load held where it failed none: its runs or its time ran out first;
+else the given start); the search multiplies the load by ``factor`` while it holds (divides
 while it fails) until it has a load held and a load failed, then tries their geometric middle until
 ``failed / held <= 1 + resolution``. Loads are rounded to two significant digits (three where two
 would not fall strictly between the ends).
@@ -135,7 +136,7 @@ def bracket_search(
             b.fits = lambda b=b, share=share: b.runs == 0 or time.monotonic() + run_cost_s <= share
         if below is not None and below.held is not None:
             b.held, b.held_assumed = below.held, True
-        first = below.failed if below is not None and below.failed is not None else start
+        first = _first_load(below, start, factor, whole)
         first = min(max(first, low), high)
         _search(b, verdict, first if whole else nice(first), resolution, factor, low, high, max_runs, whole)
         if confirm is not None and drifted is not None:
@@ -143,6 +144,19 @@ def bracket_search(
         out.append(b)
         below = b
     return out
+
+
+def _first_load(below: Bracket | None, start: float, factor: float, whole: bool) -> float:
+    """Where an amount's search starts: where the amount below failed; one step above its highest
+    load held when it failed none (its search ended by its runs or its time, not by a failure),
+    which this amount holds as well; else ``start``."""
+    if below is None:
+        return start
+    if below.failed is not None:
+        return below.failed
+    if below.held is not None:
+        return below.held + 1 if whole else below.held * factor
+    return start
 
 
 def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max_runs, whole=False) -> None:

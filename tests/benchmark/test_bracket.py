@@ -191,3 +191,13 @@ def test_running_a_drifted_end_again_keeps_to_the_time_budget(monkeypatch):
         drifted=lambda *_: True,
     )
     assert b.runs == 3 and b.out_of_time and confirmed == [] and b.confirmed == {}
+
+
+def test_an_amount_below_that_failed_nothing_hands_on_one_step_above_its_held_load():
+    # 1 core's search ends (its runs used up) having held 20k and 40k and failed nothing: 2 cores
+    # hold 40k too, so their search starts one step above it, not at the start load it already holds
+    calls = []
+    one, two = bracket_search([1, 2], capacity_oracle({1: 50_000, 2: 100_000}, calls=calls), start=20_000, max_runs=2)
+    assert (one.held, one.failed) == (40_000, None)
+    assert [c for c in calls if c[1] == 2] == [(80_000, 2), (160_000, 2)]
+    assert (two.held, two.failed, two.held_assumed) == (80_000, 160_000, False)
