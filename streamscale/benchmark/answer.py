@@ -146,9 +146,14 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         return f"{who} held none of the loads tried{ended} (down to {_amount(axes, failed)})"
     text = f"{who} held {_amount(axes, held)}" + (" (as fewer resources did; not run)" if row["held_assumed"] else "")
     if failed is None:
-        return text + (f", higher untested: {row['ceiling']}" if row.get("ceiling") else "")
-    verb = "stayed undecided at" if row["failed_undecided"] else "failed"
-    text += f" and {verb} {_amount(axes, failed)}"
+        if row.get("ceiling"):
+            return text + f", higher untested: {row['ceiling']}"
+        # the search ended before any load failed: by its time budget, or its runs used up
+        why = "the time budget ended the search" if row.get("out_of_time") else "the search's runs were used up"
+        text += f", higher untested ({why})"
+    else:
+        verb = "stayed undecided at" if row["failed_undecided"] else "failed"
+        text += f" and {verb} {_amount(axes, failed)}"
     if row.get("out_of_time") and row.get("width") is not None:
         text += f" (the time budget ended the search {row['width']:.0%} apart)"
     if row.get("confirmed"):

@@ -201,3 +201,14 @@ def test_an_amount_below_that_failed_nothing_hands_on_one_step_above_its_held_lo
     assert (one.held, one.failed) == (40_000, None)
     assert [c for c in calls if c[1] == 2] == [(80_000, 2), (160_000, 2)]
     assert (two.held, two.failed, two.held_assumed) == (80_000, 160_000, False)
+
+
+def test_an_end_the_search_never_reached_is_said_untested_and_why():
+    from streamscale.benchmark.answer import bracket_answer
+    from streamscale.benchmark.units import Axes
+
+    out_of_time = Bracket(1, held=72_000, out_of_time=True).as_dict()
+    runs_used_up = Bracket(2, held=110_000).as_dict()
+    said = bracket_answer([out_of_time, runs_used_up], Axes(), "uc2")["sentence"]
+    assert "1 core held ~72,000 records/s, higher untested (the time budget ended the search)" in said
+    assert "2 cores held ~110,000 records/s, higher untested (the search's runs were used up)" in said
