@@ -83,12 +83,15 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium_if
             continue
         ran = {load: v for (load, res), v in verdicts.items() if res == b["resources"]}
         held = [load for load, v in ran.items() if v == "pass"]
-        not_held = [load for load, v in ran.items() if v != "pass"]
+        not_held = [load for load, v in ran.items() if v in ("fail", "undecided")]
         if held:
             assert b["held"] == max(held) and not b["held_assumed"]
         if not_held:
             assert b["failed"] == min(not_held)
             assert b["failed_undecided"] == (ran[b["failed"]] == "undecided")
+        elif any(v == "invalid" for v in ran.values()):
+            # a load the generator fell short of is no failure: the search's ceiling, said so
+            assert b["failed"] is None and "could not produce" in b["ceiling"], b
     # one core holds the probe's load or a lower one; on a machine too busy for the demo's time
     # budget (the whole test suite beside it) the search may end first, and the answer says so
     ended = one["out_of_time"] and "before the time budget ended" in summary["answer"]["sentence"]
