@@ -155,17 +155,21 @@ def _first_load(below: Bracket | None, start: float, factor: float, whole: bool)
     if below.failed is not None:
         return below.failed
     if below.held is not None:
-        return below.held + 1 if whole else below.held * factor
+        return _up(below.held, factor, math.inf, whole)
     return start
 
 
+def _up(x: float, factor: float, high: float, whole: bool) -> float:
+    """One step up from ``x``: a level more, or ``factor`` times the load, rounded; at most ``high``."""
+    return min(x + 1, high) if whole else nice(min(x * factor, high))
+
+
+def _down(x: float, factor: float, low: float, whole: bool) -> float:
+    """One step down from ``x``: a level less, or the load over ``factor``, rounded; at least ``low``."""
+    return max(x - 1, low) if whole else nice(max(x / factor, low))
+
+
 def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max_runs, whole=False) -> None:
-    def up(x: float) -> float:
-        return min(x + 1, high) if whole else nice(min(x * factor, high))
-
-    def down(x: float) -> float:
-        return max(x - 1, low) if whole else nice(max(x / factor, low))
-
     def run(x: float) -> str:
         v = verdict(x, b.resources)
         b.verdicts[x] = v
@@ -199,11 +203,11 @@ def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max
             if x >= high:
                 b.ceiling = f"{high:,.0f} records/s is the highest load the search may try"
                 break
-            x = up(x)
+            x = _up(x, factor, high, whole)
         else:
             if b.held is not None or x <= low:
                 break
-            x = down(x)
+            x = _down(x, factor, low, whole)
     # then inwards, the geometric middle until the ends are within the resolution
     while b.held is not None and b.failed is not None:
         if b.width <= resolution or not more():
