@@ -3,7 +3,7 @@ executor) count held and the lowest it failed, searched until they lie within 15
 
     .venv/bin/python benchmarks/capacity.py [--uc uc1 uc2 uc3 uc4] [--standalone] [--brokers 3]
         [--duration S] [--warmup S] [--repetitions 1] [--resolution 0.15] [--out results/capacity]
-        [--loads L ...] [--resources N ...] [--every-run]
+        [--loads L ...] [--resources N ...] [--every-run] [--confirm [300]] [--confirm-warmup 60]
 
 One benchmark execution per UC with the defaults (``metric: capacity``, ``strategy: bracket``):
 the UC's own parameters (no cap per batch), the default SLOs (lag trend 1 % of the load, p95
@@ -23,12 +23,20 @@ topics with three replicas, two in sync (the generator's acks=all waits for both
 To re-check points rather than search: ``--loads`` (one UC) the loads, ``--resources`` the
 resource amounts, and ``--every-run`` runs every load x resource point ``--repetitions`` times,
 with no early stop (``metric: demand``, full search), so a point's agreement is seen whole.
+
+``--confirm``: after a UC's search, each resource amount's held end and failed end run again with
+the same spec and only Theodolite's run lengths (300 s, ``--confirm-warmup`` 60 s, no early stop,
+one run each, under ``<out>/<uc>/confirm-<n>``). An end holds when the long run at the held end
+passes and the one at the failed end does not (an upper end the search left undecided claims no
+failure; a long run passing there says only that the capacity lies higher). Printed per amount,
+with Spark's CPU-seconds per million records at the held end and their range over its runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import time
 from pathlib import Path
@@ -85,6 +93,34 @@ def spec_for(uc: str, args, master: str | None) -> dict:
     }
 
 
+def confirm_spec(spec: dict, resources: int, loads: list[float], seconds: float, warmup: float) -> dict:
+    """``spec`` (a UC's search) re-checking ``loads`` on ``resources``: every run whole, ``seconds``
+    long after ``warmup``, once."""
+    spec = json.loads(json.dumps(spec))
+    spec["execution"].update(
+        load={**spec["execution"]["load"], "values": sorted(loads)},
+        resources={**spec["execution"]["resources"], "values": [resources]},
+        duration_s=seconds,
+        warmup_s=warmup,
+        min_duration_s=None,
+        repetitions=1,
+        stop_at_majority=False,
+        extra_repetitions=0,
+        strategy={"name": "full", "lower_bound": False},
+        metric="demand",
+    )
+    spec["name"] = f"{spec['name']}-confirm-{resources}"
+    return spec
+
+
+def end_holds(bracket: dict, held_verdict: str | None, failed_verdict: str | None) -> bool:
+    """Whether long runs confirm a bracket: its held end passes, its failed end does not (an upper
+    end left undecided claims no failure, so any verdict there confirms it)."""
+    if held_verdict is not None and held_verdict != "pass":
+        return False
+    return failed_verdict is None or failed_verdict != "pass" or bool(bracket.get("failed_undecided"))
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--uc", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
@@ -100,9 +136,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--every-run", action="store_true", help="every point --repetitions times: no early stop, no added runs"
     )
+    ap.add_argument(
+        "--confirm",
+        type=float,
+        nargs="?",
+        const=300.0,
+        metavar="SECONDS",
+        help="after each search, re-run every bracket end whole for SECONDS (default 300)",
+    )
+    ap.add_argument("--confirm-warmup", type=float, default=60.0, help="warm-up of each confirming run, s (default 60)")
     args = ap.parse_args(argv)
     if args.loads and len(args.uc) != 1:
         ap.error("--loads needs exactly one --uc (each UC has its own load type)")
+    if args.confirm is not None and (args.loads or not args.confirm_warmup < args.confirm):
+        ap.error("--confirm re-checks a search's ends (not --loads), and its runs outlast --confirm-warmup")
     return args
 
 
@@ -111,7 +158,7 @@ def main() -> None:
     out = args.out / ("standalone" if args.standalone else "local")
     if args.brokers > 1:
         out = out.with_name(f"{out.name}-{args.brokers}brokers")
-    answers = {}
+    answers, confirmed = {}, {}
     with contextlib.ExitStack() as stack:
         master = None
         if args.standalone:
@@ -126,15 +173,51 @@ def main() -> None:
         print(f"{master or 'local[n]'}; broker {broker.bootstrap}", flush=True)
         for uc in args.uc:
             t0 = time.monotonic()
-            spec = parse_spec(spec_for(uc, args, master))
-            summary = run_execution(spec, out / uc, broker.bootstrap, broker_pids=broker.pids())
+            raw = spec_for(uc, args, master)
+            summary = run_execution(parse_spec(raw), out / uc, broker.bootstrap, broker_pids=broker.pids())
             answers[uc] = (summary, read_results(out / uc), time.monotonic() - t0)
             print(f"{uc}: {summary['answer']['sentence']} ({answers[uc][2]:.0f} s)", flush=True)
+            if args.confirm is not None:
+                confirmed[uc] = confirm(raw, summary["answer"]["brackets"], out / uc, broker, args)
     unit = "executor" if args.standalone else "core"
     print(f"\nUC: capacity per {unit} count (runs: load x {unit}s: verdict, lag trend [95 %] / limit, median batch)")
     for uc, (summary, rows, secs) in answers.items():
         print(f"{uc}: {summary['answer']['sentence']} ({len(rows)} runs, {secs / 60:.0f} min)")
         print_runs(rows)
+        for line in confirmed.get(uc, []):
+            print(f"  {line}")
+
+
+def confirm(raw: dict, brackets: list[dict], out: Path, broker, args) -> list[str]:
+    """Each bracket's decided ends run again whole (``--confirm`` s); one line per amount."""
+    lines = []
+    for b in brackets:
+        ends = [e for e in (b["held"], b["failed"]) if e is not None]
+        if not ends:
+            continue
+        n = int(b["resources"])
+        spec = parse_spec(confirm_spec(raw, n, [float(e) for e in ends], args.confirm, args.confirm_warmup))
+        run_execution(spec, out / f"confirm-{n}", broker.bootstrap, broker_pids=broker.pids())
+        rows = {float(r.load): r for r in read_results(out / f"confirm-{n}")}
+        held = rows.get(float(b["held"])) if b["held"] is not None else None
+        failed = rows.get(float(b["failed"])) if b["failed"] is not None else None
+        ok = end_holds(b, held and held.verdict, failed and failed.verdict)
+        per_m, spread = b.get("cpu_s_per_million"), b.get("cpu_s_per_million_range")
+        cpu = "—" if per_m is None else f"{per_m:.3g} [{spread[0]:.3g}, {spread[1]:.3g}]"
+        runs = "; ".join(
+            f"{r.load:,.0f}: {r.verdict.upper()} {r.lag_slope:,.0f} [{r.lag_low:,.0f}, {r.lag_high:,.0f}] / "
+            f"{r.lag_limit:,.0f}, processing p95 {r.processing_p95_ms:,.0f} ms, delivered {r.delivered_rate:,.0f}/s"
+            for r in (held, failed)
+            if r is not None
+        )
+        width = "" if b.get("width") is None else f" ({b['width']:.0%} apart)"
+        line = (
+            f"{n} x: held {b['held']} / failed {b['failed']}{width}, CPU-s per million held {cpu}; "
+            f"over {args.confirm:g} s: {runs} -> {'confirmed' if ok else 'NOT confirmed'}"
+        )
+        print(f"{out.name}: {line}", flush=True)
+        lines.append(line)
+    return lines
 
 
 def print_runs(rows) -> None:

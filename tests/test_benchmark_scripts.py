@@ -126,3 +126,24 @@ def test_the_reassignment_benchmark_reaches_its_phases(broker):
         sizes = {i: min(s, bin_cap) for i, s in enumerate(speeds.values())}
         assert len(sizes) == partitions and all(s > 0 for s in sizes.values())
         assert consumers_used(ALGORITHMS["MWF"](sizes, bin_cap, None)) == consumers, (rate, speeds)
+
+
+def test_capacity_confirms_each_amounts_ends_with_whole_long_runs(capsys):
+    import capacity
+
+    args = capacity.parse_args(["--uc", "uc2", "--confirm"])
+    assert (args.confirm, args.confirm_warmup) == (300.0, 60.0)
+    raw = capacity.spec_for("uc2", args, None)
+    ex = capacity.parse_spec(capacity.confirm_spec(raw, 2, [260_000.0, 240_000.0], 300.0, 60.0)).execution
+    assert ex.load.values == [240_000, 260_000] and ex.resources.values == [2]
+    assert (ex.duration_s, ex.warmup_s, ex.shortest_s, ex.repetitions) == (300.0, 60.0, None, 1)
+    assert (ex.strategy.name, ex.metric, ex.stop_at_majority, ex.extra_repetitions) == ("full", "demand", False, 0)
+    assert raw["execution"]["strategy"]["name"] == "bracket"  # the search's spec is left as it was
+    decided, undecided = {"failed_undecided": False}, {"failed_undecided": True}
+    assert capacity.end_holds(decided, "pass", "fail") and capacity.end_holds(decided, "pass", "undecided")
+    assert not capacity.end_holds(decided, "pass", "pass") and not capacity.end_holds(decided, "undecided", "fail")
+    assert capacity.end_holds(undecided, "pass", "pass")  # an undecided upper end claimed no failure
+    assert capacity.end_holds(decided, None, "fail")  # nothing held: only the failure is checked
+    with pytest.raises(SystemExit):
+        capacity.parse_args(["--uc", "uc2", "--confirm", "30", "--confirm-warmup", "60"])
+    assert "--confirm" in capsys.readouterr().err
