@@ -13,8 +13,8 @@ whole window periods after the warm-up), one run per point. Resources ``cores: [
 confined to that many of the machine's CPUs, ``local[n]``) or, with ``--standalone``,
 ``executors: [1, 2]`` of one core each on a standalone cluster of two one-core workers started
 from pyspark's jars. The search starts at the UC's first load below on the fewest resources, and
-each amount above where the one below failed. UC4's load is seed 002's (4^n sensors in n levels
-of groups of 4): its search steps one level, and its bracket is two levels apart at best. 8
+each amount above where the one below failed. UC4's load counts sensors in groups of 4 (the last
+group partly filled), so its search narrows as the others' do. 8
 partitions, 1 generator process on the same machine; a load the generator cannot reach ends the
 search upwards (the run says so). ``--brokers 3``: on an embedded cluster of three nodes, the
 topics with three replicas, two in sync (the generator's acks=all waits for both). Results

@@ -15,12 +15,15 @@ from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
 from streamscale.benchmark.verdict import (
+    bucket_floor_ms,
     combined_verdict,
     delivered_rate,
     died_result,
     latency_growing,
+    percentile_verdict,
     processing_limit_ms,
     run_validity,
+    worst,
 )
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import SparkDied
@@ -128,7 +131,7 @@ class ExperimentRunner:
     def judge(self, s: dict, limit: float):
         """Whether a run so far is decided (sequential testing): its lag trend's interval, at the
         confidence this look may spend (:class:`~streamscale.experiment.sequential.Looks`), clears
-        the limit."""
+        the limit, and where it held, no latency limit lies inside its p95's bucket."""
         from streamscale.experiment.sequential import Looks
         from streamscale.experiment.sut import CHECK_EVERY_S
 
@@ -136,9 +139,19 @@ class ExperimentRunner:
         period = emission_period_s(self.spec, s["params"])
         self.looks = looks = Looks(ex.duration_s, self.first_look_s(s, period), CHECK_EVERY_S)
 
+        proc_limit = processing_limit_ms(self.spec, s["params"])
+
         def decided(lag, batches, t0_wall, topic) -> bool:
             trend = lag_trend_estimate(lag, batches, t0_wall, ex.warmup_s, topic, period_s=period)
-            return trend.verdict(limit, looks.confidence()) != "undecided"
+            verdict = trend.verdict(limit, looks.confidence())
+            if verdict != "pass":
+                return verdict == "fail"
+            start = t0_wall or None
+            latency = worst(
+                percentile_verdict(latency_percentile_ms(batches, 0.95, start, ex.warmup_s), ex.slos.latency_p95_ms),
+                percentile_verdict(processing_percentile_ms(batches, 0.95, start, ex.warmup_s), proc_limit),
+            )
+            return latency != "undecided"
 
         return decided
 
@@ -248,24 +261,26 @@ class ExperimentRunner:
         dropped_ok = not windowed or thr is None or frac <= thr
         p95 = latency_percentile_ms(r.batches, 0.95, r.t0_wall or None, ex.warmup_s)
         batch_ms = median_batch_ms(r.batches, r.t0_wall or None, trend.start_s)
-        lat_limit = ex.slos.latency_p95_ms
-        latency_ok = lat_limit is None or (p95 is not None and p95 <= lat_limit)
+        latency = percentile_verdict(p95, ex.slos.latency_p95_ms)
         proc = {q: processing_percentile_ms(r.batches, q, r.t0_wall or None, ex.warmup_s) for q in (0.5, 0.95)}
         proc_limit = processing_limit_ms(spec, s["params"])
         # no record processed after the warm-up: no latency to hold a limit to (nothing got through)
-        processing_ok = proc_limit is None or (proc[0.95] is not None and proc[0.95] <= proc_limit)
+        processing = percentile_verdict(proc[0.95], proc_limit)
         proc_trend = processing_trend(r.batches, r.t0_wall, fitted_from) if r.t0_wall else None
         growing = latency_growing(proc_trend, ran - fitted_from)
         valid, invalid_note = run_validity(
             r.generator_reached_target, r.lag_samples_missed, ran, delivered, r.target_rate
         )
-        verdict = combined_verdict(valid, lag_verdict, dropped_ok and latency_ok and processing_ok and not growing)
+        verdict = combined_verdict(valid, lag_verdict, dropped_ok and not growing, worst(latency, processing))
         moved = drift(self.reference_speed, speed_before, speed_after)
         notes = [invalid_note] if invalid_note else []
         if growing:
             notes.append(f"processing latency kept growing ({proc_trend.slope:,.0f} ms per s)")
-        if verdict == "undecided":
+        if verdict == "undecided" and lag_verdict == "undecided":
             notes.append(f"lag interval still straddles the limit after {ran:.0f} s")
+        for what, v, lim in (("output", p95, ex.slos.latency_p95_ms), ("processing", proc[0.95], proc_limit)):
+            if verdict == "undecided" and percentile_verdict(v, lim) == "undecided":
+                notes.append(f"{what} p95 lies in ({bucket_floor_ms(v):,.0f}, {v:,.0f}] ms, which holds its limit")
         if moved > DRIFT_LIMIT:
             notes.append(f"the machine's speed moved by {moved:.0%} around the run")
 
@@ -310,7 +325,7 @@ class ExperimentRunner:
             lag_period_s=trend.period_s,
             lag_verdict=lag_verdict,
             latency_p95_ms=nan(p95),
-            latency_slo=latency_ok,
+            latency_slo=latency != "fail",
             trend_from_s=round(trend.start_s, 3),
             median_batch_ms=nan(batch_ms),
             generator_cpu_pct=round(100 * r.generator_cpu_s / ran, 1),
@@ -321,7 +336,7 @@ class ExperimentRunner:
             processing_p95_ms=nan(proc[0.95]),
             processing_max_ms=max(longest) if longest else float("nan"),
             processing_limit_ms=nan(proc_limit),
-            processing_slo=processing_ok,
+            processing_slo=processing != "fail",
             processing_trend=round(proc_trend.slope, 3)
             if proc_trend and math.isfinite(proc_trend.slope)
             else nan(None),

@@ -12,10 +12,17 @@ A run passes only when its records' processing latency does not keep growing eit
 al.'s sustainable throughput): its per-batch p95's trend over the fitted span, with an interval
 that allows for autocorrelated batches, lies above zero and grew by more than
 :data:`LATENCY_GROWTH_MS` over the span: a query that falls further behind with every batch.
+
+A latency percentile is read as the upper edge of its bucket (streamscale.pipelines.output, 19 %
+wide), so the true value lies above the edge below it: a limit inside that bucket is neither held
+nor failed by the run (:func:`percentile_verdict`). Measured: UC2 at 140,000 records/s on one core
+read 8,192 ms against the 8 s limit over a 150 s run and 6,889 ms over 300 s of the same load;
+calling the first a failure put a bracket's failed end where a long run held.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 
 from streamscale.benchmark.results import ExperimentResult, exp_id
@@ -68,6 +75,28 @@ def latency_growing(trend: Trend | None, span_s: float) -> bool:
     return trend.low > 0 and trend.slope * span_s > LATENCY_GROWTH_MS
 
 
+def percentile_verdict(value_ms: float | None, limit_ms: float | None) -> str:
+    """A latency SLO's verdict from a percentile read as its bucket's upper edge: pass when the
+    edge is within the limit, fail when the edge below it is at or above the limit (or nothing got
+    through: None; or beyond the last edge: inf), else undecided (the limit lies inside the bucket)."""
+    if limit_ms is None:
+        return "pass"
+    if value_ms is None or not math.isfinite(value_ms):
+        return "fail"
+    if value_ms <= limit_ms:
+        return "pass"
+    return "fail" if bucket_floor_ms(value_ms) >= limit_ms else "undecided"
+
+
+def bucket_floor_ms(edge_ms: float) -> float:
+    """The largest bucket edge below ``edge_ms`` (0 below the first): what a percentile read as
+    ``edge_ms`` is known to exceed."""
+    from streamscale.pipelines.output import LATENCY_EDGES_MS
+
+    k = bisect.bisect_left(LATENCY_EDGES_MS, edge_ms * (1 - 1e-9))
+    return LATENCY_EDGES_MS[k - 1] if k > 0 else 0.0
+
+
 def processing_limit_ms(spec: Spec, params: dict) -> float | None:
     """The processing-latency SLO's limit on the p95, ms (None: no such SLO)."""
     from streamscale.benchmark.spec import PROCESSING_P95_MAX_MS, PROCESSING_P95_TRIGGERS
@@ -83,14 +112,20 @@ def processing_limit_ms(spec: Spec, params: dict) -> float | None:
     return float(given)
 
 
-def combined_verdict(valid: bool, lag: str, others_hold: bool) -> str:
+def combined_verdict(valid: bool, lag: str, others_hold: bool, latency: str = "pass") -> str:
     """One run's verdict: invalid, else fail when a decided SLO failed, else undecided while the lag
-    trend's interval straddles its limit, else pass."""
+    trend's interval straddles its limit or a latency limit lies inside its percentile's bucket
+    (``latency``: :func:`percentile_verdict`), else pass."""
     if not valid:
         return "invalid"
-    if lag == "fail" or not others_hold:
+    if lag == "fail" or not others_hold or latency == "fail":
         return "fail"
-    return "undecided" if lag == "undecided" else "pass"
+    return "undecided" if "undecided" in (lag, latency) else "pass"
+
+
+def worst(*verdicts: str) -> str:
+    """fail over undecided over pass."""
+    return next((v for v in ("fail", "undecided") if v in verdicts), "pass")
 
 
 def died_result(

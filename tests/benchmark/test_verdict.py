@@ -76,3 +76,64 @@ def test_a_windowed_run_is_first_looked_at_once_two_window_periods_are_fitted():
     assert r.first_look_s(s) == 30.0  # 10 s warm-up + two 10 s windows
     r, s = runner("uc2", {"window_s": 30})
     assert r.first_look_s(s) == 22.5  # two periods do not fit a 60 s run: as min_duration_s says
+
+
+# The latency buckets' edges are 2^(k/4) ms; 8,192 ms is 2^13, the edge below it 2^12.75.
+BELOW_8S, AT_8S, ABOVE_8S = 2**12.5, 2**13, 2**13.25  # 5,793, 8,192, 9,742 ms
+
+
+def test_a_latency_limit_inside_its_percentiles_bucket_is_neither_held_nor_failed():
+    from streamscale.benchmark.verdict import bucket_floor_ms, combined_verdict, percentile_verdict, worst
+
+    assert bucket_floor_ms(AT_8S) == pytest.approx(6888.6, abs=0.1)
+    assert percentile_verdict(2**12.75, 8000.0) == "pass"  # the true p95 is at most 6,889 ms
+    assert percentile_verdict(AT_8S, 8000.0) == "undecided"  # somewhere in (6,889, 8,192]: 8 s inside
+    assert percentile_verdict(ABOVE_8S, 8000.0) == "fail"  # above 8,192 ms surely
+    assert percentile_verdict(AT_8S, AT_8S) == "pass" and percentile_verdict(ABOVE_8S, AT_8S) == "fail"
+    assert percentile_verdict(None, 8000.0) == "fail" and percentile_verdict(float("inf"), 8000.0) == "fail"
+    assert percentile_verdict(None, None) == "pass"  # no such SLO
+    assert worst("pass", "undecided") == "undecided" and worst("undecided", "fail") == "fail"
+    assert combined_verdict(True, "pass", True, "undecided") == "undecided"
+    assert combined_verdict(True, "fail", True, "undecided") == "fail"
+    assert combined_verdict(True, "undecided", False, "pass") == "fail"  # the dropped records failed
+    assert combined_verdict(False, "pass", True, "fail") == "invalid"
+
+
+def test_a_look_at_a_held_lag_goes_on_while_the_p95_bucket_holds_the_limit():
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from streamscale.benchmark.experiment_runner import ExperimentRunner, experiment_settings
+    from streamscale.benchmark.spec import parse_spec
+    from streamscale.experiment.sut import LagSample
+    from streamscale.pipelines.output import LATENCY_EDGES_MS
+
+    spec = parse_spec(
+        {
+            "name": "looks",
+            "benchmark": {"sut": "uc1", "params": {}},
+            "execution": {"load": {"type": "sensors", "values": [1000]}, "resources": {"values": [1]}},
+        }
+    )
+    runner = ExperimentRunner(spec, Path("."), "127.0.0.1:9092")
+    s = experiment_settings(spec, 1000, 1)
+    decided = runner.judge(s, limit=10.0)
+    t0 = 1_700_000_000.0
+    lag = [LagSample(t_s=float(t), lag=500 + (t % 3), end_total=1000 * t, committed_total=0) for t in range(300)]
+
+    def batches(p95_ms: float):
+        k = min(i for i, e in enumerate(LATENCY_EDGES_MS) if e >= p95_ms * (1 - 1e-9))
+        cdf = [0] * k + [1000] * (len(LATENCY_EDGES_MS) - k)  # every record in the bucket ending at p95_ms
+        return [
+            {
+                "timestamp": datetime.fromtimestamp(t0 + t, UTC).isoformat(),
+                "batch_ms": 1000,
+                "input_rows": 1000,
+                "processing_cdf": cdf,
+            }
+            for t in range(100, 300, 2)
+        ]
+
+    assert decided(lag, batches(BELOW_8S), t0, None)  # the lag held and so did the latency
+    assert not decided(lag, batches(AT_8S), t0, None)  # the lag held; 8 s lies in the p95's bucket
+    assert decided(lag, batches(ABOVE_8S), t0, None)  # surely above: a failure, decided
