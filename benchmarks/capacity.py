@@ -211,13 +211,18 @@ def confirm(raw: dict, brackets: list[dict], out: Path, broker, args) -> list[st
             if r is not None
         )
         width = "" if b.get("width") is None else f" ({b['width']:.0%} apart)"
+        upper = "undecided" if b.get("failed_undecided") else "failed"
         line = (
-            f"{n} x: held {b['held']} / failed {b['failed']}{width}, CPU-s per million held {cpu}; "
+            f"{n} x: held {_load(b['held'])} / {upper} {_load(b['failed'])}{width}, CPU-s per million held {cpu}; "
             f"over {args.confirm:g} s: {runs} -> {'confirmed' if ok else 'NOT confirmed'}"
         )
         print(f"{out.name}: {line}", flush=True)
         lines.append(line)
     return lines
+
+
+def _load(x) -> str:
+    return "none" if x is None else f"{float(x):,.0f}"
 
 
 def print_runs(rows) -> None:
