@@ -27,7 +27,7 @@ with no early stop (``metric: demand``, full search), so a point's agreement is 
 ``--confirm``: after a UC's search, each resource amount's held end and failed end run again with
 the same spec and only Theodolite's run lengths (300 s, ``--confirm-warmup`` 60 s, no early stop,
 one run each, under ``<out>/<uc>/confirm-<n>``). An end holds when the long run at the held end
-passes and the one at the failed end does not (an upper end the search left undecided claims no
+passes and the one at the failed end fails (an upper end the search left undecided claims no
 failure; a long run passing there says only that the capacity lies higher). Printed per amount,
 with Spark's CPU-seconds per million records at the held end and their range over its runs.
 """
@@ -114,11 +114,11 @@ def confirm_spec(spec: dict, resources: int, loads: list[float], seconds: float,
 
 
 def end_holds(bracket: dict, held_verdict: str | None, failed_verdict: str | None) -> bool:
-    """Whether long runs confirm a bracket: its held end passes, its failed end does not (an upper
-    end left undecided claims no failure, so any verdict there confirms it)."""
+    """Whether long runs confirm a bracket: its held end passes, its failed end fails (an upper end
+    left undecided claims no failure, so any verdict there confirms it)."""
     if held_verdict is not None and held_verdict != "pass":
         return False
-    return failed_verdict is None or failed_verdict != "pass" or bool(bracket.get("failed_undecided"))
+    return failed_verdict is None or failed_verdict == "fail" or bool(bracket.get("failed_undecided"))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -140,8 +140,9 @@ def test_capacity_confirms_each_amounts_ends_with_whole_long_runs(capsys):
     assert (ex.strategy.name, ex.metric, ex.stop_at_majority, ex.extra_repetitions) == ("full", "demand", False, 0)
     assert raw["execution"]["strategy"]["name"] == "bracket"  # the search's spec is left as it was
     decided, undecided = {"failed_undecided": False}, {"failed_undecided": True}
-    assert capacity.end_holds(decided, "pass", "fail") and capacity.end_holds(decided, "pass", "undecided")
+    assert capacity.end_holds(decided, "pass", "fail") and not capacity.end_holds(decided, "pass", "undecided")
     assert not capacity.end_holds(decided, "pass", "pass") and not capacity.end_holds(decided, "undecided", "fail")
+    assert not capacity.end_holds(decided, "pass", "invalid")  # a failure nobody measured is none
     assert capacity.end_holds(undecided, "pass", "pass")  # an undecided upper end claimed no failure
     assert capacity.end_holds(decided, None, "fail")  # nothing held: only the failure is checked
     with pytest.raises(SystemExit):
