@@ -97,7 +97,9 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium_if
     ended = one["out_of_time"] and "before the time budget ended" in summary["answer"]["sentence"]
     assert one["held"] is not None or ended, rows
     assert summary["answer"]["sentence"].startswith(f"{SUT.upper()} on this machine: 1 core (Spark used ")
-    assert "2 cores (Spark used " in summary["answer"]["sentence"]
+    judged = [r for r in rows if int(r["resources"]) == 2 and r["verdict"] != "invalid"]
+    # a 2-core run the generator fell short of (the machine busy with the suite) judged nothing
+    assert ("2 cores (Spark used " if judged else "2 cores could not be judged") in summary["answer"]["sentence"]
 
     assert summary["connector"] == "spark"  # the default: Spark's own Kafka connector
     assert "Kafka connector: spark" in (d / "report.html").read_text()
