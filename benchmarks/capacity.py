@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import time
 from pathlib import Path
+
+from _long import long_spec
 
 from streamscale.benchmark.execution import run_execution
 from streamscale.benchmark.results import read_results
@@ -96,21 +97,7 @@ def spec_for(uc: str, args, master: str | None) -> dict:
 def confirm_spec(spec: dict, resources: int, loads: list[float], seconds: float, warmup: float) -> dict:
     """``spec`` (a UC's search) re-checking ``loads`` on ``resources``: every run whole, ``seconds``
     long after ``warmup``, once."""
-    spec = json.loads(json.dumps(spec))
-    spec["execution"].update(
-        load={**spec["execution"]["load"], "values": sorted(loads)},
-        resources={**spec["execution"]["resources"], "values": [resources]},
-        duration_s=seconds,
-        warmup_s=warmup,
-        min_duration_s=None,
-        repetitions=1,
-        stop_at_majority=False,
-        extra_repetitions=0,
-        strategy={"name": "full", "lower_bound": False},
-        metric="demand",
-    )
-    spec["name"] = f"{spec['name']}-confirm-{resources}"
-    return spec
+    return long_spec(spec, resources, loads, seconds, warmup, f"{spec['name']}-confirm-{resources}")
 
 
 def end_holds(bracket: dict, held_verdict: str | None, failed_verdict: str | None) -> bool:

@@ -17,27 +17,8 @@ the tries (max / min) and how many tries held.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
-
-
-def long_spec(demo_spec_dict: dict, loads: list[float], seconds: float, warmup: float) -> dict:
-    """The demo's spec with Theodolite's run lengths: the given loads on 1 core, every run whole."""
-    spec = json.loads(json.dumps(demo_spec_dict))
-    ex = spec["execution"]
-    ex.update(
-        load={"type": "sensors", "values": sorted(loads)},
-        resources={"type": "cores", "values": [1]},
-        duration_s=seconds,
-        warmup_s=warmup,
-        min_duration_s=None,
-        strategy={"name": "full", "lower_bound": False},
-        metric="demand",
-        reuse_spark=False,
-    )
-    spec["name"] = spec["name"] + "-long"
-    return spec
 
 
 def main() -> None:
@@ -48,6 +29,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=60.0, help="warm-up of each long run, s")
     ap.add_argument("--out", type=Path, default=Path("results/demo-truth"))
     args = ap.parse_args()
+
+    from _long import long_spec
 
     from streamscale.benchmark.execution import run_execution
     from streamscale.benchmark.results import read_results
@@ -76,7 +59,9 @@ def main() -> None:
             print(f"try {i}: no 1-core bracket to check", flush=True)
             continue
         held_ends.append(float(one["held"]))
-        spec = parse_spec(long_spec(_demo_spec_of(out / "demo"), [one["held"], one["failed"]], args.long, args.warmup))
+        demo = _demo_spec_of(out / "demo")
+        ends = [one["held"], one["failed"]]
+        spec = parse_spec(long_spec(demo, 1, ends, args.long, args.warmup, demo["name"] + "-long"))
         with EmbeddedBroker(log_dir=out / "long" / "logs") as broker:
             run_execution(spec, out / "long", broker.connection, broker_pids=broker.pids())
         rows = {float(r.load): r for r in read_results(out / "long")}
