@@ -20,7 +20,7 @@ from streamscale.benchmark.verdict import (
     delivered_rate,
     died_result,
     latency_growing,
-    percentile_verdict,
+    latency_verdicts,
     processing_limit_ms,
     run_validity,
     worst,
@@ -30,7 +30,6 @@ from streamscale.errors import SparkDied
 from streamscale.experiment.slo import (
     lag_limit,
     lag_trend_estimate,
-    latency_percentile_ms,
     median_batch_ms,
     processing_percentile_ms,
     processing_trend,
@@ -146,12 +145,8 @@ class ExperimentRunner:
             verdict = trend.verdict(limit, looks.confidence())
             if verdict != "pass":
                 return verdict == "fail"
-            start = t0_wall or None
-            latency = worst(
-                percentile_verdict(latency_percentile_ms(batches, 0.95, start, ex.warmup_s), ex.slos.latency_p95_ms),
-                percentile_verdict(processing_percentile_ms(batches, 0.95, start, ex.warmup_s), proc_limit),
-            )
-            return latency != "undecided"
+            slos = latency_verdicts(batches, t0_wall or None, ex.warmup_s, ex.slos.latency_p95_ms, proc_limit)
+            return worst(*(v for _, _, v in slos.values())) != "undecided"
 
         return decided
 
@@ -259,13 +254,12 @@ class ExperimentRunner:
         frac = r.dropped_late / r.generated if r.generated else 0.0
         thr = ex.slos.dropped_records_threshold
         dropped_ok = not windowed or thr is None or frac <= thr
-        p95 = latency_percentile_ms(r.batches, 0.95, r.t0_wall or None, ex.warmup_s)
         batch_ms = median_batch_ms(r.batches, r.t0_wall or None, trend.start_s)
-        latency = percentile_verdict(p95, ex.slos.latency_p95_ms)
-        proc = {q: processing_percentile_ms(r.batches, q, r.t0_wall or None, ex.warmup_s) for q in (0.5, 0.95)}
         proc_limit = processing_limit_ms(spec, s["params"])
         # no record processed after the warm-up: no latency to hold a limit to (nothing got through)
-        processing = percentile_verdict(proc[0.95], proc_limit)
+        slos = latency_verdicts(r.batches, r.t0_wall or None, ex.warmup_s, ex.slos.latency_p95_ms, proc_limit)
+        (p95, _, latency), (proc95, _, processing) = slos["output"], slos["processing"]
+        proc = {0.5: processing_percentile_ms(r.batches, 0.5, r.t0_wall or None, ex.warmup_s), 0.95: proc95}
         proc_trend = processing_trend(r.batches, r.t0_wall, fitted_from) if r.t0_wall else None
         growing = latency_growing(proc_trend, ran - fitted_from)
         valid, invalid_note = run_validity(
@@ -278,8 +272,8 @@ class ExperimentRunner:
             notes.append(f"processing latency kept growing ({proc_trend.slope:,.0f} ms per s)")
         if verdict == "undecided" and lag_verdict == "undecided":
             notes.append(f"lag interval still straddles the limit after {ran:.0f} s")
-        for what, v, lim in (("output", p95, ex.slos.latency_p95_ms), ("processing", proc[0.95], proc_limit)):
-            if verdict == "undecided" and percentile_verdict(v, lim) == "undecided":
+        for what, (v, _, slo) in slos.items():
+            if verdict == "undecided" and slo == "undecided":
                 notes.append(f"{what} p95 lies in ({bucket_floor_ms(v):,.0f}, {v:,.0f}] ms, which holds its limit")
         if moved > DRIFT_LIMIT:
             notes.append(f"the machine's speed moved by {moved:.0%} around the run")

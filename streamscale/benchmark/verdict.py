@@ -27,7 +27,7 @@ import math
 
 from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.spec import Spec
-from streamscale.experiment.slo import Trend, fit
+from streamscale.experiment.slo import Trend, fit, latency_percentile_ms, processing_percentile_ms
 
 # A run whose lag sampler failed for more than this share of its seconds is not judged: the trend
 # interpolates across a few missing samples, but a run sampled for part of its length would be
@@ -86,6 +86,18 @@ def percentile_verdict(value_ms: float | None, limit_ms: float | None) -> str:
     if value_ms <= limit_ms:
         return "pass"
     return "fail" if bucket_floor_ms(value_ms) >= limit_ms else "undecided"
+
+
+def latency_verdicts(
+    batches, t0_wall: float | None, warmup_s: float, output_limit_ms: float | None, proc_limit_ms: float | None
+) -> dict[str, tuple[float | None, float | None, str]]:
+    """The latency SLOs of a run (or of its batches so far) after the warm-up: per SLO, "output"
+    and "processing", its p95 in ms, its limit and :func:`percentile_verdict`."""
+    p95s = {
+        "output": (latency_percentile_ms(batches, 0.95, t0_wall, warmup_s), output_limit_ms),
+        "processing": (processing_percentile_ms(batches, 0.95, t0_wall, warmup_s), proc_limit_ms),
+    }
+    return {what: (p95, limit, percentile_verdict(p95, limit)) for what, (p95, limit) in p95s.items()}
 
 
 def bucket_floor_ms(edge_ms: float) -> float:
