@@ -17,6 +17,7 @@ the tries (max / min) and how many tries held.
 from __future__ import annotations
 
 import argparse
+import shutil
 import time
 from pathlib import Path
 
@@ -41,6 +42,9 @@ def main() -> None:
     held_ends, holds = [], 0
     for i in range(1, args.tries + 1):
         out = args.out / f"try-{i}"
+        # the long runs of an earlier try here checked an earlier demo (whose results the new one
+        # replaces): the execution would refuse their directory after this try's demo
+        shutil.rmtree(out / "long", ignore_errors=True)
         t0 = time.monotonic()
         summary = run_scaling_demo(out / "demo", budget_s=args.budget)
         demo_s = time.monotonic() - t0
