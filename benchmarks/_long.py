@@ -25,3 +25,78 @@ def long_spec(spec: dict, resources: int, loads: list[float], seconds: float, wa
     )
     spec["name"] = name
     return spec
+
+
+def refine(
+    bracket: dict,
+    long_verdict,
+    first: dict[float, str],
+    resolution: float,
+    max_runs: int,
+    between,
+) -> dict:
+    """A bracket whose ends long runs decide, from a search's ``bracket`` (its dict) whose long
+    re-check disagreed with it; a long run decides over the search's short one at a load.
+
+    ``first``: the long verdicts already taken (load -> verdict); ``long_verdict(load)`` runs one
+    more. The held end walks down the loads the search held until a long run passes there; the
+    upper end is the lowest load above it whose long run did not pass (at a failed end that
+    passed: the next load above that the search did not hold); then their middle (``between``) is
+    run until they lie within ``resolution`` or ``max_runs`` more long runs were taken. Returns
+    ``held``, ``failed`` (None: none found), ``failed_undecided`` (its long run measured no
+    failure: undecided or invalid), ``width`` and ``long`` (every long verdict, load -> verdict).
+    """
+    runs = dict(first)
+    added = 0
+
+    def verdict(x: float) -> str | None:
+        nonlocal added
+        if x not in runs:
+            if added >= max_runs:
+                return None
+            added += 1
+            runs[x] = long_verdict(x)
+        return runs[x]
+
+    short = {float(k): v for k, v in bracket.get("verdicts", {}).items()}
+    held = None if bracket.get("held") is None else float(bracket["held"])
+    upper = None if bracket.get("failed") is None else float(bracket["failed"])
+    held_loads = {x for x, v in short.items() if v == "pass"} | ({held} if held is not None else set())
+    lo = None
+    for x in sorted((x for x in held_loads if held is None or x <= held), reverse=True):
+        v = verdict(x)
+        if v is None:
+            break
+        if v == "pass":
+            lo = x
+            break
+    # every load above the held end the search tried or a long run failed, lowest first: the first
+    # whose long run does not pass is the upper end (one that passes raises the held end)
+    above = sorted(
+        x for x in set(short) | set(runs) | ({upper} if upper is not None else set()) if lo is None or x > lo
+    )
+    hi = None
+    for x in above:
+        if short.get(x) == "pass" and x not in runs:
+            continue  # held by the search and never run long: no evidence against it
+        v = verdict(x)
+        if v is None:
+            break
+        if v == "pass":
+            lo = x
+            continue
+        hi = x
+        break
+    while lo is not None and hi is not None and hi / lo - 1 > resolution:
+        mid = between(lo, hi)
+        v = None if mid is None else verdict(mid)
+        if v is None:
+            break
+        lo, hi = (mid, hi) if v == "pass" else (lo, mid)
+    return {
+        "held": lo,
+        "failed": hi,
+        "failed_undecided": hi is not None and runs.get(hi) != "fail",
+        "width": None if lo is None or hi is None else hi / lo - 1,
+        "long": dict(sorted(runs.items())),
+    }

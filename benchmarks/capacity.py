@@ -29,19 +29,27 @@ the same spec and only Theodolite's run lengths (300 s, ``--confirm-warmup`` 60 
 one run each, under ``<out>/<uc>/confirm-<n>``). An end holds when the long run at the held end
 passes and the one at the failed end fails (an upper end the search left undecided claims no
 failure; a long run passing there says only that the capacity lies higher). Printed per amount,
-with Spark's CPU-seconds per million records at the held end and their range over its runs.
+with Spark's CPU-seconds per million records at the held end and their range over its runs. Where
+a long run contradicts an end, long runs decide the bracket anew (at most ``--confirm-runs`` more,
+default 3, each under ``<out>/<uc>/confirm-<n>-<load>``): the held end walks down the loads the
+search held until one passes, the upper end is the lowest load above it whose long run did not
+pass, and their middle is run until they lie within ``--resolution``; the answer printed is that
+wider bracket, said to be decided by long runs. Each UC's ``confirmed.json`` holds both answers.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
+import json
 import math
 import time
 from pathlib import Path
 
-from _long import long_spec
+from _long import long_spec, refine
 
+from streamscale.benchmark.bracket import between
 from streamscale.benchmark.execution import run_execution
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import parse_spec
@@ -132,6 +140,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="after each search, re-run every bracket end whole for SECONDS (default 300)",
     )
     ap.add_argument("--confirm-warmup", type=float, default=60.0, help="warm-up of each confirming run, s (default 60)")
+    ap.add_argument(
+        "--confirm-runs", type=int, default=3, help="long runs to re-decide a contradicted bracket with (default 3)"
+    )
     args = ap.parse_args(argv)
     if args.loads and len(args.uc) != 1:
         ap.error("--loads needs exactly one --uc (each UC has its own load type)")
@@ -176,8 +187,9 @@ def main() -> None:
 
 
 def confirm(raw: dict, brackets: list[dict], out: Path, broker, args) -> list[str]:
-    """Each bracket's decided ends run again whole (``--confirm`` s); one line per amount."""
-    lines = []
+    """Each bracket's decided ends run again whole (``--confirm`` s); one line per amount (two where
+    long runs decide a contradicted bracket anew)."""
+    lines, answers = [], []
     for b in brackets:
         ends = [e for e in (b["held"], b["failed"]) if e is not None]
         if not ends:
@@ -205,7 +217,43 @@ def confirm(raw: dict, brackets: list[dict], out: Path, broker, args) -> list[st
         )
         print(f"{out.name}: {line}", flush=True)
         lines.append(line)
+        entry = {"resources": n, "search": {k: b.get(k) for k in ("held", "failed", "failed_undecided", "width")}}
+        entry |= {"confirmed": ok, "long": {f"{r.load:g}": r.verdict for r in (held, failed) if r is not None}}
+        if not ok:
+            first = {float(k): v for k, v in entry["long"].items()}
+            entry["refined"] = refine(
+                b,
+                functools.partial(_long_run, raw, n, out=out, broker=broker, args=args),
+                first,
+                args.resolution,
+                args.confirm_runs,
+                between,
+            )
+            line = f"{n} x: decided by long runs: {_refined(entry['refined'])}"
+            print(f"{out.name}: {line}", flush=True)
+            lines.append(line)
+            entry["refined"]["long"] = {f"{x:g}": v for x, v in entry["refined"]["long"].items()}
+        answers.append(entry)
+    (out / "confirmed.json").write_text(json.dumps(answers, indent=2, default=str))
     return lines
+
+
+def _long_run(raw: dict, n: int, load: float, out: Path, broker, args) -> str:
+    """One more long run of ``load`` on ``n`` (its own directory: an execution keeps its spec)."""
+    where = out / f"confirm-{n}-{load:g}"
+    spec = parse_spec(confirm_spec(raw, n, [load], args.confirm, args.confirm_warmup))
+    run_execution(spec, where, broker.bootstrap, broker_pids=broker.pids())
+    (r,) = read_results(where)
+    print(f"  {r.load:,.0f} x {n} over {args.confirm:g} s: {r.verdict.upper()}", flush=True)
+    return r.verdict
+
+
+def _refined(r: dict) -> str:
+    """A bracket long runs decided, in words."""
+    upper = "undecided" if r["failed_undecided"] else "failed"
+    width = "" if r["width"] is None else f" ({r['width']:.0%} apart)"
+    runs = ", ".join(f"{x:,.0f}: {v.upper()}" for x, v in r["long"].items())
+    return f"held {_load(r['held'])} / {upper} {_load(r['failed'])}{width}; long runs: {runs}"
 
 
 def _load(x) -> str:

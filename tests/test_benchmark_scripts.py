@@ -148,3 +148,102 @@ def test_capacity_confirms_each_amounts_ends_with_whole_long_runs(capsys):
     with pytest.raises(SystemExit):
         capacity.parse_args(["--uc", "uc2", "--confirm", "30", "--confirm-warmup", "60"])
     assert "--confirm" in capsys.readouterr().err
+
+
+def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
+    from _long import refine
+
+    from streamscale.benchmark.bracket import between
+
+    def truth(capacity):  # the long runs' verdicts on a machine holding below ``capacity``
+        tried = []
+
+        def long(x):
+            tried.append(x)
+            return "pass" if x < capacity else "fail"
+
+        return long, tried
+
+    # a held end that failed its long run (UC1 on 2 cores): the held end walks down to the next
+    # load the search held, then sqrt(190k*380k) = 268.7k -> 270k passes, sqrt(270k*380k) =
+    # 320.3k -> 320k fails; 320/270 - 1 = 18.5 % > 15 %, but the 3 long runs allowed are spent
+    search = {
+        "held": 380_000.0,
+        "failed": 400_000.0,
+        "failed_undecided": True,
+        "verdicts": {"190000": "pass", "380000": "pass", "400000": "undecided"},
+    }
+    long, tried = truth(300_000)
+    r = refine(search, long, {380_000.0: "fail", 400_000.0: "invalid"}, 0.15, 3, between)
+    assert tried == [190_000, 270_000, 320_000]
+    assert (r["held"], r["failed"], r["failed_undecided"]) == (270_000, 320_000, False)
+    assert r["width"] == pytest.approx(320 / 270 - 1)
+    assert r["long"] == {190_000: "pass", 270_000: "pass", 320_000: "fail", 380_000: "fail", 400_000: "invalid"}
+
+    # a decided failed end that passed its long run: the upper end moves to the next load the search
+    # did not hold (200k), then sqrt(140k*200k) = 167.3k -> 170k fails, sqrt(140k*170k) = 154.3k ->
+    # 150k passes: 170/150 - 1 = 13.3 % <= 15 %
+    search = {
+        "held": 130_000.0,
+        "failed": 140_000.0,
+        "failed_undecided": False,
+        "verdicts": {"100000": "pass", "130000": "pass", "140000": "fail", "200000": "fail"},
+    }
+    long, tried = truth(160_000)
+    r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
+    assert tried == [200_000, 170_000, 150_000]
+    assert (r["held"], r["failed"], r["failed_undecided"]) == (150_000, 170_000, False)
+
+    # no load the search held passes a long run: nothing held, the lowest long failure is the upper end
+    search = {"held": 50_000.0, "failed": 60_000.0, "verdicts": {"50000": "pass", "60000": "fail"}}
+    long, tried = truth(10_000)
+    r = refine(search, long, {50_000.0: "fail", 60_000.0: "fail"}, 0.15, 3, between)
+    assert tried == [] and (r["held"], r["failed"], r["width"]) == (None, 50_000, None)
+
+
+def test_capacity_confirm_writes_the_contradicted_bracket_decided_anew(tmp_path, monkeypatch, capsys):
+    import json
+    from types import SimpleNamespace
+
+    import capacity
+
+    truth = 300_000  # what a long run on 2 cores holds
+    ran = []
+
+    def fake_run(spec, where, *a, **k):
+        ran.append((where.name, list(spec.execution.load.values)))
+
+    def fake_results(where):
+        loads = next(loads for name, loads in ran if name == where.name)
+        return [
+            SimpleNamespace(
+                load=x,
+                verdict="pass" if x < truth else "fail",
+                lag_slope=0.0,
+                lag_low=0.0,
+                lag_high=0.0,
+                lag_limit=1.0,
+                processing_p95_ms=1.0,
+                delivered_rate=x,
+            )
+            for x in loads
+        ]
+
+    monkeypatch.setattr(capacity, "run_execution", fake_run)
+    monkeypatch.setattr(capacity, "read_results", fake_results)
+    args = capacity.parse_args(["--uc", "uc1", "--confirm"])
+    bracket = {
+        "resources": 2,
+        "held": 380_000.0,
+        "failed": 400_000.0,
+        "width": 400 / 380 - 1,
+        "failed_undecided": True,
+        "verdicts": {"190000": "pass", "380000": "pass", "400000": "undecided"},
+    }
+    broker = SimpleNamespace(bootstrap="x", pids=lambda: [])
+    lines = capacity.confirm(capacity.spec_for("uc1", args, None), [bracket], tmp_path, broker, args)
+    assert [name for name, _ in ran] == ["confirm-2", "confirm-2-190000", "confirm-2-270000", "confirm-2-320000"]
+    assert "NOT confirmed" in lines[0]
+    assert lines[1].startswith("2 x: decided by long runs: held 270,000 / failed 320,000 (19% apart)")
+    (entry,) = json.loads((tmp_path / "confirmed.json").read_text())
+    assert entry["confirmed"] is False and (entry["refined"]["held"], entry["refined"]["failed"]) == (270_000, 320_000)
