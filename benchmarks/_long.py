@@ -27,6 +27,14 @@ def long_spec(spec: dict, resources: int, loads: list[float], seconds: float, wa
     return spec
 
 
+def end_holds(bracket: dict, held_verdict: str | None, failed_verdict: str | None) -> bool:
+    """Whether long runs confirm a bracket: its held end passes, its failed end fails (an upper end
+    left undecided claims no failure, so any verdict there confirms it)."""
+    if held_verdict is not None and held_verdict != "pass":
+        return False
+    return failed_verdict is None or failed_verdict == "fail" or bool(bracket.get("failed_undecided"))
+
+
 def refine(
     bracket: dict,
     long_verdict,

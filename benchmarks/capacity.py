@@ -47,7 +47,7 @@ import math
 import time
 from pathlib import Path
 
-from _long import long_spec, refine
+from _long import end_holds, long_spec, refine
 
 from streamscale.benchmark.bracket import between
 from streamscale.benchmark.execution import run_execution
@@ -106,14 +106,6 @@ def confirm_spec(spec: dict, resources: int, loads: list[float], seconds: float,
     """``spec`` (a UC's search) re-checking ``loads`` on ``resources``: every run whole, ``seconds``
     long after ``warmup``, once."""
     return long_spec(spec, resources, loads, seconds, warmup, f"{spec['name']}-confirm-{resources}")
-
-
-def end_holds(bracket: dict, held_verdict: str | None, failed_verdict: str | None) -> bool:
-    """Whether long runs confirm a bracket: its held end passes, its failed end fails (an upper end
-    left undecided claims no failure, so any verdict there confirms it)."""
-    if held_verdict is not None and held_verdict != "pass":
-        return False
-    return failed_verdict is None or failed_verdict == "fail" or bool(bracket.get("failed_undecided"))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -7,11 +7,11 @@ Each try runs the scaling demo as `streamscale demo --budget` does (probe, brack
 cores within its time budget), then runs its 1-core held end and failed end again with the same spec and only
 Theodolite's run lengths: ``--long`` seconds, ``--warmup`` s warm-up, no early stop (every look
 off), one run each, the held end first. The demo's answer holds when the long run at its held end
-passes and the one at its failed end does not pass (an upper end the demo said was undecided
-claims no failure: a long run may pass there). Printed per try: the demo's time, its 1-core
+passes and the one at its failed end fails (an upper end the demo said was undecided claims no
+failure: a long run may pass there; as ``capacity.py --confirm`` judges). Printed per try: the demo's time, its 1-core
 and 2-core brackets and how far apart their ends are, Spark's CPU-seconds per million records at
 the held end, and the long runs' verdicts with their lag trends; then the held ends' spread over
-the tries (max / min) and how many tries held.
+the tries (max / min) and how many tries held (a try without a 1-core bracket did not).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("results/demo-truth"))
     args = ap.parse_args()
 
-    from _long import long_spec
+    from _long import end_holds, long_spec
 
     from streamscale.benchmark.execution import run_execution
     from streamscale.benchmark.results import read_results
@@ -72,7 +72,7 @@ def main() -> None:
         held_run, failed_run = rows[float(one["held"])], rows[float(one["failed"])]
         # an upper end the demo left undecided claims no failure: a long run passing there says
         # the truth lies higher, which the answer did not deny
-        ok = held_run.verdict == "pass" and (failed_run.verdict != "pass" or bool(one.get("failed_undecided")))
+        ok = end_holds(one, held_run.verdict, failed_run.verdict)
         holds += ok
         for what, r in (("held end", held_run), ("failed end", failed_run)):
             print(
@@ -82,12 +82,14 @@ def main() -> None:
                 flush=True,
             )
         print(f"try {i}: the demo's 1-core answer {'holds' if ok else 'does NOT hold'} over long runs", flush=True)
-    if held_ends:
-        print(
-            f"1-core held ends: {', '.join(f'{h:,.0f}' for h in held_ends)} "
-            f"(max / min {max(held_ends) / min(held_ends):.2f}); "
-            f"held over long runs in {holds} of {len(held_ends)} tries"
-        )
+    # a try whose demo left no 1-core bracket (nothing held, or nothing failed) gave no answer to
+    # hold: it counts against the demo, not out of the tally
+    spread = f" (max / min {max(held_ends) / min(held_ends):.2f})" if held_ends else ""
+    missing = args.tries - len(held_ends)
+    print(
+        f"1-core held ends: {', '.join(f'{h:,.0f}' for h in held_ends) or 'none'}{spread}; held over long runs "
+        f"in {holds} of {args.tries} tries" + (f" ({missing} without a 1-core bracket)" if missing else "")
+    )
 
 
 def _demo_spec_of(results: Path) -> dict:
