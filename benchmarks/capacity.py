@@ -236,7 +236,11 @@ def _long_run(raw: dict, n: int, load: float, out: Path, broker, args) -> str:
     spec = parse_spec(confirm_spec(raw, n, [load], args.confirm, args.confirm_warmup))
     run_execution(spec, where, broker.bootstrap, broker_pids=broker.pids())
     (r,) = read_results(where)
-    print(f"  {r.load:,.0f} x {n} over {args.confirm:g} s: {r.verdict.upper()}", flush=True)
+    print(
+        f"  {r.load:,.0f} x {n} over {args.confirm:g} s: {r.verdict.upper()}, "
+        f"{r.cpu_s_per_million:.3g} CPU-s per million records",
+        flush=True,
+    )
     return r.verdict
 
 

@@ -225,6 +225,7 @@ def test_capacity_confirm_writes_the_contradicted_bracket_decided_anew(tmp_path,
                 lag_limit=1.0,
                 processing_p95_ms=1.0,
                 delivered_rate=x,
+                cpu_s_per_million=3.0,
             )
             for x in loads
         ]
