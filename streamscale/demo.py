@@ -76,11 +76,8 @@ PROBE_SENSORS = BATCH
 # RESOLUTION; two cores start where one core failed. The probe drains a backlog on a quiet
 # machine, the experiments share it with the generator and the broker, so the probe is a start,
 # not an answer. Runs stop as soon as their lag trend is decided (sequential testing), at the
-# latest after DURATION_S. A 240 s budget holds two or three runs per core count, so the step is
-# about the resolution itself: one load held and the next one up not held are a bracket within
-# RESOLUTION (1.2 rounded to two digits stays below 1.25) with no run spent halving it (with a
-# step of 1.5 such a pair was 50 % apart, and no time was left to halve it).
-FACTOR, RESOLUTION, MAX_RUNS = 1.2, 0.25, 6
+# latest after DURATION_S.
+FACTOR, RESOLUTION, MAX_RUNS = 1.5, 0.2, 6
 DURATION_S, WARMUP_S, MIN_DURATION_S = 40.0, 5.0, 15.0
 
 # The whole demo, probe included, plans its runs to end within BUDGET_S on this machine kind (2
