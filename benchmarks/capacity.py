@@ -187,9 +187,7 @@ def confirm(raw: dict, brackets: list[dict], out: Path, broker, args) -> list[st
         if not ends:
             continue
         n = int(b["resources"])
-        spec = parse_spec(confirm_spec(raw, n, [float(e) for e in ends], args.confirm, args.confirm_warmup))
-        run_execution(spec, out / f"confirm-{n}", broker.bootstrap, broker_pids=broker.pids())
-        rows = {float(r.load): r for r in read_results(out / f"confirm-{n}")}
+        rows = _long_runs(raw, n, [float(e) for e in ends], out / f"confirm-{n}", broker, args)
         held = rows.get(float(b["held"])) if b["held"] is not None else None
         failed = rows.get(float(b["failed"])) if b["failed"] is not None else None
         ok = end_holds(b, held and held.verdict, failed and failed.verdict)
@@ -230,12 +228,16 @@ def confirm(raw: dict, brackets: list[dict], out: Path, broker, args) -> list[st
     return lines
 
 
+def _long_runs(raw: dict, n: int, loads: list[float], where: Path, broker, args) -> dict:
+    """``loads`` on ``n`` run whole (``--confirm`` s) into ``where``: their results by load."""
+    spec = parse_spec(confirm_spec(raw, n, loads, args.confirm, args.confirm_warmup))
+    run_execution(spec, where, broker.bootstrap, broker_pids=broker.pids())
+    return {float(r.load): r for r in read_results(where)}
+
+
 def _long_run(raw: dict, n: int, load: float, out: Path, broker, args) -> str:
     """One more long run of ``load`` on ``n`` (its own directory: an execution keeps its spec)."""
-    where = out / f"confirm-{n}-{load:g}"
-    spec = parse_spec(confirm_spec(raw, n, [load], args.confirm, args.confirm_warmup))
-    run_execution(spec, where, broker.bootstrap, broker_pids=broker.pids())
-    (r,) = read_results(where)
+    (r,) = _long_runs(raw, n, [load], out / f"confirm-{n}-{load:g}", broker, args).values()
     print(
         f"  {r.load:,.0f} x {n} over {args.confirm:g} s: {r.verdict.upper()}, "
         f"{r.cpu_s_per_million:.3g} CPU-s per million records",
