@@ -125,15 +125,20 @@ def bracket_search(
     was taken on a drifting machine; ``confirm(load, resources)`` runs such an end again.
     ``deadline`` (time.monotonic()): the search's time budget, shared equally by the amounts still
     to search; a run expected to take ``run_cost_s`` starts only if it ends before its amount's
-    share (an amount's first run always starts)."""
+    share (an amount's first run always starts). An amount that has no bracket yet (a held end or
+    a failed end missing) when its share is spent may go on into the later amounts' shares, as
+    long as each of them keeps time for one run: an answer for one amount beats a second run for
+    the next, which starts from it."""
     out: list[Bracket] = []
     below: Bracket | None = None
     amounts = sorted(resources)
     for i, res in enumerate(amounts):
         b = Bracket(res, rate=rate)
         if deadline is not None:
-            share = time.monotonic() + (deadline - time.monotonic()) / (len(amounts) - i)
-            b.fits = lambda b=b, share=share: b.runs == 0 or time.monotonic() + run_cost_s <= share
+            later = len(amounts) - i - 1
+            share = time.monotonic() + (deadline - time.monotonic()) / (later + 1)
+            reserve = deadline - later * run_cost_s
+            b.fits = lambda b=b, share=share, reserve=reserve: _fits(b, share, reserve, run_cost_s)
         if below is not None and below.held is not None:
             b.held, b.held_assumed = below.held, True
         first = _first_load(below, start, factor, whole)
@@ -144,6 +149,16 @@ def bracket_search(
         out.append(b)
         below = b
     return out
+
+
+def _fits(b: Bracket, share: float, reserve: float, run_cost_s: float) -> bool:
+    """Whether one more run of ``b``'s amount fits: its first always; then one that ends within
+    its share, or, while it lacks an end, within ``reserve`` (the budget less a run for each later
+    amount)."""
+    if b.runs == 0:
+        return True
+    ends = time.monotonic() + run_cost_s
+    return ends <= share or ((b.held is None or b.held_assumed or b.failed is None) and ends <= reserve)
 
 
 def _first_load(below: Bracket | None, start: float, factor: float, whole: bool) -> float:

@@ -170,8 +170,9 @@ class StrategySpec(_Model):
     time_budget_s: float | None = Field(
         None,
         gt=0,
-        description="bracket: seconds for the whole search, shared by the resource amounts; no run starts "
-        "that would end after it, and the answer says the resolution reached",
+        description="bracket: seconds for the whole search, shared by the resource amounts (one without "
+        "both ends may use the later ones' shares, leaving each one run); no run starts that would end after it, "
+        "and the answer says the resolution reached",
     )
 
 

@@ -168,6 +168,48 @@ def test_a_time_budget_is_shared_by_the_amounts_and_said_when_it_ends_a_search(m
     assert said.endswith("failed ~40,000 records/s (the time budget ended the search 43% apart)")
 
 
+def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_run_for_each(monkeypatch):
+    # 50 s a run, 200 s for two amounts: 1 core's share ends at 100 s with two undecided runs
+    # (73k, 49k) and no load held; a third run (33k, ending at 150 s) still leaves 2 cores one
+    # run before 200 s, so it runs and 1 core gets a bracket; 2 cores run once, where 1 core failed
+    import streamscale.benchmark.bracket as br
+
+    clock = [0.0]
+    monkeypatch.setattr(br.time, "monotonic", lambda: clock[0])
+    calls = []
+
+    def verdict(load, res):
+        calls.append((clock[0], load, res))
+        clock[0] += 50
+        if res == 1:
+            return PASS if load < 40_000 else UNDECIDED
+        return PASS if load <= 80_000 else FAIL
+
+    one, two = bracket_search([1, 2], verdict, start=73_000, factor=1.5, deadline=200.0, run_cost_s=50.0)
+    assert calls == [(0, 73_000, 1), (50, 49_000, 1), (100, 33_000, 1), (150, 49_000, 2)]
+    assert (one.held, one.failed, one.failed_undecided) == (33_000, 49_000, True)
+    assert (two.held, two.failed, two.held_assumed) == (49_000, None, False) and two.out_of_time
+
+    # the same 1-core runs with no later amount's run to spare (a 140 s budget): the third does not start
+    clock[0] = 0.0
+    calls.clear()
+    [one] = bracket_search([1], verdict, start=73_000, factor=1.5, deadline=140.0, run_cost_s=50.0)
+    assert [c[1] for c in calls] == [73_000, 49_000] and one.held is None and one.out_of_time
+
+    # an amount that has its bracket keeps to its share: 1 core held 30k and failed 45k by 100 s,
+    # so 2 cores get the rest (runs at 100 and 150), not 1 core a third run
+    clock[0] = 0.0
+    calls.clear()
+    oracle = capacity_oracle({1: 40_000, 2: 60_000}, calls=calls)
+
+    def timed(load, res):
+        clock[0] += 50
+        return oracle(load, res)
+
+    one, two = bracket_search([1, 2], timed, start=30_000, factor=1.5, deadline=200.0, run_cost_s=50.0)
+    assert [res for _, res in calls] == [1, 1, 2, 2] and (one.held, one.failed) == (30_000, 45_000)
+
+
 def test_running_a_drifted_end_again_keeps_to_the_time_budget(monkeypatch):
     # 30 s a run, 100 s for one amount: 20k, 40k, 28k run (ending at 90 s); no time to run the
     # drifted ends again: the bracket says it ran out of time, nothing is confirmed
