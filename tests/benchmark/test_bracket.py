@@ -190,11 +190,13 @@ def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_r
     assert (one.held, one.failed, one.failed_undecided) == (33_000, 49_000, True)
     assert (two.held, two.failed, two.held_assumed) == (49_000, None, False) and two.out_of_time
 
-    # the same 1-core runs with no later amount's run to spare (a 140 s budget): the third does not start
+    # 170 s: 1 core's share ends at 85 s, 2 cores' one run must start by 120 s: 1 core's second
+    # run (50-100 s) goes on past its share, a third (100-150 s) would take 2 cores' run
     clock[0] = 0.0
     calls.clear()
-    [one] = bracket_search([1], verdict, start=73_000, factor=1.5, deadline=140.0, run_cost_s=50.0)
-    assert [c[1] for c in calls] == [73_000, 49_000] and one.held is None and one.out_of_time
+    one, two = bracket_search([1, 2], verdict, start=73_000, factor=1.5, deadline=170.0, run_cost_s=50.0)
+    assert [c[1:] for c in calls] == [(73_000, 1), (49_000, 1), (49_000, 2)]
+    assert one.held is None and one.out_of_time and two.held == 49_000
 
     # an amount that has its bracket keeps to its share: 1 core held 30k and failed 45k by 100 s,
     # so 2 cores get the rest (runs at 100 and 150), not 1 core a third run
