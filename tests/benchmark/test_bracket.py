@@ -21,6 +21,28 @@ def capacity_oracle(capacities: dict, undecided: dict | None = None, invalid_abo
     return verdict
 
 
+def fake_clock(monkeypatch) -> list:
+    """The bracket module's clock on a list the test moves: ``[now]``, from 0."""
+    import streamscale.benchmark.bracket as br
+
+    clock = [0.0]
+    monkeypatch.setattr(br.time, "monotonic", lambda: clock[0])
+    return clock
+
+
+def timed(verdict, clock: list, seconds: float, calls: list | None = None):
+    """``verdict`` as a run that takes ``seconds`` on ``clock``; ``calls`` gets each run's
+    (start, load, resources)."""
+
+    def run(load, res):
+        if calls is not None:
+            calls.append((clock[0], load, res))
+        clock[0] += seconds
+        return verdict(load, res)
+
+    return run
+
+
 def test_hand_worked_two_amounts():
     # 1 core holds 30,000, 2 cores 42,426 records/s; start 20,000, factor 2, resolution 15 %
     calls = []
@@ -146,17 +168,8 @@ def test_a_drifted_end_is_run_again_beside_the_other_and_a_disagreement_widens_t
 def test_a_time_budget_is_shared_by_the_amounts_and_said_when_it_ends_a_search(monkeypatch):
     # every run takes 30 s on a fake clock; 200 s for two amounts: the first gets until 100 s
     # (runs at 0, 30, 60; one at 90 would end at 120), the second the rest, until 200 s
-    import streamscale.benchmark.bracket as br
-
-    clock = [0.0]
-    monkeypatch.setattr(br.time, "monotonic", lambda: clock[0])
     calls = []
-
-    def verdict(load, res):
-        calls.append((clock[0], load, res))
-        clock[0] += 30
-        return PASS if load <= {1: 30_000, 2: 42_426}[res] else FAIL
-
+    verdict = timed(capacity_oracle({1: 30_000, 2: 42_426}), fake_clock(monkeypatch), 30, calls)
     one, two = bracket_search([1, 2], verdict, start=20_000, deadline=200.0, run_cost_s=30.0)
     assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 1), (90, 2), (120, 2), (150, 2)]
     assert one.out_of_time and two.out_of_time and one.as_dict()["out_of_time"]
@@ -172,19 +185,8 @@ def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_r
     # 50 s a run, 200 s for two amounts: 1 core's share ends at 100 s with two undecided runs
     # (73k, 49k) and no load held; a third run (33k, ending at 150 s) still leaves 2 cores one
     # run before 200 s, so it runs and 1 core gets a bracket; 2 cores run once, where 1 core failed
-    import streamscale.benchmark.bracket as br
-
-    clock = [0.0]
-    monkeypatch.setattr(br.time, "monotonic", lambda: clock[0])
-    calls = []
-
-    def verdict(load, res):
-        calls.append((clock[0], load, res))
-        clock[0] += 50
-        if res == 1:
-            return PASS if load < 40_000 else UNDECIDED
-        return PASS if load <= 80_000 else FAIL
-
+    clock, calls = fake_clock(monkeypatch), []
+    verdict = timed(capacity_oracle({1: 33_000, 2: 80_000}, undecided={1: (49_000, 73_000)}), clock, 50, calls)
     one, two = bracket_search([1, 2], verdict, start=73_000, factor=1.5, deadline=200.0, run_cost_s=50.0)
     assert calls == [(0, 73_000, 1), (50, 49_000, 1), (100, 33_000, 1), (150, 49_000, 2)]
     assert (one.held, one.failed, one.failed_undecided) == (33_000, 49_000, True)
@@ -202,28 +204,15 @@ def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_r
     # so 2 cores get the rest (runs at 100 and 150), not 1 core a third run
     clock[0] = 0.0
     calls.clear()
-    oracle = capacity_oracle({1: 40_000, 2: 60_000}, calls=calls)
-
-    def timed(load, res):
-        clock[0] += 50
-        return oracle(load, res)
-
-    one, two = bracket_search([1, 2], timed, start=30_000, factor=1.5, deadline=200.0, run_cost_s=50.0)
-    assert [res for _, res in calls] == [1, 1, 2, 2] and (one.held, one.failed) == (30_000, 45_000)
+    verdict = timed(capacity_oracle({1: 40_000, 2: 60_000}), clock, 50, calls)
+    one, two = bracket_search([1, 2], verdict, start=30_000, factor=1.5, deadline=200.0, run_cost_s=50.0)
+    assert [res for _, _, res in calls] == [1, 1, 2, 2] and (one.held, one.failed) == (30_000, 45_000)
 
 
 def test_running_a_drifted_end_again_keeps_to_the_time_budget(monkeypatch):
     # 30 s a run, 100 s for one amount: 20k, 40k, 28k run (ending at 90 s); no time to run the
     # drifted ends again: the bracket says it ran out of time, nothing is confirmed
-    import streamscale.benchmark.bracket as br
-
-    clock = [0.0]
-    monkeypatch.setattr(br.time, "monotonic", lambda: clock[0])
-
-    def verdict(load, res):
-        clock[0] += 30
-        return PASS if load <= 30_000 else FAIL
-
+    verdict = timed(capacity_oracle({1: 30_000}), fake_clock(monkeypatch), 30)
     confirmed = []
     [b] = bracket_search(
         [1],
