@@ -37,6 +37,14 @@ PASS, FAIL, UNDECIDED, INVALID = "pass", "fail", "undecided", "invalid"
 RUN_OVERHEAD_S = 10.0
 
 
+def run_cost(duration_s: float, overheads: list[float]) -> float:
+    """What the next run is expected to take, for a time budget: ``duration_s`` and the most a run
+    took beyond its load so far (``overheads``; topics made, the query started and stopped, the
+    judging), RUN_OVERHEAD_S before any ran (in a kept Spark session a run took ~2 s, in one of
+    its own ~10 s more)."""
+    return duration_s + (max(overheads) if overheads else RUN_OVERHEAD_S)
+
+
 def _always(*_args) -> bool:
     return True
 
@@ -115,7 +123,7 @@ def bracket_search(
     confirm: Callable[[float, int], str] | None = None,
     drifted: Callable[[float, int], bool] | None = None,
     deadline: float | None = None,
-    run_cost_s: float = 0.0,
+    run_cost_s: float | Callable[[], float] = 0.0,
 ) -> list[Bracket]:
     """One :class:`Bracket` per resource amount; ``verdict(load, resources)`` runs (or recalls) an
     experiment and returns pass, fail, undecided or invalid. ``low``/``high``: the loads the search
@@ -124,11 +132,14 @@ def bracket_search(
     the resolution is judged. ``drifted(load, resources)``: whether a run that decided that point
     was taken on a drifting machine; ``confirm(load, resources)`` runs such an end again.
     ``deadline`` (time.monotonic()): the search's time budget, shared equally by the amounts still
-    to search; a run expected to take ``run_cost_s`` starts only if it ends before its amount's
-    share (an amount's first run always starts). An amount that has no bracket yet (a held end or
-    a failed end missing) when its share is spent may go on into the later amounts' shares, as
-    long as each of them keeps time for one run: an answer for one amount beats a second run for
-    the next, which starts from it."""
+    to search; a run expected to take ``run_cost_s`` seconds (a number, or a callable asked before
+    each run: what runs took so far) starts only if it ends before its amount's share (an amount's
+    first run always starts). An amount that has no bracket yet (a held end or a failed end
+    missing) when its share is spent may go on into the later amounts' shares, as long as each of
+    them keeps time for one run: an answer for one amount beats a second run for the next, which
+    starts from it. One whose bracket is still wider than ``resolution`` may go on as long as each
+    later amount keeps time for two runs, what a bracket of its own takes from where this one
+    failed: a narrow answer for one amount beats narrowing the next past two runs."""
     out: list[Bracket] = []
     below: Bracket | None = None
     amounts = sorted(resources)
@@ -137,8 +148,7 @@ def bracket_search(
         if deadline is not None:
             later = len(amounts) - i - 1
             share = time.monotonic() + (deadline - time.monotonic()) / (later + 1)
-            reserve = deadline - later * run_cost_s
-            b.fits = lambda b=b, share=share, reserve=reserve: _fits(b, share, reserve, run_cost_s)
+            b.fits = lambda b=b, share=share, later=later: _fits(b, share, deadline, later, resolution, run_cost_s)
         if below is not None and below.held is not None:
             b.held, b.held_assumed = below.held, True
         first = _first_load(below, start, factor, whole)
@@ -151,14 +161,21 @@ def bracket_search(
     return out
 
 
-def _fits(b: Bracket, share: float, reserve: float, run_cost_s: float) -> bool:
+def _fits(
+    b: Bracket, share: float, deadline: float, later: int, resolution: float, run_cost_s: float | Callable[[], float]
+) -> bool:
     """Whether one more run of ``b``'s amount fits: its first always; then one that ends within
-    its share, or, while it lacks an end, within ``reserve`` (the budget less a run for each later
-    amount)."""
+    its share; while it lacks an end, one that leaves each of the ``later`` amounts a run before
+    ``deadline``; while its bracket is wider than ``resolution``, one that leaves each of them two."""
     if b.runs == 0:
         return True
-    ends = time.monotonic() + run_cost_s
-    return ends <= share or ((b.held is None or b.held_assumed or b.failed is None) and ends <= reserve)
+    cost = run_cost_s() if callable(run_cost_s) else run_cost_s
+    ends = time.monotonic() + cost
+    if ends <= share:
+        return True
+    if b.held is None or b.held_assumed or b.failed is None:
+        return ends <= deadline - later * cost
+    return b.width is not None and b.width > resolution and ends <= deadline - 2 * later * cost
 
 
 def _first_load(below: Bracket | None, start: float, factor: float, whole: bool) -> float:

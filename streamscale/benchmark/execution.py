@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -88,6 +89,7 @@ class Execution:
         self.resumed = 0
         self.ran = 0
         self.config = ""  # the configuration being searched (execution.configs; "": the spec names none)
+        self.overheads: list[float] = []  # what each run here took beyond its load (seconds)
         out_dir.mkdir(parents=True, exist_ok=True)
         self._load_previous()
 
@@ -182,6 +184,8 @@ class Execution:
             r = self.run_experiment(load, res, rep, on_lag=on_lag, **({"config": self.config} if self.config else {}))
         if self.live is not None:
             self.live.end_experiment(asdict(r))
+        if math.isfinite(r.ran_s):
+            self.overheads.append(max(0.0, time.monotonic() - t0 - r.ran_s))
         self.ran += 1
         self.done[key] = r
         self.results.append(r)
@@ -227,7 +231,7 @@ class Execution:
 
     def _run_brackets(self) -> dict:
         """Capacity per resource amount as a bracket (streamscale.benchmark.bracket)."""
-        from streamscale.benchmark.bracket import RUN_OVERHEAD_S, bracket_search
+        from streamscale.benchmark.bracket import bracket_search, run_cost
         from streamscale.benchmark.plots import plot_brackets
 
         ex = self.spec.execution
@@ -258,7 +262,7 @@ class Execution:
                 confirm=self.confirm,
                 drifted=self.drifted,
                 deadline=deadline,
-                run_cost_s=ex.duration_s + RUN_OVERHEAD_S,
+                run_cost_s=lambda: run_cost(ex.duration_s, self.overheads),
             )
             table += [{**b.as_dict(), **({"config": name} if name else {})} for b in brackets]
             assumed |= {(name, b.resources) for b in brackets if b.held_assumed}

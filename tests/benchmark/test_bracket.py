@@ -166,19 +166,38 @@ def test_a_drifted_end_is_run_again_beside_the_other_and_a_disagreement_widens_t
 
 
 def test_a_time_budget_is_shared_by_the_amounts_and_said_when_it_ends_a_search(monkeypatch):
-    # every run takes 30 s on a fake clock; 200 s for two amounts: the first gets until 100 s
-    # (runs at 0, 30, 60; one at 90 would end at 120), the second the rest, until 200 s
-    calls = []
-    verdict = timed(capacity_oracle({1: 30_000, 2: 42_426}), fake_clock(monkeypatch), 30, calls)
+    # every run takes 30 s on a fake clock; 200 s for two amounts: the first's share ends at 100 s
+    # (runs at 0, 30, 60: 20k pass, 40k fail, 28k pass, 43 % apart); its bracket still wider than
+    # 15 %, it runs 33k at 90-120 s, which leaves 2 cores its two runs (120, 150); a fifth 1-core
+    # run (ending at 150 s) would not, and 2 cores' third would end after 200 s
+    clock, calls = fake_clock(monkeypatch), []
+    verdict = timed(capacity_oracle({1: 30_000, 2: 42_426}), clock, 30, calls)
     one, two = bracket_search([1, 2], verdict, start=20_000, deadline=200.0, run_cost_s=30.0)
-    assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 1), (90, 2), (120, 2), (150, 2)]
+    assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 1), (90, 1), (120, 2), (150, 2)]
+    assert [load for _, load, _ in calls] == [20_000, 40_000, 28_000, 33_000, 33_000, 66_000]
     assert one.out_of_time and two.out_of_time and one.as_dict()["out_of_time"]
-    assert (one.held, one.failed) == (28_000, 40_000)  # 20k pass, 40k fail, 28k pass: 43 % apart
+    assert (one.held, one.failed) == (28_000, 33_000) and (two.held, two.failed) == (33_000, 66_000)
     from streamscale.benchmark.answer import bracket_answer
     from streamscale.benchmark.units import Axes
 
     said = bracket_answer([one.as_dict()], Axes(), "uc2")["sentence"]
-    assert said.endswith("failed ~40,000 records/s (the time budget ended the search 43% apart)")
+    assert said.endswith("failed ~33,000 records/s (the time budget ended the search 18% apart)")
+
+    # 170 s: 1 core's share ends at 85 s and 2 cores' two runs must start by 110 s: 1 core's third
+    # run (60-90 s) goes past its share, a fourth (90-120 s) would take one of 2 cores' runs
+    clock[0] = 0.0
+    calls.clear()
+    one, two = bracket_search([1, 2], verdict, start=20_000, deadline=170.0, run_cost_s=30.0)
+    assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 1), (90, 2), (120, 2)]
+    assert (one.held, one.failed, two.held, two.failed) == (28_000, 40_000, 40_000, 80_000)
+
+    # the cost of a run may be asked anew before each (what runs took so far): 1 core's fourth run
+    # is planned at 45 s, which would leave 2 cores no two runs before 200 s
+    clock[0] = 0.0
+    calls.clear()
+    costs = iter([30.0, 30.0, 45.0, 45.0, 45.0, 45.0, 45.0])
+    bracket_search([1, 2], verdict, start=20_000, deadline=200.0, run_cost_s=lambda: next(costs))
+    assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 1), (90, 2), (120, 2), (150, 2)]
 
 
 def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_run_for_each(monkeypatch):
@@ -200,8 +219,9 @@ def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_r
     assert [c[1:] for c in calls] == [(73_000, 1), (49_000, 1), (49_000, 2)]
     assert one.held is None and one.out_of_time and two.held == 49_000
 
-    # an amount that has its bracket keeps to its share: 1 core held 30k and failed 45k by 100 s,
-    # so 2 cores get the rest (runs at 100 and 150), not 1 core a third run
+    # an amount that has its bracket keeps to its share where the later amounts would lose one of
+    # their two runs: 1 core held 30k and failed 45k by 100 s, a third run would end at 150 s,
+    # leaving 2 cores one; so 2 cores get the rest (runs at 100 and 150)
     clock[0] = 0.0
     calls.clear()
     verdict = timed(capacity_oracle({1: 40_000, 2: 60_000}), clock, 50, calls)

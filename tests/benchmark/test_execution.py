@@ -366,3 +366,34 @@ def test_a_run_whose_spark_jvm_died_fails_with_why(monkeypatch):
     from streamscale.benchmark.runline import run_line
 
     assert run_line(r).startswith("  [red]FAIL[/] Spark's JVM ran out of memory (java.lang.OutOfMemoryError in ")
+
+
+def test_a_time_budget_plans_runs_by_what_runs_here_took_beyond_their_load(tmp_path, monkeypatch):
+    import dataclasses
+    import time
+
+    import streamscale.benchmark.bracket as br
+
+    clock = [0.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    seen = {}
+    search = br.bracket_search
+
+    def spy(*args, **kwargs):
+        seen["cost"] = kwargs["run_cost_s"]
+        seen["before"] = kwargs["run_cost_s"]()
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(br, "bracket_search", spy)
+    extra = iter([3.0, 7.5, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
+
+    def run(load, res, rep, on_lag=None):
+        clock[0] += 30.0 + next(extra)  # 30 s of load and what it took beyond that
+        return dataclasses.replace(fake_result(load, res, rep, passed=load <= 1500 * res), ran_s=30.0)
+
+    strategy = {"name": "bracket", "resolution": 0.2, "factor": 2.0, "max_runs": 3, "time_budget_s": 600}
+    spec = parse_spec(spec_dict(duration_s=30, strategy=strategy, metric="capacity"))
+    ex = Execution(spec, tmp_path, run)
+    ex.run()
+    assert seen["before"] == 30.0 + br.RUN_OVERHEAD_S  # nothing measured yet: the default
+    assert ex.overheads[:3] == [3.0, 7.5, 2.0] and seen["cost"]() == 30.0 + 7.5  # the most a run took
