@@ -262,7 +262,7 @@ class Execution:
                 confirm=self.confirm,
                 drifted=self.drifted,
                 deadline=deadline,
-                run_cost_s=lambda: run_cost(ex.duration_s, self.overheads),
+                run_cost_s=lambda: ex.repetitions * run_cost(ex.duration_s, self.overheads),  # a load's runs
             )
             table += [{**b.as_dict(), **({"config": name} if name else {})} for b in brackets]
             assumed |= {(name, b.resources) for b in brackets if b.held_assumed}

@@ -172,8 +172,8 @@ class StrategySpec(_Model):
         gt=0,
         description="bracket: seconds for the whole search, shared by the resource amounts (one without "
         "both ends may use the later ones' shares, leaving each one run; one wider than the resolution, leaving "
-        "each two); no run starts that would end after it (a run: duration_s and the most a run here took "
-        "beyond it), and the answer says the resolution reached",
+        "each two); no load starts whose runs would end after it (each: duration_s and the most a run here "
+        "took beyond it), and the answer says the resolution reached",
     )
 
 

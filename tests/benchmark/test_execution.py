@@ -397,3 +397,11 @@ def test_a_time_budget_plans_runs_by_what_runs_here_took_beyond_their_load(tmp_p
     ex.run()
     assert seen["before"] == 30.0 + br.RUN_OVERHEAD_S  # nothing measured yet: the default
     assert ex.overheads[:3] == [3.0, 7.5, 2.0] and seen["cost"]() == 30.0 + 7.5  # the most a run took
+
+    # a load's verdict takes each of its repetitions
+    clock[0] = 0.0
+    spec = parse_spec(spec_dict(duration_s=30, strategy=strategy, metric="capacity", repetitions=3))
+    extra = iter([3.0] * 30)
+    ex = Execution(spec, tmp_path / "three", run)
+    ex.run()
+    assert seen["before"] == 3 * (30.0 + br.RUN_OVERHEAD_S) and seen["cost"]() == 3 * 33.0
