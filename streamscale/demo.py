@@ -51,13 +51,17 @@ def run_demo(
 
 # The demo's SUT: UC2 (per-sensor averages over WINDOW_S windows), emitted once per window. UC1 (decode
 # and discard) is too light to need a second core at any load this machine can generate beside it.
+# Its windows are shorter than UC2's default (60 s) so that each run's fitted span holds two window
+# periods, over which the lag trend fits the closes' jumps out (streamscale.experiment.slo): with
+# 60 s windows a 38 s run holds one close or none by chance, and a close inside the span widened
+# one core's interval at 33,000 records/s to [-864, 554] against a limit of 330.
 #
 # Micro-batches of at most BATCH records, in the probe and in the experiments alike: unbounded, an
 # overloaded query reads ever larger batches and its lag can stay bounded long past any useful
 # latency (the processing-latency SLO fails such a run too); bounded, a core count has one capacity
 # (BATCH / the time such a batch takes), the probe measures it, and beyond it the lag grows.
 BATCH = 100_000
-WINDOW_S = 60.0  # UC2's own default
+WINDOW_S = 10.0
 SUT, PARAMS = "uc2", {"emit": "final", "window_s": WINDOW_S, "max_offsets_per_trigger": BATCH}
 # The probe rates one core, in the Spark session the one-core experiments then run in (kept:
 # SparkSessions). A cold JVM confined to one CPU from the start is slow for its first batches
@@ -91,12 +95,11 @@ BUDGET_S = 240.0
 CLOSING_S = 10.0  # the report and the closing paragraph, after the last run
 # A smaller budget shortens the runs, so that each core count gets a run (and the budget's
 # RUN_OVERHEAD_S around it) that fits its share. A budget that holds two runs per core count (a
-# held and a failed end) of LONGEST_S runs them instead: the warm-up and two window periods, over
-# which the lag trend fits the windows' closes out (streamscale.experiment.slo) and decides at 1 %
-# of the load, where a 40 s run's is often undecided at any load (the lag after a commit is the
-# load times a batch time that varies by a fifth; measured on one core at 30,000-60,000 records/s:
-# intervals of +-1-1.5 % of the load over 40 s, +-0.4-0.7 % over 90 s).
-LONGEST_S = WARMUP_S + 2 * WINDOW_S
+# held and a failed end) of LONGEST_S runs them instead, which decide at 1 % of the load where a
+# 38 s run's lag trend is often undecided at any load (the lag after a commit is the load times a
+# batch time that varies by a fifth; measured on one core at 30,000-60,000 records/s: intervals
+# of +-1-1.5 % of the load over 40 s, +-0.4-0.7 % over 90 s).
+LONGEST_S = 125.0
 
 
 def run_seconds(search_budget_s: float | None) -> float:
