@@ -134,12 +134,11 @@ def bracket_search(
     ``deadline`` (time.monotonic()): the search's time budget, shared equally by the amounts still
     to search; a run expected to take ``run_cost_s`` seconds (a number, or a callable asked before
     each run: what runs took so far) starts only if it ends before its amount's share (an amount's
-    first run always starts). An amount that has no bracket yet (a held end or a failed end
-    missing) when its share is spent may go on into the later amounts' shares, as long as each of
-    them keeps time for one run: an answer for one amount beats a second run for the next, which
-    starts from it. One whose bracket is still wider than ``resolution`` may go on as long as each
-    later amount keeps time for two runs, what a bracket of its own takes from where this one
-    failed: a narrow answer for one amount beats narrowing the next past two runs."""
+    first run always starts). An amount whose bracket is not there yet when its share is spent (a
+    held end or a failed end missing, or the ends still wider apart than ``resolution``) may go on
+    into the later amounts' shares, as long as each of them keeps time for one run: an answer for
+    one amount beats a second run for the next, which starts from it (where this one failed; it
+    holds at least what this one held)."""
     out: list[Bracket] = []
     below: Bracket | None = None
     amounts = sorted(resources)
@@ -165,17 +164,16 @@ def _fits(
     b: Bracket, share: float, deadline: float, later: int, resolution: float, run_cost_s: float | Callable[[], float]
 ) -> bool:
     """Whether one more run of ``b``'s amount fits: its first always; then one that ends within
-    its share; while it lacks an end, one that leaves each of the ``later`` amounts a run before
-    ``deadline``; while its bracket is wider than ``resolution``, one that leaves each of them two."""
+    its share; while it lacks an end or its ends lie wider apart than ``resolution``, one that
+    leaves each of the ``later`` amounts a run before ``deadline``."""
     if b.runs == 0:
         return True
     cost = run_cost_s() if callable(run_cost_s) else run_cost_s
     ends = time.monotonic() + cost
     if ends <= share:
         return True
-    if b.held is None or b.held_assumed or b.failed is None:
-        return ends <= deadline - later * cost
-    return b.width is not None and b.width > resolution and ends <= deadline - 2 * later * cost
+    unfinished = b.held is None or b.held_assumed or b.failed is None or b.width > resolution
+    return unfinished and ends <= deadline - later * cost
 
 
 def _first_load(below: Bracket | None, start: float, factor: float, whole: bool) -> float:

@@ -171,9 +171,9 @@ class StrategySpec(_Model):
         None,
         gt=0,
         description="bracket: seconds for the whole search, shared by the resource amounts (one without "
-        "both ends may use the later ones' shares, leaving each one run; one wider than the resolution, leaving "
-        "each two); no load starts whose runs would end after it (each: duration_s and the most a run here "
-        "took beyond it), and the answer says the resolution reached",
+        "both ends or wider than the resolution may use the later ones' shares, leaving each one run); no load "
+        "starts whose runs would end after it (each: duration_s and the most a run here took beyond it), and "
+        "the answer says the resolution reached",
     )
 
 

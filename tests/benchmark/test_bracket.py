@@ -166,38 +166,38 @@ def test_a_drifted_end_is_run_again_beside_the_other_and_a_disagreement_widens_t
 
 
 def test_a_time_budget_is_shared_by_the_amounts_and_said_when_it_ends_a_search(monkeypatch):
-    # every run takes 30 s on a fake clock; 200 s for two amounts: the first's share ends at 100 s
-    # (runs at 0, 30, 60: 20k pass, 40k fail, 28k pass, 43 % apart); its bracket still wider than
-    # 15 %, it runs 33k at 90-120 s, which leaves 2 cores its two runs (120, 150); a fifth 1-core
-    # run (ending at 150 s) would not, and 2 cores' third would end after 200 s
+    # every run takes 30 s on a fake clock; 140 s for two amounts: the first's share ends at 70 s
+    # (runs at 0 and 30: 20k pass, 40k fail); its ends 100 % apart, it goes on while 2 cores keep
+    # one run (28k at 60-90 s); a fourth run (90-120 s) would take it, so 2 cores run at 90 s, and
+    # their second would end after 140 s
     clock, calls = fake_clock(monkeypatch), []
     verdict = timed(capacity_oracle({1: 30_000, 2: 42_426}), clock, 30, calls)
-    one, two = bracket_search([1, 2], verdict, start=20_000, deadline=200.0, run_cost_s=30.0)
-    assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 1), (90, 1), (120, 2), (150, 2)]
-    assert [load for _, load, _ in calls] == [20_000, 40_000, 28_000, 33_000, 33_000, 66_000]
+    one, two = bracket_search([1, 2], verdict, start=20_000, deadline=140.0, run_cost_s=30.0)
+    assert calls == [(0, 20_000, 1), (30, 40_000, 1), (60, 28_000, 1), (90, 40_000, 2)]
     assert one.out_of_time and two.out_of_time and one.as_dict()["out_of_time"]
-    assert (one.held, one.failed) == (28_000, 33_000) and (two.held, two.failed) == (33_000, 66_000)
+    assert (one.held, one.failed) == (28_000, 40_000) and (two.held, two.failed) == (40_000, None)
     from streamscale.benchmark.answer import bracket_answer
     from streamscale.benchmark.units import Axes
 
     said = bracket_answer([one.as_dict()], Axes(), "uc2")["sentence"]
-    assert said.endswith("failed ~33,000 records/s (the time budget ended the search 18% apart)")
+    assert said.endswith("failed ~40,000 records/s (the time budget ended the search 43% apart)")
 
-    # 170 s: 1 core's share ends at 85 s and 2 cores' two runs must start by 110 s: 1 core's third
-    # run (60-90 s) goes past its share, a fourth (90-120 s) would take one of 2 cores' runs
+    # 200 s: 1 core narrows on (33k at 90 s: 18 %, 30k at 120 s: 10 %, within 15 %) while 2 cores
+    # keep a run before 200 s; then it keeps to its share, and 2 cores run from 150 s
     clock[0] = 0.0
     calls.clear()
-    one, two = bracket_search([1, 2], verdict, start=20_000, deadline=170.0, run_cost_s=30.0)
-    assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 1), (90, 2), (120, 2)]
-    assert (one.held, one.failed, two.held, two.failed) == (28_000, 40_000, 40_000, 80_000)
+    one, two = bracket_search([1, 2], verdict, start=20_000, deadline=200.0, run_cost_s=30.0)
+    assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 1), (90, 1), (120, 1), (150, 2)]
+    assert (one.held, one.failed, one.out_of_time) == (30_000, 33_000, False)
+    assert (two.held, two.failed, two.out_of_time) == (33_000, None, True)
 
-    # the cost of a run may be asked anew before each (what runs took so far): 1 core's fourth run
-    # is planned at 45 s, which would leave 2 cores no two runs before 200 s
+    # the cost of a run may be asked anew before each (what runs took so far): 1 core's third run
+    # planned at 60 s would leave 2 cores no run before 140 s, so 2 cores run from 60 s
     clock[0] = 0.0
     calls.clear()
-    costs = iter([30.0, 30.0, 45.0, 45.0, 45.0, 45.0, 45.0])
-    bracket_search([1, 2], verdict, start=20_000, deadline=200.0, run_cost_s=lambda: next(costs))
-    assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 1), (90, 2), (120, 2), (150, 2)]
+    costs = iter([30.0, 60.0, 60.0, 60.0, 60.0])
+    bracket_search([1, 2], verdict, start=20_000, deadline=140.0, run_cost_s=lambda: next(costs))
+    assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 2)]
 
 
 def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_run_for_each(monkeypatch):
@@ -219,14 +219,18 @@ def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_r
     assert [c[1:] for c in calls] == [(73_000, 1), (49_000, 1), (49_000, 2)]
     assert one.held is None and one.out_of_time and two.held == 49_000
 
-    # an amount that has its bracket keeps to its share where the later amounts would lose one of
-    # their two runs: 1 core held 30k and failed 45k by 100 s, a third run would end at 150 s,
-    # leaving 2 cores one; so 2 cores get the rest (runs at 100 and 150)
-    clock[0] = 0.0
-    calls.clear()
-    verdict = timed(capacity_oracle({1: 40_000, 2: 60_000}), clock, 50, calls)
-    one, two = bracket_search([1, 2], verdict, start=30_000, factor=1.5, deadline=200.0, run_cost_s=50.0)
-    assert [res for _, _, res in calls] == [1, 1, 2, 2] and (one.held, one.failed) == (30_000, 45_000)
+    # an amount whose ends are within the resolution keeps to its share: 1 core held 30k, failed
+    # 45k (50 %) and held 37k (22 %) by 150 s; with a resolution of 25 % it is done, and 2 cores
+    # run at 150 s; with 15 % a fourth run (ending at 200 s) would take 2 cores' run
+    for resolution in (0.25, 0.15):
+        clock[0] = 0.0
+        calls.clear()
+        verdict = timed(capacity_oracle({1: 40_000, 2: 60_000}), clock, 50, calls)
+        one, two = bracket_search(
+            [1, 2], verdict, start=30_000, factor=1.5, resolution=resolution, deadline=200.0, run_cost_s=50.0
+        )
+        assert [(t, r) for t, _, r in calls] == [(0, 1), (50, 1), (100, 1), (150, 2)]
+        assert (one.held, one.failed, one.out_of_time) == (37_000, 45_000, resolution < 0.22)
 
 
 def test_running_a_drifted_end_again_keeps_to_the_time_budget(monkeypatch):
