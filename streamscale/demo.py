@@ -80,7 +80,7 @@ PROBE_SENSORS = BATCH
 # RESOLUTION; two cores start where one core failed. The probe drains a backlog on a quiet
 # machine, the experiments share it with the generator and the broker, so the probe is a start,
 # not an answer. Runs stop as soon as their lag trend is decided (sequential testing), at the
-# latest after DURATION_S. Five runs of DURATION_S and the ~2-4 s around each fit the budget: one
+# latest after DURATION_S. Five runs of DURATION_S and the few seconds around each fit the budget: one
 # core needs three (the probe's figure undecided, a step down held, their middle: 22 % apart,
 # whichever its verdict) or four (two steps down), and may take them while two cores keep one.
 FACTOR, RESOLUTION, MAX_RUNS = 1.5, 0.25, 6
