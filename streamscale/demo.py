@@ -75,18 +75,18 @@ PROBE_RECORDS = (PROBE_WARM + 3) * BATCH
 # every one of them once (from 10,000 sensors UC2's aggregation has a tenth of the keys to update).
 PROBE_SENSORS = BATCH
 
-# The search (streamscale.benchmark.bracket) starts at START_SHARE of the probe's figure on one core
-# and steps by FACTOR outwards until one load held and one failed, then halves that bracket
-# (geometrically) to RESOLUTION; two cores start where one core failed. The probe drains a backlog
-# alone on the machine; the experiments share it with the generator and the broker (a fifth to a
-# quarter of a CPU between them at these loads), so the probe is a start, not an answer. Runs stop as soon as
-# their lag trend is decided (sequential testing), at the latest after DURATION_S. FACTOR: two
-# neighbouring loads lie within RESOLUTION however they round to two digits, so one core has its
-# answer after two runs that differ, two cores theirs after two more; about five runs of
-# DURATION_S and the few seconds around each fit the budget. Measured over 38-40 s runs, one core
-# passed at 0.8 of the probe's figure as often as at 0.67 (3 of 4 and 5 of 9 demos): a 38 s run
-# at a load that holds passes about half the time, and a larger step spends runs on that noise.
-START_SHARE, FACTOR, RESOLUTION, MAX_RUNS = 0.8, 1.22, 0.25, 6
+# The search (streamscale.benchmark.bracket) starts at the probe's figure on one core and steps by
+# FACTOR outwards until one load held and one failed, then halves that bracket (geometrically) to
+# RESOLUTION; two cores start where one core failed. The probe drains a backlog on a quiet
+# machine, the experiments share it with the generator and the broker, so the probe is a start,
+# not an answer. Runs stop as soon as their lag trend is decided (sequential testing), at the
+# latest after DURATION_S. Five runs of DURATION_S and the few seconds around each fit the budget: one
+# core needs three (the probe's figure undecided, a step down held, their middle: 22 % apart,
+# whichever its verdict) or four (two steps down), and may take them while two cores keep one. At
+# 1 % of the load a 38 s run at a load that holds passes about half the time (its interval is
+# +-1-1.5 % of the load), so the steps are large: 1.22x steps from 0.8 of the probe's figure found
+# no load held in 2 of 2 demos (four undecided runs each), where 1.5x steps reach one sooner.
+FACTOR, RESOLUTION, MAX_RUNS = 1.5, 0.25, 6
 DURATION_S, WARMUP_S, MIN_DURATION_S = 38.0, 5.0, 15.0
 
 # The whole demo, probe included, plans its runs to end within BUDGET_S on this machine kind (2
@@ -116,10 +116,10 @@ def run_seconds(search_budget_s: float | None) -> float:
     return max(MIN_DURATION_S, min(DURATION_S, search_budget_s / 2 - RUN_OVERHEAD_S))
 
 
-def demo_spec(probe: float, params: dict, budget_s: float | None = None) -> dict:
-    """The demo's benchmark: UC2's capacity on 1 and 2 cores, bracketed from START_SHARE of the
-    ``probe``'s records/s, its runs within ``budget_s`` seconds."""
-    start = float(_round2(probe * START_SHARE))
+def demo_spec(start: float, params: dict, budget_s: float | None = None) -> dict:
+    """The demo's benchmark: UC2's capacity on 1 and 2 cores, bracketed from ``start`` records/s,
+    its runs within ``budget_s`` seconds."""
+    start = float(_round2(start))
     return {
         "name": f"demo-{SUT}-scaling",
         "benchmark": {"sut": SUT, "params": params, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
@@ -226,8 +226,7 @@ def run_scaling_demo(
         spec = parse_spec(demo_spec(one, params, budget))
         console.print(
             f"[bold]3/3[/] {SUT.upper()} benchmark (Theodolite method): the highest load held and the lowest "
-            f"failed on 1 core, then on 2, from {_round2(one * START_SHARE):,} records/s in steps of {FACTOR:g}x, "
-            "then halving "
+            f"failed on 1 core, then on 2, from {_round2(one):,} records/s in steps of {FACTOR:g}x, then halving "
             f"the bracket to {RESOLUTION:.0%} within {budget:.0f} s; runs of "
             f"{MIN_DURATION_S:g}-{run_seconds(budget):g} s "
             f"({WARMUP_S:g} s warm-up), each until its lag trend is decided; a benchmark's SLOs: lag trend at "
