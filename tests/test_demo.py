@@ -95,7 +95,10 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium_if
     # one core holds the probe's load or a lower one; on a machine too busy for the demo's time
     # budget (the whole test suite beside it) the search may end first, and the answer says so
     ended = one["out_of_time"] and "before the time budget ended" in summary["answer"]["sentence"]
-    assert one["held"] is not None or ended, rows
+    # or the generator fell short of every load one core was given there, and the answer says so
+    unjudged = all(v == "invalid" for (_, res), v in verdicts.items() if res == 1)
+    unjudged = unjudged and "1 core could not be judged" in summary["answer"]["sentence"]
+    assert one["held"] is not None or ended or unjudged, rows
     assert summary["answer"]["sentence"].startswith(f"{SUT.upper()} on this machine: 1 core (Spark used ")
     judged = [r for r in rows if int(r["resources"]) == 2 and r["verdict"] != "invalid"]
     # a 2-core run the generator fell short of (the machine busy with the suite) judged nothing
