@@ -85,7 +85,7 @@ PROBE_SENSORS = BATCH
 # whichever its verdict) or four (two steps down), and may take them while two cores keep one. At
 # 1 % of the load a 38 s run at a load that holds passes about half the time (its interval is
 # +-1-1.5 % of the load), so the steps are large: 1.22x steps from 0.8 of the probe's figure found
-# no load held in 2 of 2 demos (four undecided runs each), where 1.5x steps reach one sooner.
+# no load held in 2 of 2 demos (3 and 4 undecided runs), where 1.5x steps reach one sooner.
 FACTOR, RESOLUTION, MAX_RUNS = 1.5, 0.25, 6
 DURATION_S, WARMUP_S, MIN_DURATION_S = 38.0, 5.0, 15.0
 
