@@ -91,17 +91,41 @@ def daemon_stop(timeout: float = 30.0) -> BrokerInfo | None:
     if info is None:
         return None
     os.kill(info.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _pid_is_our_broker(info.pid, info.properties):
-        if _reap(info.pid):
-            break
-        time.sleep(0.05)
-    if _pid_is_our_broker(info.pid, info.properties):
+    node = [{"pid": info.pid, "properties": info.properties}]
+    if not _wait_gone(node, timeout) and _pid_is_our_broker(info.pid, info.properties):
         os.kill(info.pid, signal.SIGKILL)
+        _wait_gone(node, timeout)
     if info.temporary and info.data_dir:
         shutil.rmtree(info.data_dir, ignore_errors=True)
     _state_file().unlink(missing_ok=True)
     return info
+
+
+def _exiting(pid: int) -> bool:
+    """A process that has let go of its memory (so its command line reads empty and it no longer
+    looks like our broker) but is not yet a zombie: closing a JVM's files and sockets takes a while
+    on a busy CPU, and the process is alive until it is done."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+        kernel_thread = int(fields[6]) & 0x00200000  # PF_KTHREAD: no command line either, never ours
+        return fields[0] != "Z" and not kernel_thread and not Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+def _wait_gone(nodes: list[dict], timeout: float) -> bool:
+    """Wait until none of ``nodes`` (pid, properties) runs or is still exiting, reaping our own
+    children; whether they all went in time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        going = [n for n in nodes if _pid_is_our_broker(n["pid"], n["properties"]) or _exiting(n["pid"])]
+        for n in going:
+            _reap(n["pid"])
+        if not going:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _reap(pid: int) -> bool:
@@ -249,14 +273,11 @@ def cluster_stop(timeout: float = 30.0) -> ClusterInfo | None:
     alive = info.alive()
     for n in alive:  # storage that is removed needs no clean shutdown (see EmbeddedCluster.stop)
         os.kill(n["pid"], signal.SIGKILL if info.temporary else signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_pid_is_our_broker(n["pid"], n["properties"]) for n in alive):
+    if not _wait_gone(alive, timeout):
         for n in alive:
-            _reap(n["pid"])
-        time.sleep(0.05)
-    for n in alive:
-        if _pid_is_our_broker(n["pid"], n["properties"]):
-            os.kill(n["pid"], signal.SIGKILL)
+            if _pid_is_our_broker(n["pid"], n["properties"]):
+                os.kill(n["pid"], signal.SIGKILL)
+        _wait_gone(alive, timeout)
     if info.temporary and info.data_dir:
         shutil.rmtree(info.data_dir, ignore_errors=True)
     _cluster_file().unlink(missing_ok=True)

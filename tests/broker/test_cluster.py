@@ -156,3 +156,29 @@ def test_a_cluster_starts_and_stops_again_and_again_on_a_busy_cpu(state):
             os.environ.pop("STREAMSCALE_STATE_DIR")
         else:
             os.environ["STREAMSCALE_STATE_DIR"] = old
+
+
+def test_a_stop_waits_for_a_node_that_is_still_exiting(monkeypatch):
+    from streamscale.broker import daemon
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL)
+    try:
+        assert not daemon._exiting(child.pid)  # running: its command line reads
+        assert not daemon._exiting(2)  # kthreadd: no command line, but a kernel thread
+        child.kill()
+        wait_for(lambda: Path(f"/proc/{child.pid}/stat").read_text().rsplit(") ", 1)[1][0] == "Z", 10, "a zombie")
+        assert not daemon._exiting(child.pid)  # a zombie has exited
+    finally:
+        child.kill()
+        child.wait()
+    assert not daemon._exiting(child.pid)  # reaped: gone
+
+    # a node that no longer looks like our broker while it closes its files is waited for
+    looks = iter([True, True, True, False])
+    monkeypatch.setattr(daemon, "_pid_is_our_broker", lambda pid, props: False)
+    monkeypatch.setattr(daemon, "_exiting", lambda pid: next(looks))
+    node = [{"pid": child.pid, "properties": "x"}]
+    assert daemon._wait_gone(node, timeout=30)
+    assert next(looks, "spent") == "spent"
+    monkeypatch.setattr(daemon, "_exiting", lambda pid: True)
+    assert not daemon._wait_gone(node, timeout=0.2)
