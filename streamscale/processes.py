@@ -11,6 +11,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import threading
 
 _PR_SET_PDEATHSIG = 1
 
@@ -157,3 +158,21 @@ class Guardian:
     def __exit__(self, *exc) -> None:
         if not self.released:
             self._close()
+
+
+_janitor: Guardian | None = None
+_janitor_lock = threading.Lock()
+
+
+def remove_at_exit(folder) -> None:
+    """Remove ``folder`` (a temporary storage of this process: a broker's log, a checkpoint) when
+    this process ends, however it ends — a SIGKILLed benchmark left its broker's gigabytes in
+    $TMPDIR. Harmless for a folder removed before: one guardian per process removes what is left."""
+    global _janitor
+    with _janitor_lock:
+        if _janitor is None or _janitor.proc is None or _janitor.proc.poll() is not None:
+            _janitor = Guardian().__enter__()  # never released: its end of input is this process's end
+        try:
+            _janitor.remove(os.fspath(folder))
+        except OSError:  # the guardian is gone (its pipe broke): the normal stop still removes it
+            _janitor = None

@@ -29,7 +29,7 @@ from streamscale.broker.readiness import wait_for_group_coordinator
 from streamscale.broker.security import SecuredKafka, Security, check_mode
 from streamscale.errors import BrokerError
 from streamscale.ports import free_port
-from streamscale.processes import die_with_parent, stop_process
+from streamscale.processes import die_with_parent, remove_at_exit, stop_process
 
 
 @dataclass
@@ -109,6 +109,8 @@ class EmbeddedCluster(SecuredKafka):
             self.root = Path(tempfile.mkdtemp(prefix="streamscale-kafka-cluster-"))
             if self.guardian is not None:
                 self.guardian.remove(self.root)
+            elif not self.daemon:
+                remove_at_exit(self.root)
         try:
             self._make_nodes()
             cluster_id = kafka_server.new_cluster_id()

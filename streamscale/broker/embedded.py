@@ -26,7 +26,7 @@ from streamscale.broker.readiness import wait_for_group_coordinator, wait_until_
 from streamscale.broker.security import SecuredKafka, Security, check_mode
 from streamscale.errors import BrokerError
 from streamscale.ports import free_port, port_in_use
-from streamscale.processes import die_with_parent, stop_process
+from streamscale.processes import die_with_parent, remove_at_exit, stop_process
 
 
 @dataclass
@@ -110,6 +110,8 @@ class EmbeddedBroker(SecuredKafka):
             self.data_dir = Path(tempfile.mkdtemp(prefix="streamscale-kafka-"))
             if self.guardian is not None:
                 self.guardian.remove(self.data_dir)
+            elif not self.daemon:
+                remove_at_exit(self.data_dir)
         attempts = 3 if self.port is None else 1
         last: Exception | None = None
         try:

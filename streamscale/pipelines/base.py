@@ -27,6 +27,7 @@ from streamscale.pipelines.run import (  # noqa: F401 - re-exported: the pipelin
     remove_checkpoint,
     remove_stopped_checkpoints,
 )
+from streamscale.processes import remove_at_exit
 from streamscale.sparkio.io import read_records
 
 MIN_EVENT_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: Spark's timestamp range, in epoch ms
@@ -225,6 +226,7 @@ class Pipeline(ABC):
         if not checkpoint:
             checkpoint = tempfile.mkdtemp(prefix=f"streamscale-{self.name}-")
             _TEMP_CHECKPOINTS.add(checkpoint)
+            remove_at_exit(checkpoint)
         trigger = (
             {"availableNow": True} if available_now else {"processingTime": f"{self.params.trigger_interval_s} seconds"}
         )

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -329,7 +330,10 @@ def _sigkill_and_expect_nothing_left(
     from streamscale.waiting import wait_for
 
     err = tempfile.TemporaryFile()
-    p = subprocess.Popen([EXE, *cmd], stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, **env})
+    scratch = Path(tempfile.mkdtemp(prefix="sigkill-"))  # its $TMPDIR: what it leaves there is seen
+    p = subprocess.Popen(
+        [EXE, *cmd], stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, **env, "TMPDIR": str(scratch)}
+    )
     tree: set[int] = set()
 
     def started() -> bool:
@@ -344,6 +348,9 @@ def _sigkill_and_expect_nothing_left(
         p.send_signal(signal.SIGKILL)
         p.wait()
         wait_for(lambda: not any(_alive(x) for x in tree), exit_s, "every process the command started to exit")
+        # nor its temporary storage: the broker's log and the query's checkpoint (logs stay, to read)
+        stored = [f.name for f in scratch.iterdir() if re.match(r"streamscale-(kafka|uc\d|job)", f.name)]
+        assert not stored, f"left in $TMPDIR: {stored}"
     finally:
         for pid in [p.pid, *tree, *_descendants(p.pid)]:
             try:
@@ -352,6 +359,7 @@ def _sigkill_and_expect_nothing_left(
                 pass
         p.wait()
         err.close()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _spark(cmds) -> bool:
