@@ -26,10 +26,15 @@ def run_line(r: ExperimentResult, latency_limit_ms: float | None = None) -> str:
         parts.append(text if r.processing_slo else f"[red]{text}[/]")
     elif not r.processing_slo:
         parts.append("[red]no record processed after the warm-up (processing latency SLO)[/]")
+    if r.processing_growing:  # a fail of its own, which no other figure on the line shows
+        parts.append(
+            f"[red]processing latency growing {r.processing_trend:,.0f} ms per s "
+            f"[{r.processing_trend_low:,.0f}, {r.processing_trend_high:,.0f}][/]"
+        )
     out = _output_latency_text(r, latency_limit_ms)
     if out:
         parts.append(out)
-    parts.append(f"dropped {r.dropped:,}")
+    parts.append(f"dropped {r.dropped:,}" if r.dropped_slo else f"[red]dropped {r.dropped:,}[/]")
     if math.isfinite(r.median_batch_ms):
         parts.append(f"median batch {r.median_batch_ms:,.0f} ms")
     if math.isfinite(r.ran_s):
@@ -47,6 +52,8 @@ def run_line(r: ExperimentResult, latency_limit_ms: float | None = None) -> str:
         line += f" [yellow](machine speed moved {r.drift:.0%})[/]"
     if not r.valid:
         line += " [red]INVALID[/]"
+    if r.note and (r.verdict in ("undecided", "invalid") or not r.valid):
+        line += f": {escape(r.note)}"  # why it decided nothing
     return line
 
 
