@@ -54,7 +54,9 @@ def main() -> None:
             width = "—" if b.get("width") is None else f"{b['width']:.0%}"
             per_m = b.get("cpu_s_per_million")
             print(
-                f"try {i}: demo {demo_s:.0f} s; {res} core(s) held {b['held']} failed {b['failed']} "
+                f"try {i}: demo {demo_s:.0f} s; {res} core(s) held {b['held']}"
+                f"{' (as fewer did; not run)' if b.get('held_assumed') else ''}, "
+                f"{'undecided' if b.get('failed_undecided') else 'failed'} {b['failed']} "
                 f"({width} apart{', out of time' if b.get('out_of_time') else ''}); "
                 f"CPU-s per million at the held end: {'—' if per_m is None else f'{per_m:.3g}'}",
                 flush=True,
