@@ -248,7 +248,16 @@ def run_scaling_demo(
             f"  {r.load:,.0f} records/s on {r.resources} core{'s' if r.resources != 1 else ''}: "
             f"{r.verdict.upper()}, lag trend {r.lag_slope:,.0f} records/s (limit {r.lag_limit:,.0f}), "
             f"processing p95 {r.processing_p95_ms:,.0f} ms, {r.ran_s:.0f} s run"
+            + (f", processing latency growing {r.processing_trend:,.0f} ms per s" if r.processing_growing else "")
             + (f" (machine speed moved {r.drift:.0%})" if r.drifted else "")
+        )
+    longest = max((r.ran_s for r in rows), default=0.0)
+    if longest < LONGEST_S:  # measured: 300 s runs contradicted one end in 2 of 6 demos of 38 s runs
+        console.print(
+            f"  (ends from runs of at most {longest:.0f} s: near the capacity a 300 s run may decide one "
+            "otherwise; `streamscale demo --budget 600` runs longer ones)",
+            highlight=False,
+            soft_wrap=True,
         )
     console.print(f"report: {summary['report']}", highlight=False, soft_wrap=True)
     return summary

@@ -56,7 +56,9 @@ def test_demo_finds_a_rising_demand_and_its_report_renders(tmp_path, chromium_if
     # the closing paragraph: the answer, the verdicts that decided it, the report's path - last
     tail = r.stdout.strip().splitlines()
     assert tail[-1] == f"report: {d / 'report.html'}"
-    assert any(line.startswith(summary["answer"]["sentence"]) for line in tail[-2 - len(rows) :])
+    assert any(line.startswith(summary["answer"]["sentence"]) for line in tail[-3 - len(rows) :])
+    # runs this short: the answer says a long run may decide an end otherwise, and what runs longer
+    assert tail[-2].strip().startswith("(ends from runs of at most ") and "--budget 600" in tail[-2]
     for row in rows:
         # a run is invalid only when its load fell short (a slow or busy machine), and is then
         # said to be, never judged
