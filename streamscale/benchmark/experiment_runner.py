@@ -28,6 +28,7 @@ from streamscale.benchmark.verdict import (
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import SparkDied
 from streamscale.experiment.slo import (
+    batch_processing_ms,
     lag_limit,
     lag_trend_estimate,
     median_batch_ms,
@@ -349,6 +350,11 @@ class ExperimentRunner:
             drifted=moved > DRIFT_LIMIT,
         )
         self._write_lag(res, r.lag, trend)
+        if r.t0_wall:  # each batch's processing p95: what the latency's trend was fitted from
+            with open(self.out_dir / "lag" / f"{res.exp_id}-latency.csv", "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["t_s", "processing_p95_ms"])
+                w.writerows(batch_processing_ms(r.batches, r.t0_wall))
         prometheus.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()
         return res
 

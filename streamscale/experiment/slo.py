@@ -342,16 +342,20 @@ def processing_percentile_ms(batches, q: float = 0.95, t0_wall: float | None = N
 def processing_trend(batches, t0_wall: float, warmup_s: float = 0.0, q: float = 0.95) -> Trend:
     """The trend of the batches' own q-quantile of processing latency after the warm-up, in ms per
     second of the run, with its 95 % interval: a query falling behind reads ever older records."""
-    times, values = [], []
+    points = [(t, p) for t, p in batch_processing_ms(batches, t0_wall, q) if t >= warmup_s]
+    return fit([t for t, _ in points], [p for _, p in points], "batches")
+
+
+def batch_processing_ms(batches, t0_wall: float, q: float = 0.95) -> list[tuple[float, float]]:
+    """(end in seconds since ``t0_wall``, the batch's own q-quantile of processing latency in ms)
+    for every batch that read records."""
+    out = []
     for b in batches:
         end = _batch_end_s(b, t0_wall)
-        if end is None or end < warmup_s:
-            continue
-        p = latency_percentile_ms([b], q, cdf="processing_cdf", rows="input_rows")
+        p = latency_percentile_ms([b], q, cdf="processing_cdf", rows="input_rows") if end is not None else None
         if p is not None and math.isfinite(p):
-            times.append(end)
-            values.append(p)
-    return fit(times, values, "batches")
+            out.append((end, p))
+    return out
 
 
 def median_batch_ms(batches, t0_wall: float | None = None, warmup_s: float = 0.0) -> float | None:
