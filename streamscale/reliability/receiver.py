@@ -67,26 +67,30 @@ def receive(bootstrap: KafkaConnection | str, topic: str, isolation: str, timeou
     try:
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
         while True:
-            _read_to(c, topic, ends, reached, ids, deadline)
+            _read_to(c, topic, ends, reached, ids, deadline, timeout_s)
             again = _ends(conn, topic, isolation, max(1.0, deadline - time.monotonic()))
-            if all(again.get(p, 0) <= reached[p] for p in again) and set(again) <= set(reached):
+            new = sorted(set(again) - set(reached))
+            if new:  # partitions added meanwhile: read from their start
+                c.incremental_assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in new])
+                reached.update(dict.fromkeys(new, 0))
+            if all(end <= reached[p] for p, end in again.items()):
                 return np.asarray(ids, dtype=np.int64)
             log.warning("end offsets of %s moved from %s to %s after reading to them", topic, ends, again)
-            if set(again) - set(reached):  # partitions added meanwhile: read them from their start
-                new = set(again) - set(reached)
-                c.incremental_assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(new)])
-                reached.update(dict.fromkeys(new, 0))
             ends = again
     finally:
         c.close()
 
 
-def _read_to(c, topic: str, ends: dict[int, int], reached: dict[int, int], ids: list[int], deadline: float) -> None:
+def _read_to(
+    c, topic: str, ends: dict[int, int], reached: dict[int, int], ids: list[int], deadline: float, timeout_s: float
+) -> None:
     """Consume until every partition's position reached ``ends`` (``reached`` keeps the positions)."""
     pending = {p for p, e in ends.items() if e > reached.get(p, 0)}
     while pending:
         if time.monotonic() > deadline:
-            raise WaitTimeout(f"receiver did not reach the end of {topic} partitions {sorted(pending)} in time")
+            raise WaitTimeout(
+                f"receiver did not reach the end of {topic} partitions {sorted(pending)} within {timeout_s} s"
+            )
         eofs = False
         got = 0
         for m in c.consume(num_messages=10_000, timeout=0.5):

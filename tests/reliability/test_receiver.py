@@ -42,3 +42,19 @@ def test_an_empty_topic_and_a_settled_one_take_two_answers(broker, topic_factory
     )
     assert sorted(receiver.receive(broker.bootstrap, full, "read_uncommitted", 30).tolist()) == list(range(100))
     assert len(calls) == 2
+
+
+def test_a_partition_the_first_answer_left_out_is_read_from_its_start(broker, topic_factory, monkeypatch):
+    topic = topic_factory(partitions=3)
+    produce(broker.bootstrap, topic, _records(range(300), 3))
+    real = BrokerAccess.end_offsets
+    answers = []
+
+    def without_the_last(self, t, isolation="read_uncommitted"):
+        ends = real(self, t, isolation)
+        answers.append(ends)
+        return {p: e for p, e in ends.items() if p != 2} if len(answers) == 1 else ends
+
+    monkeypatch.setattr(BrokerAccess, "end_offsets", without_the_last)
+    ids = receiver.receive(broker.bootstrap, topic, "read_uncommitted", 60)
+    assert sorted(ids.tolist()) == list(range(300)) and len(answers) == 3
