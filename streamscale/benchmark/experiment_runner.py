@@ -349,30 +349,25 @@ class ExperimentRunner:
             drift=round(moved, 3),
             drifted=moved > DRIFT_LIMIT,
         )
-        self._write_lag(res, r.lag, trend)
-        if r.t0_wall:  # each batch's processing p95: what the latency's trend was fitted from
-            with open(self.out_dir / "lag" / f"{res.exp_id}-latency.csv", "w", newline="") as f:
-                w = csv.writer(f)
-                w.writerow(["t_s", "processing_p95_ms"])
-                w.writerows(batch_processing_ms(r.batches, r.t0_wall))
+        self._write_lag(res, r, trend)
         prometheus.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()
         return res
 
-    def _write_lag(self, res: ExperimentResult, lag, trend) -> None:
+    def _write_lag(self, res: ExperimentResult, r, trend) -> None:
+        """The run's lag (each second and after each commit), its batches' own processing p95 (what
+        the latency's trend was fitted from) and the lag plot."""
         from streamscale.benchmark.plots import plot_lag
 
+        lag = r.lag
         d = self.out_dir / "lag"
         d.mkdir(parents=True, exist_ok=True)
-        with open(d / f"{res.exp_id}.csv", "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["t_s", "lag"])
-            w.writerows([[x.t_s, x.lag] for x in lag])
+        _write_csv(d / f"{res.exp_id}.csv", ["t_s", "lag"], [[x.t_s, x.lag] for x in lag])
         bt, bl = trend.commits  # the lag after each commit, as the trend was fitted from
         if bt:
-            with open(d / f"{res.exp_id}-batches.csv", "w", newline="") as f:
-                w = csv.writer(f)
-                w.writerow(["t_s", "lag_after_commit"])
-                w.writerows(zip(bt, bl))
+            _write_csv(d / f"{res.exp_id}-batches.csv", ["t_s", "lag_after_commit"], zip(bt, bl))
+        if r.t0_wall:
+            rows = batch_processing_ms(r.batches, r.t0_wall)
+            _write_csv(d / f"{res.exp_id}-latency.csv", ["t_s", "processing_p95_ms"], rows)
         plot_lag(
             [x.t_s for x in lag],
             [x.lag for x in lag],
@@ -382,3 +377,10 @@ class ExperimentRunner:
             trend=trend,
             axes=Axes.of(self.spec),
         )
+
+
+def _write_csv(path: Path, header: list[str], rows) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
