@@ -272,7 +272,11 @@ class ExperimentRunner:
         if growing:
             notes.append(f"processing latency kept growing ({proc_trend.slope:,.0f} ms per s)")
         if verdict == "undecided" and lag_verdict == "undecided":
-            notes.append(f"lag interval still straddles the limit after {ran:.0f} s")
+            notes.append(
+                f"lag still falling faster than the limit after {ran:.0f} s (catching up, not steady)"
+                if trend.draining(limit, self._confidence(ran))
+                else f"lag interval still straddles the limit after {ran:.0f} s"
+            )
         for what, (v, _, slo) in slos.items():
             if verdict == "undecided" and slo == "undecided":
                 notes.append(f"{what} p95 lies in ({bucket_floor_ms(v):,.0f}, {v:,.0f}] ms, which holds its limit")

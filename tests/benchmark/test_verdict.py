@@ -137,3 +137,52 @@ def test_a_look_at_a_held_lag_goes_on_while_the_p95_bucket_holds_the_limit():
     assert decided(lag, batches(BELOW_8S), t0, None)  # the lag held and so did the latency
     assert not decided(lag, batches(AT_8S), t0, None)  # the lag held; 8 s lies in the p95's bucket
     assert decided(lag, batches(ABOVE_8S), t0, None)  # surely above: a failure, decided
+
+
+def test_a_run_whose_lag_drains_faster_than_the_limit_goes_on_and_is_undecided(tmp_path, monkeypatch):
+    # one slow batch as the run starts, its backlog drained all through the run: the lag after each
+    # commit falls ~2,900/s against a limit of 670; no look stops it, and its verdict says why
+    from types import SimpleNamespace
+
+    from streamscale.benchmark.experiment_runner import ExperimentRunner, experiment_settings
+    from streamscale.benchmark.spec import parse_spec
+    from streamscale.experiment import noise
+    from streamscale.experiment.sut import LagSample
+    from streamscale.pipelines.output import LATENCY_EDGES_MS
+    from tests.experiment.test_slo import _slow_batch_run
+
+    spec = parse_spec(
+        {
+            "name": "drain",
+            "benchmark": {"sut": "uc1", "params": {}},
+            "execution": {
+                "load": {"type": "sensors", "values": [67_000]},
+                "resources": {"values": [1]},
+                "duration_s": 31,
+                "warmup_s": 5,
+                "min_duration_s": 15,
+            },
+        }
+    )
+    runner = ExperimentRunner(spec, tmp_path, "127.0.0.1:9092")
+    s = experiment_settings(spec, 67_000, 1)
+    samples, batches, t0 = _slow_batch_run()
+    lag = [LagSample(x.t_s, x.lag, x.end_total, x.committed_total) for x in samples]
+    for b in batches:  # every record processed within 1 ms: no latency SLO in the way
+        b["processing_cdf"] = [b["input_rows"]] * len(LATENCY_EDGES_MS)
+    decided = runner.judge(s, limit=670.0)
+    assert not any(decided(lag[: t + 1], batches, t0, "in") for t in range(15, 31, 2))
+
+    monkeypatch.setattr(noise, "calibration_speed", lambda: 1000.0)
+    r = SimpleNamespace(
+        lag=lag, batches=batches, t0_wall=t0, input_topic="in", ran_s=31.0, generator_rate=67_000.0,
+        target_rate=67_000.0, generator_reached_target=True, lag_samples_missed=0, dropped_late=0,
+        generated=67_000 * 31, processed_records=sum(b["input_rows"] for b in batches), final_lag=0,
+        spark_cpu_pct=100.0, sampler_cpu_s=0.1, wall_s=31.0, generator_cpu_s=1.0, machine_cpu_pct=90.0,
+        broker_cpu_pct=20.0, steal_pct=0.0,
+    )  # fmt: skip
+    runner.reference_speed = 1000.0
+    res = runner._judged(67_000, 1, 1, s, r, speed_before=1000.0)
+    assert (res.verdict, res.lag_verdict, res.lag_limit) == ("undecided", "undecided", pytest.approx(670, rel=0.01))
+    assert res.lag_high < -res.lag_limit
+    assert res.note == "lag still falling faster than the limit after 31 s (catching up, not steady)"

@@ -87,6 +87,64 @@ def test_commit_points_see_through_the_sawtooth_that_fools_one_second_samples():
         assert abs(t.slope) < limit / 4
 
 
+def _slow_batch_run(rate=67_000.0, capacity=88_500.0, seconds=31, slow_at=4.0, slow_s=4.0):
+    """A query that keeps up with ``rate`` (it processes ``capacity`` records/s, 0.3 s a batch
+    besides, at most 100,000 records a batch: ~70,000/s when behind) except for one batch starting
+    after ``slow_at`` that takes ``slow_s`` longer; the records that piled up meanwhile are drained
+    after it, slowly (~3,000/s), all through the run."""
+    from datetime import datetime
+    from types import SimpleNamespace
+
+    t0_wall = 1_800_000_000.0
+    batches, commits, t, done, slowed = [], [(0.0, 0)], 0.0, 0, False
+    while t < seconds:
+        rows = min(int(rate * t) - done, 100_000)
+        dur = 0.3 + rows / capacity
+        if t >= slow_at and not slowed:
+            dur, slowed = dur + slow_s, True
+        ts = datetime.fromtimestamp(t0_wall + t, UTC).isoformat().replace("+00:00", "Z")
+        batches.append(
+            {
+                "input_rows": max(rows, 1),
+                "batch_ms": int(dur * 1000),
+                "timestamp": ts,
+                "end_offsets": {"in": {"0": done + rows}},
+            }
+        )
+        t, done = t + dur, done + rows
+        commits.append((t, done))
+    samples = []
+    for sec in range(seconds + 1):
+        committed = max(c for ct, c in commits if ct <= sec)
+        end = int(rate * sec)
+        samples.append(SimpleNamespace(t_s=float(sec), lag=end - committed, end_total=end, committed_total=committed))
+    return samples, batches, t0_wall
+
+
+def test_a_lag_that_falls_faster_than_the_limit_is_catching_up_and_decides_nothing():
+    from streamscale.experiment.slo import Trend, lag_trend_estimate
+
+    limit = 0.01 * 67_000
+    # one slow batch as the run starts, then the backlog drained: the lag after each commit falls
+    draining = lag_trend_estimate(*_slow_batch_run(), warmup_s=5, topic="in")
+    assert draining.high < -limit, draining  # surely below the limit: a pass by the limit alone
+    assert draining.draining(limit) and draining.verdict(limit) == "undecided"
+    # the same query without the slow batch, once its batches reached their size: steady, a pass
+    steady = lag_trend_estimate(*_slow_batch_run(slow_s=0.0, seconds=41), warmup_s=15, topic="in")
+    assert not steady.draining(limit) and steady.verdict(limit) == "pass", steady
+    # a slow batch in the middle of the fitted span: its interval is wide anyway
+    middle = lag_trend_estimate(*_slow_batch_run(slow_at=13.0, slow_s=2.0), warmup_s=5, topic="in")
+    assert middle.low < -limit and middle.high > limit and middle.verdict(limit) == "undecided", middle
+    # falling, but by less than the limit (or straddling it): a pass, as before
+    assert Trend(-500, 0, -600, -400, 20, "batches").verdict(limit) == "pass"
+    assert Trend(-700, 0, -900, -500, 20, "batches").verdict(limit) == "pass"
+    assert Trend(-900, 0, -1_000, -800, 20, "batches").verdict(limit) == "undecided"
+    # at a wider confidence the interval reaches above -limit again: a pass
+    wide = Trend(-900, 0, -1_000, -800, 20, "batches", se=50.0, df=18)
+    assert wide.verdict(limit, 0.9999) == "pass" and wide.draining(limit, 0.95)
+    assert not Trend(-900, 0, -1_000, -800, 20, "batches").draining(0.0)  # no limit, no steady state asked
+
+
 def test_real_growth_fails_and_the_interval_decides_or_abstains():
     from streamscale.experiment.slo import Trend, fit, lag_trend_estimate
 
