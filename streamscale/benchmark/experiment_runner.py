@@ -15,6 +15,7 @@ from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
 from streamscale.benchmark.verdict import (
+    allow_for_slowdown,
     bucket_floor_ms,
     combined_verdict,
     delivered_rate,
@@ -238,7 +239,7 @@ class ExperimentRunner:
         )
 
     def _judged(self, load: float, resources: int, repetition: int, s: dict, r, speed_before: float):
-        from streamscale.experiment.noise import DRIFT_LIMIT, calibration_speed, drift
+        from streamscale.experiment.noise import DRIFT_LIMIT, calibration_speed, drift, slowdown
         from streamscale.observe import prometheus
 
         spec, ex = self.spec, self.spec.execution
@@ -266,12 +267,16 @@ class ExperimentRunner:
         valid, invalid_note = run_validity(
             r.generator_reached_target, r.lag_samples_missed, ran, delivered, r.target_rate
         )
-        verdict = combined_verdict(valid, lag_verdict, dropped_ok and not growing, worst(latency, processing))
+        slow = slowdown(self.reference_speed, speed_before, speed_after)
+        lag_verdict, growth_fails, excuse = allow_for_slowdown(lag_verdict, growing, slope, delivered, slow)
+        verdict = combined_verdict(valid, lag_verdict, dropped_ok and not growth_fails, worst(latency, processing))
         moved = drift(self.reference_speed, speed_before, speed_after)
         notes = [invalid_note] if invalid_note else []
         if growing:
             notes.append(f"processing latency kept growing ({proc_trend.slope:,.0f} ms per s)")
-        if verdict == "undecided" and lag_verdict == "undecided":
+        if excuse:
+            notes.append(excuse)
+        if verdict == "undecided" and lag_verdict == "undecided" and not excuse:
             notes.append(
                 f"lag still falling faster than the limit after {ran:.0f} s (catching up, not steady)"
                 if trend.draining(limit, self._confidence(ran))

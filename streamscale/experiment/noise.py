@@ -11,7 +11,8 @@ experiment records, beside its verdicts:
 
 A run whose speed before or after differs from the execution's first calibration by more than
 :data:`DRIFT_LIMIT`, or whose speed after differs from its speed before by more, was taken on a
-machine that drifted: its verdict stands, and the results say so.
+machine that drifted: its verdict stands, and the results say so, except a failure to keep up
+smaller than the machine's slowdown around it (streamscale.benchmark.verdict.slowdown_explains).
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ def drift(reference: float, before: float, after: float) -> float:
     if not (reference > 0 and before > 0 and after > 0):
         return float("nan")
     return max(abs(before / reference - 1), abs(after / reference - 1), abs(after / before - 1))
+
+
+def slowdown(reference: float, before: float, after: float) -> float:
+    """How much slower than the reference speed the machine was around a run, at its slowest
+    reading (0 when it was not slower; NaN without readings)."""
+    if not (reference > 0 and before > 0 and after > 0):
+        return float("nan")
+    return max(0.0, 1 - min(before, after) / reference)
 
 
 def cpu_seconds(pid: int) -> float | None:

@@ -3,6 +3,8 @@ latency that keeps growing."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from streamscale.benchmark.verdict import delivered_rate, latency_growing, run_validity
@@ -139,9 +141,11 @@ def test_a_look_at_a_held_lag_goes_on_while_the_p95_bucket_holds_the_limit():
     assert decided(lag, batches(ABOVE_8S), t0, None)  # surely above: a failure, decided
 
 
-def test_a_run_whose_lag_drains_faster_than_the_limit_goes_on_and_is_undecided(tmp_path, monkeypatch):
-    # one slow batch as the run starts, its backlog drained all through the run: the lag after each
-    # commit falls ~2,900/s against a limit of 670; no look stops it, and its verdict says why
+def _judge_synthetic(tmp_path, monkeypatch, run, load: float, seconds: float, speeds=(1000.0, 1000.0, 1000.0)):
+    """An ExperimentRunner of UC1 at ``load`` for ``seconds`` (5 s warm-up, looks from 15 s) and
+    its verdict on ``run`` (lag samples, batches, t0 of a synthetic run; every record processed
+    within 1 ms), the machine's speed at the execution's start, before and after the run being
+    ``speeds``."""
     from types import SimpleNamespace
 
     from streamscale.benchmark.experiment_runner import ExperimentRunner, experiment_settings
@@ -149,40 +153,82 @@ def test_a_run_whose_lag_drains_faster_than_the_limit_goes_on_and_is_undecided(t
     from streamscale.experiment import noise
     from streamscale.experiment.sut import LagSample
     from streamscale.pipelines.output import LATENCY_EDGES_MS
-    from tests.experiment.test_slo import _slow_batch_run
 
     spec = parse_spec(
         {
-            "name": "drain",
+            "name": "synthetic",
             "benchmark": {"sut": "uc1", "params": {}},
             "execution": {
-                "load": {"type": "sensors", "values": [67_000]},
+                "load": {"type": "sensors", "values": [load]},
                 "resources": {"values": [1]},
-                "duration_s": 31,
+                "duration_s": seconds,
                 "warmup_s": 5,
                 "min_duration_s": 15,
             },
         }
     )
     runner = ExperimentRunner(spec, tmp_path, "127.0.0.1:9092")
-    s = experiment_settings(spec, 67_000, 1)
-    samples, batches, t0 = _slow_batch_run()
+    s = experiment_settings(spec, load, 1)
+    samples, batches, t0 = run
     lag = [LagSample(x.t_s, x.lag, x.end_total, x.committed_total) for x in samples]
-    for b in batches:  # every record processed within 1 ms: no latency SLO in the way
+    for b in batches:
         b["processing_cdf"] = [b["input_rows"]] * len(LATENCY_EDGES_MS)
-    decided = runner.judge(s, limit=670.0)
-    assert not any(decided(lag[: t + 1], batches, t0, "in") for t in range(15, 31, 2))
-
-    monkeypatch.setattr(noise, "calibration_speed", lambda: 1000.0)
+    runner.reference_speed, before, after = speeds
+    monkeypatch.setattr(noise, "calibration_speed", lambda: after)
     r = SimpleNamespace(
-        lag=lag, batches=batches, t0_wall=t0, input_topic="in", ran_s=31.0, generator_rate=67_000.0,
-        target_rate=67_000.0, generator_reached_target=True, lag_samples_missed=0, dropped_late=0,
-        generated=67_000 * 31, processed_records=sum(b["input_rows"] for b in batches), final_lag=0,
-        spark_cpu_pct=100.0, sampler_cpu_s=0.1, wall_s=31.0, generator_cpu_s=1.0, machine_cpu_pct=90.0,
+        lag=lag, batches=batches, t0_wall=t0, input_topic="in", ran_s=float(seconds), generator_rate=load,
+        target_rate=load, generator_reached_target=True, lag_samples_missed=0, dropped_late=0,
+        generated=int(load * seconds), processed_records=sum(b["input_rows"] for b in batches), final_lag=0,
+        spark_cpu_pct=100.0, sampler_cpu_s=0.1, wall_s=float(seconds), generator_cpu_s=1.0, machine_cpu_pct=90.0,
         broker_cpu_pct=20.0, steal_pct=0.0,
     )  # fmt: skip
-    runner.reference_speed = 1000.0
-    res = runner._judged(67_000, 1, 1, s, r, speed_before=1000.0)
+    return runner, s, lag, batches, t0, runner._judged(load, 1, 1, s, r, speed_before=before)
+
+
+def test_a_run_whose_lag_drains_faster_than_the_limit_goes_on_and_is_undecided(tmp_path, monkeypatch):
+    # one slow batch as the run starts, its backlog drained all through the run: the lag after each
+    # commit falls ~2,900/s against a limit of 670; no look stops it, and its verdict says why
+    from tests.experiment.test_slo import _slow_batch_run
+
+    runner, s, lag, batches, t0, res = _judge_synthetic(tmp_path, monkeypatch, _slow_batch_run(), 67_000, 31)
+    decided = runner.judge(s, limit=670.0)
+    assert not any(decided(lag[: t + 1], batches, t0, "in") for t in range(15, 31, 2))
     assert (res.verdict, res.lag_verdict, res.lag_limit) == ("undecided", "undecided", pytest.approx(670, rel=0.01))
     assert res.lag_high < -res.lag_limit
     assert res.note == "lag still falling faster than the limit after 31 s (catching up, not steady)"
+
+
+def test_falling_behind_by_less_than_the_machine_slowed_down_is_not_a_failure():
+    from streamscale.benchmark.verdict import allow_for_slowdown
+    from streamscale.experiment.noise import slowdown
+
+    assert slowdown(1000.0, 1000.0, 820.0) == pytest.approx(0.18)  # slower after the run
+    assert slowdown(1000.0, 900.0, 1100.0) == pytest.approx(0.10)  # its slowest reading
+    assert slowdown(1000.0, 1050.0, 1130.0) == 0.0 and math.isnan(slowdown(0.0, 1.0, 1.0))
+    # 6,144 of 76,000 records/s piled up (8 %) while the machine ran 18 % slower: not a failure
+    lag, growth_fails, note = allow_for_slowdown("fail", True, 6_144.0, 76_000.0, 0.18)
+    assert (lag, growth_fails) == ("undecided", False)
+    assert note == "falling behind not judged: the machine ran 18% slower than at the start, 8% of the load piled up"
+    # a growing latency with a lag that held: no pass either
+    assert allow_for_slowdown("pass", True, -50.0, 76_000.0, 0.18)[:2] == ("undecided", False)
+    # a failure larger than the slowdown (34 % of the load, 13 % slower), a slowdown within the
+    # machine's noise (10 % or less), a faster machine, or nothing failed: as they were
+    assert allow_for_slowdown("fail", True, 33_356.0, 99_000.0, 0.13) == ("fail", True, "")
+    assert allow_for_slowdown("fail", False, 6_144.0, 76_000.0, 0.10) == ("fail", False, "")
+    assert allow_for_slowdown("fail", True, 6_144.0, 76_000.0, 0.0) == ("fail", True, "")
+    assert allow_for_slowdown("pass", False, 100.0, 76_000.0, 0.3) == ("pass", False, "")
+    assert allow_for_slowdown("undecided", False, 700.0, 76_000.0, 0.3) == ("undecided", False, "")
+
+
+def test_a_run_that_fell_behind_on_a_slower_machine_is_undecided_and_says_why(tmp_path, monkeypatch):
+    # the lag grows 1,000/s at 20,000 records/s (5 % of the load; limit 200)
+    from tests.experiment.test_slo import _sawtooth_run
+
+    run = lambda: _sawtooth_run(rate=20_000.0, batch_s=1.0, seconds=40, growth=1_000.0)  # noqa: E731
+    *_, same = _judge_synthetic(tmp_path, monkeypatch, run(), 20_000, 40, speeds=(1000.0, 1000.0, 1000.0))
+    assert (same.verdict, same.lag_verdict) == ("fail", "fail")
+    *_, slower = _judge_synthetic(tmp_path, monkeypatch, run(), 20_000, 40, speeds=(1000.0, 980.0, 850.0))
+    assert (slower.verdict, slower.lag_verdict) == ("undecided", "undecided")
+    assert slower.note.startswith("falling behind not judged: the machine ran 15% slower than at the start, 5")
+    *_, barely = _judge_synthetic(tmp_path, monkeypatch, run(), 20_000, 40, speeds=(1000.0, 1000.0, 960.0))
+    assert barely.verdict == "fail"  # 4 % slower: within the machine's own noise
