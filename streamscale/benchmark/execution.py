@@ -141,7 +141,7 @@ class Execution:
             r = self._run(load, res, rep, reps + extra)
             if r.verdict == "undecided" and extra < extra_limit:
                 extra += 1
-                console.print(f"  lag interval straddles the limit: repetition {reps + extra} added")
+                console.print(f"  undecided: repetition {reps + extra} added")  # the run line said why
                 continue
             verdicts.append(r.verdict)
             decided = _majority(verdicts, reps)
