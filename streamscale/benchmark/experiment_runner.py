@@ -279,7 +279,7 @@ class ExperimentRunner:
         if verdict == "undecided" and lag_verdict == "undecided" and not excuse:
             notes.append(
                 f"lag still falling faster than the limit after {ran:.0f} s (catching up, not steady)"
-                if trend.draining(limit, self._confidence(ran))
+                if trend.draining(limit)
                 else f"lag interval still straddles the limit after {ran:.0f} s"
             )
         for what, (v, _, slo) in slos.items():
