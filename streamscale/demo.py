@@ -252,7 +252,7 @@ def run_scaling_demo(
             + (f" (machine speed moved {r.drift:.0%})" if r.drifted else "")
         )
     longest = max((r.ran_s for r in rows), default=0.0)
-    if longest < LONGEST_S:  # measured: 300 s runs contradicted one end in 3 of 13 demos
+    if longest < LONGEST_S:  # measured: 300 s runs contradicted one end in 3 of 14 demos
         console.print(
             f"  (ends from runs of at most {longest:.0f} s: near the capacity a 300 s run may decide one "
             "otherwise; `streamscale demo --budget 600` runs longer ones)",
