@@ -12,19 +12,26 @@ def _records(ids, partitions):
     return [(None, f"{i:0{ID_DIGITS}d}".encode() + b"..", i % partitions) for i in ids]
 
 
-def test_end_offsets_that_grow_after_a_stale_answer_are_read_to(broker, topic_factory, monkeypatch):
-    topic = topic_factory(partitions=3)
-    produce(broker.bootstrap, topic, _records(range(900), 3))
+def _first_answer(monkeypatch, changed) -> list:
+    """Make the broker's first answer of end offsets ``changed(ends)``, the later ones true; the
+    list of the true answers, as they are asked."""
     real = BrokerAccess.end_offsets
     answers = []
 
-    def stale_first(self, t, isolation="read_uncommitted"):
+    def first_changed(self, t, isolation="read_uncommitted"):
         ends = real(self, t, isolation)
-        # a rejoined node's view, as one trial after a healed cut saw it: every partition empty
         answers.append(ends)
-        return dict.fromkeys(ends, 0) if len(answers) == 1 else ends
+        return changed(ends) if len(answers) == 1 else ends
 
-    monkeypatch.setattr(BrokerAccess, "end_offsets", stale_first)
+    monkeypatch.setattr(BrokerAccess, "end_offsets", first_changed)
+    return answers
+
+
+def test_end_offsets_that_grow_after_a_stale_answer_are_read_to(broker, topic_factory, monkeypatch):
+    topic = topic_factory(partitions=3)
+    produce(broker.bootstrap, topic, _records(range(900), 3))
+    # a rejoined node's view, as one trial after a healed cut saw it: every partition empty
+    answers = _first_answer(monkeypatch, lambda ends: dict.fromkeys(ends, 0))
     ids = receiver.receive(broker.bootstrap, topic, "read_uncommitted", 60)
     assert sorted(ids.tolist()) == list(range(900))  # each once: none lost, none read twice
     assert len(answers) == 3  # the stale one, the true one, and one more that agreed
@@ -47,14 +54,6 @@ def test_an_empty_topic_and_a_settled_one_take_two_answers(broker, topic_factory
 def test_a_partition_the_first_answer_left_out_is_read_from_its_start(broker, topic_factory, monkeypatch):
     topic = topic_factory(partitions=3)
     produce(broker.bootstrap, topic, _records(range(300), 3))
-    real = BrokerAccess.end_offsets
-    answers = []
-
-    def without_the_last(self, t, isolation="read_uncommitted"):
-        ends = real(self, t, isolation)
-        answers.append(ends)
-        return {p: e for p, e in ends.items() if p != 2} if len(answers) == 1 else ends
-
-    monkeypatch.setattr(BrokerAccess, "end_offsets", without_the_last)
+    answers = _first_answer(monkeypatch, lambda ends: {p: e for p, e in ends.items() if p != 2})
     ids = receiver.receive(broker.bootstrap, topic, "read_uncommitted", 60)
     assert sorted(ids.tolist()) == list(range(300)) and len(answers) == 3
