@@ -10,8 +10,12 @@ off), one run each, the held end first. The demo's answer holds when the long ru
 passes and the one at its failed end fails (an upper end the demo said was undecided claims no
 failure: a long run may pass there; as ``capacity.py --confirm`` judges). Printed per try: the demo's time, its 1-core
 and 2-core brackets and how far apart their ends are, Spark's CPU-seconds per million records at
-the held end, and the long runs' verdicts with their lag trends; then the held ends' spread over
-the tries (max / min) and how many tries held (a try without a 1-core bracket did not).
+the held end, and the long runs' verdicts with their lag trends; what the demo's 1-core runs
+could resolve (each run's lag interval and trend as a share of its load, against the 1 % limit:
+a run passes only where its interval's upper edge lies below the limit) and the held end as a
+share of the probe's figure; then the held ends' spread over the tries (max / min), the median
+interval over the tries' 1-core runs, and how many tries held (a try without a 1-core bracket
+did not).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import argparse
 import shutil
 import time
 from pathlib import Path
+from statistics import median
 
 
 def main() -> None:
@@ -39,7 +44,7 @@ def main() -> None:
     from streamscale.broker import EmbeddedBroker
     from streamscale.demo import run_scaling_demo
 
-    held_ends, holds = [], 0
+    held_ends, holds, halves = [], 0, []
     for i in range(1, args.tries + 1):
         out = args.out / f"try-{i}"
         # the long runs of an earlier try here checked an earlier demo (whose results the new one
@@ -61,6 +66,7 @@ def main() -> None:
                 f"CPU-s per million at the held end: {'—' if per_m is None else f'{per_m:.3g}'}",
                 flush=True,
             )
+        halves += _resolution(i, out / "demo", one, summary)
         if one["held"] is None or one["failed"] is None:
             print(f"try {i}: no 1-core bracket to check", flush=True)
             continue
@@ -92,6 +98,29 @@ def main() -> None:
         f"1-core held ends: {', '.join(f'{h:,.0f}' for h in held_ends) or 'none'}{spread}; held over long runs "
         f"in {holds} of {args.tries} tries" + (f" ({missing} without a 1-core bracket)" if missing else "")
     )
+    if halves:
+        print(f"1-core runs' lag intervals: median +-{median(halves):.2f} % of the load over {len(halves)} runs")
+
+
+def _resolution(i: int, demo: Path, one: dict, summary: dict) -> list[float]:
+    """Print what the try's 1-core runs could resolve; return their intervals' half-widths in % of
+    the load (decided and undecided runs alike; a run without a finite interval is left out)."""
+    import math
+
+    from streamscale.benchmark.results import read_results
+
+    runs = [r for r in read_results(demo) if int(r.resources) == 1 and r.load]
+    halves, parts = [], []
+    for r in sorted(runs, key=lambda r: float(r.load)):
+        half = (r.lag_high - r.lag_low) / 2 / r.load * 100
+        if not math.isfinite(half):
+            continue
+        halves.append(half)
+        parts.append(f"{r.load:,.0f} {r.verdict} {r.lag_slope / r.load * 100:+.2f} +-{half:.2f}")
+    probe = next((p["records_per_s"] for p in summary.get("probe", []) if p.get("cores") == 1), None)
+    share = f"; held end at {float(one['held']) / probe:.0%} of the probe's {probe:,}" if probe and one["held"] else ""
+    print(f"try {i}: 1-core lag trends, % of the load (limit 1 %): {'; '.join(parts) or 'none'}{share}", flush=True)
+    return halves
 
 
 def _demo_spec_of(results: Path) -> dict:
