@@ -248,3 +248,57 @@ def test_capacity_confirm_writes_the_contradicted_bracket_decided_anew(tmp_path,
     assert lines[1].startswith("2 x: decided by long runs: held 270,000 / failed 320,000 (19% apart)")
     (entry,) = json.loads((tmp_path / "confirmed.json").read_text())
     assert entry["confirmed"] is False and (entry["refined"]["held"], entry["refined"]["failed"]) == (270_000, 320_000)
+
+
+def _run_dir(root: Path, rows: list[dict], lags: dict) -> None:
+    import csv
+
+    (root / "lag").mkdir(parents=True)
+    fields = ["exp_id", "load", "verdict", "lag_slope", "lag_limit", "lag_period_s"]
+    with open(root / "experiments.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, restval="")  # no window period: none fitted out
+        w.writeheader()
+        w.writerows(rows)
+    for exp_id, series in lags.items():
+        with open(root / "lag" / f"{exp_id}-batches.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["t_s", "lag_after_commit"])
+            w.writerows(series)
+
+
+def test_lag_resolution_cuts_passed_runs_into_windows_of_each_span(tmp_path, monkeypatch, capsys):
+    import lag_resolution
+
+    # one point a second for 300 s; a lag rising 50/s or 150/s (limit 100) with +-100 alternating
+    ts = range(300)
+    _run_dir(
+        tmp_path / "a",
+        [
+            {"exp_id": "slow", "load": 10_000, "verdict": "pass", "lag_slope": 50, "lag_limit": 100},
+            {"exp_id": "fast", "load": 10_000, "verdict": "pass", "lag_slope": 150, "lag_limit": 100},
+            # a run that failed is no load the query kept up with: left out
+            {"exp_id": "bad", "load": 10_000, "verdict": "fail", "lag_slope": 50, "lag_limit": 100},
+        ],
+        {
+            "slow": [(t, 1000 + 50 * t + (100 if t % 2 else -100)) for t in ts],
+            "fast": [(t, 1000 + 150 * t + (100 if t % 2 else -100)) for t in ts],
+            "bad": [(t, 0) for t in ts],
+        },
+    )
+    monkeypatch.setattr(sys, "argv", ["lag_resolution.py", str(tmp_path), "--spans", "43", "500"])
+    lag_resolution.main()
+    out = capsys.readouterr().out
+    assert "2 passed runs, loads 10,000-10,000 records/s, warm-up 60 s" in out
+    # windows start at 60, 103, 146, 189, 232 (the next would end after the last point, 299 s)
+    assert "43 s: 10 windows; the run's trend inside the 95 % interval in 100%" in out
+    assert "alone: pass 50%, undecided 0%, fail 50%" in out
+    assert "500 s: no window fits after the warm-up" in out
+
+
+def test_lag_resolution_without_passed_runs_says_so(tmp_path, monkeypatch):
+    import lag_resolution
+
+    monkeypatch.setattr(sys, "argv", ["lag_resolution.py", str(tmp_path)])
+    with pytest.raises(SystemExit) as e:
+        lag_resolution.main()
+    assert "no run that passed" in str(e.value.code)
