@@ -99,12 +99,16 @@ def main() -> None:
         f"in {holds} of {args.tries} tries" + (f" ({missing} without a 1-core bracket)" if missing else "")
     )
     if halves:
-        print(f"1-core runs' lag intervals: median +-{median(halves):.2f} % of the load over {len(halves)} runs")
+        passed = [h for v, h in halves if v == "pass"]
+        print(
+            f"1-core runs' lag intervals: median +-{median(h for _, h in halves):.2f} % of the load over "
+            f"{len(halves)} runs" + (f", +-{median(passed):.2f} % over the {len(passed)} that passed" if passed else "")
+        )
 
 
-def _resolution(i: int, demo: Path, one: dict, summary: dict) -> list[float]:
+def _resolution(i: int, demo: Path, one: dict, summary: dict) -> list[tuple[str, float]]:
     """Print what the try's 1-core runs could resolve; return their intervals' half-widths in % of
-    the load (decided and undecided runs alike; a run without a finite interval is left out)."""
+    the load with each run's verdict (a run without a finite interval is left out)."""
     import math
 
     from streamscale.benchmark.results import read_results
@@ -115,7 +119,7 @@ def _resolution(i: int, demo: Path, one: dict, summary: dict) -> list[float]:
         half = (r.lag_high - r.lag_low) / 2 / r.load * 100
         if not math.isfinite(half):
             continue
-        halves.append(half)
+        halves.append((r.verdict, half))
         parts.append(f"{r.load:,.0f} {r.verdict} {r.lag_slope / r.load * 100:+.2f} +-{half:.2f}")
     probe = next((p["records_per_s"] for p in summary.get("probe", []) if p.get("cores") == 1), None)
     share = f"; held end at {float(one['held']) / probe:.0%} of the probe's {probe:,}" if probe and one["held"] else ""
