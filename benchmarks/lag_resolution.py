@@ -36,7 +36,8 @@ def main() -> None:
     loads = sorted({r["load"] for r in runs})
     print(f"{len(runs)} passed runs, loads {loads[0]:,.0f}-{loads[-1]:,.0f} records/s, warm-up {args.warmup:g} s")
     for span in args.spans:
-        windows = [w for r in runs for w in _windows(r, span, args.warmup)]
+        per_run = [_windows(r, span, args.warmup) for r in runs]
+        windows = [w for ws in per_run for w in ws]
         if not windows:
             print(f"{span:g} s: no window fits after the warm-up")
             continue
@@ -44,7 +45,8 @@ def main() -> None:
         p90 = halves[min(len(halves) - 1, int(0.9 * len(halves)))]
         share = {v: sum(w["verdict"] == v for w in windows) / len(windows) for v in ("pass", "fail", "undecided")}
         print(
-            f"{span:g} s: {len(windows)} windows; the run's trend inside the 95 % interval in "
+            f"{span:g} s: {len(windows)} windows of {sum(1 for ws in per_run if ws)} runs; the run's trend "
+            f"inside the 95 % interval in "
             f"{sum(w['covers'] for w in windows) / len(windows):.0%}; half-width {median(halves):.2f} % of the "
             f"load (90th percentile {p90:.2f} %); alone: pass {share['pass']:.0%}, undecided "
             f"{share['undecided']:.0%}, fail {share['fail']:.0%}"

@@ -290,7 +290,7 @@ def test_lag_resolution_cuts_passed_runs_into_windows_of_each_span(tmp_path, mon
     out = capsys.readouterr().out
     assert "2 passed runs, loads 10,000-10,000 records/s, warm-up 60 s" in out
     # windows start at 60, 103, 146, 189, 232 (the next would end after the last point, 299 s)
-    assert "43 s: 10 windows; the run's trend inside the 95 % interval in 100%" in out
+    assert "43 s: 10 windows of 2 runs; the run's trend inside the 95 % interval in 100%" in out
     assert "alone: pass 50%, undecided 0%, fail 50%" in out
     assert "500 s: no window fits after the warm-up" in out
 
