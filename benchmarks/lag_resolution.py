@@ -54,26 +54,16 @@ def main() -> None:
 
 
 def _passed_runs(root: Path) -> list[dict]:
+    from streamscale.benchmark.results import FILE_NAME, read_results
+
     found = []
-    for table in sorted(root.rglob("experiments.csv")):
-        with open(table, newline="") as f:
-            for row in csv.DictReader(f):
-                if row.get("verdict") != "pass":
-                    continue
-                name = f"{row['exp_id']}-batches.csv"
-                lag = table.parent / "lag" / name
-                if not lag.exists():
-                    continue
-                period = float(row.get("lag_period_s") or 0.0)
-                found.append(
-                    {
-                        "load": float(row["load"]),
-                        "slope": float(row["lag_slope"]),
-                        "limit": float(row["lag_limit"]),
-                        "period": period if math.isfinite(period) else 0.0,
-                        "lag": lag,
-                    }
-                )
+    for table in sorted(root.rglob(FILE_NAME)):
+        for r in read_results(table.parent):
+            lag = table.parent / "lag" / f"{r.exp_id}-batches.csv"
+            if r.verdict != "pass" or not lag.exists():
+                continue
+            period = r.lag_period_s if math.isfinite(r.lag_period_s) else 0.0
+            found.append({"load": r.load, "slope": r.lag_slope, "limit": r.lag_limit, "period": period, "lag": lag})
     return found
 
 

@@ -251,14 +251,40 @@ def test_capacity_confirm_writes_the_contradicted_bracket_decided_anew(tmp_path,
 
 
 def _run_dir(root: Path, rows: list[dict], lags: dict) -> None:
+    """An execution's results: experiments.csv as the runner writes it, and each run's lag after
+    every commit."""
     import csv
 
+    from streamscale.benchmark.results import ExperimentResult, ResultsFile
+
     (root / "lag").mkdir(parents=True)
-    fields = ["exp_id", "load", "verdict", "lag_slope", "lag_limit", "lag_period_s"]
-    with open(root / "experiments.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, restval="")  # no window period: none fitted out
-        w.writeheader()
-        w.writerows(rows)
+    results = ResultsFile(root)
+    for row in rows:
+        load, passed = row["load"], row["verdict"] == "pass"
+        results.append(
+            ExperimentResult(
+                row["exp_id"],
+                load,
+                1,
+                0,
+                load,
+                load,
+                True,
+                True,
+                row["lag_slope"],
+                row["lag_limit"],
+                passed,
+                0,
+                0.0,
+                True,
+                passed,
+                0,
+                100,
+                0.1,
+                1.0,
+                verdict=row["verdict"],
+            )
+        )
     for exp_id, series in lags.items():
         with open(root / "lag" / f"{exp_id}-batches.csv", "w", newline="") as f:
             w = csv.writer(f)
