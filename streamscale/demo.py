@@ -87,8 +87,8 @@ PROBE_SENSORS = BATCH
 # to 76,000 records/s on one core; benchmarks/lag_resolution.py), their first 38 s (three periods
 # fitted) passed in 11 of 15 with intervals of +-0.8-1.2 % of the load, their first 48 s (four) in
 # 14 of 15 with +-0.5-0.7 %, and their later 33 s windows in 57 %, 43 s ones in 84 %: a held end
-# decided by 38 s runs is the highest load whose run happened to pass. The steps are large: 1.22x steps from 0.8 of the
-# probe's figure found no load held in 2 of 2 demos (3 and 4 undecided runs).
+# decided by 38 s runs is the highest load whose run happened to pass. The steps are large: 1.22x
+# steps from 0.8 of the probe's figure found no load held in 2 of 2 demos (3 and 4 undecided runs).
 FACTOR, RESOLUTION, MAX_RUNS = 1.5, 0.25, 6
 DURATION_S, WARMUP_S, MIN_DURATION_S = 48.0, 5.0, 15.0
 
@@ -255,7 +255,7 @@ def run_scaling_demo(
             + (f" (machine speed moved {r.drift:.0%})" if r.drifted else "")
         )
     longest = max((r.ran_s for r in rows), default=0.0)
-    if longest < LONGEST_S:  # measured: 300 s runs contradicted one end in 3 of 14 demos
+    if longest < LONGEST_S:  # measured: 300 s runs contradicted one end in 3 of 24 demos, none of 9 with 48 s runs
         console.print(
             f"  (ends from runs of at most {longest:.0f} s: near the capacity a 300 s run may decide one "
             "otherwise; `streamscale demo --budget 600` runs longer ones)",
