@@ -68,7 +68,10 @@ SUT, PARAMS = "uc2", {"emit": "final", "window_s": WINDOW_S, "max_offsets_per_tr
 # (measured: 25,000 rising to 48,000 records/s over five batches, the JIT compiler competing with
 # them for the one CPU), so the first PROBE_WARM batches run on every CPU, then the session is
 # confined to one, the batch running at that moment is left out and the last two give the figure.
-PROBE_WARM = 3
+# The warm batches also close windows (streamscale.benchmark.probe.backlog_parts), one per batch
+# after the first, so that the first experiment's window closes run compiled code; four of them
+# close three windows of every sensor before the confinement.
+PROBE_WARM = 4
 PROBE_RECORDS = (PROBE_WARM + 3) * BATCH
 # The probe's backlog comes from as many sensors as a batch holds records: an experiment at L
 # records/s has L sensors, and at loads of the order of one core's capacity a batch holds about
@@ -209,7 +212,7 @@ def run_scaling_demo(
         )
         console.print(
             f"[bold]2/3[/] capacity probe: {SUT.upper()} drains {PROBE_RECORDS:,} records on 1 CPU "
-            f"(its first {PROBE_WARM} batches on every CPU, warming the JVM)"
+            f"(its first {PROBE_WARM} batches on every CPU, warming the JVM and closing windows)"
         )
         with console.status("probing"):
             (probe,) = probe_capacity(

@@ -11,11 +11,20 @@ only then (a cold JVM confined to one CPU from the start rated 25,000 rising to 
 over five batches), and the rate comes from the batches after the one running at that moment.
 No verdict comes from here: the probe only chooses which loads an execution tests
 (``streamscale demo``); the SLO machinery of the execution decides.
+
+A windowed pipeline's warm batches also close windows (``backlog_parts``): the backlog's first
+part spaces each sensor's readings one window period apart, so that every warm batch after the
+first closes one window of every sensor; the rest follows a window's lateness later at one reading
+per second and closes none in the rated batches. Without it no window closed in the probe (its
+readings spanned 6 s of event time), and the first experiment after it paid for the JIT's first
+closes: its batches that closed windows took 2.1-3.7 s against 1.3-1.8 s in the experiments after
+it (UC2 on one core, 10 s windows, nine demos), a hump in the lag that left its run undecided.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -35,14 +44,106 @@ class Probe:
     unrated: int = 1  # the first batches of per_batch that `rate` leaves out (cold, or not confined)
 
 
-def start_backlog(bootstrap: str, topic: str, records: int, sensors: int = 10_000):
-    """Start generating ``records`` records, as fast as the generator goes (event times still follow
-    the schedule of ``sensors`` readings per second); the generator runs in processes of its own."""
-    from streamscale.loadgen import GeneratorConfig, LoadGenerator
+@dataclass(frozen=True)
+class BacklogPart:
+    records: int
+    period_s: float  # each sensor's readings this far apart in event time
+    start_ms: int | None = None  # the first reading's event time (None: now)
 
-    return LoadGenerator(
-        GeneratorConfig(bootstrap, topic, sensors=sensors, workers=1, records=records, throttle=False)
-    ).start()
+
+def backlog_parts(
+    records: int,
+    sensors: int,
+    batch_records: int,
+    warm_batches: int = 0,
+    window_s: float = 0.0,
+    lateness_s: float = 0.0,
+    now_ms: int | None = None,
+) -> list[BacklogPart]:
+    """The probe's backlog: one part at one reading per sensor and second; with ``warm_batches``
+    and a window period ``window_s`` (the slide of a sliding window), two: the warm batches'
+    records with readings ``window_s`` x ``batch_records`` / ``sensors`` apart (each batch spans a
+    window period), starting at a window boundary, then the rest ``lateness_s`` after the warm
+    span's end at one reading per second (its first batch closes the warm span's last window)."""
+    warm = warm_batches * batch_records
+    if not (warm_batches > 0 and window_s > 0 and 0 < warm < records):
+        return [BacklogPart(records, 1.0)]
+    window_ms = int(round(window_s * 1000))
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    t0 = now_ms - now_ms % window_ms  # Spark's windows start at multiples of their length
+    return [
+        BacklogPart(warm, window_s * batch_records / sensors, t0),
+        BacklogPart(records - warm, 1.0, t0 + warm_batches * window_ms + int(round(lateness_s * 1000))),
+    ]
+
+
+class Backlog:
+    """A backlog's parts generated one after the other (each part's records after the last one's
+    in every partition), as fast as the generator goes, in processes of their own."""
+
+    def __init__(self, bootstrap, topic: str, parts: list[BacklogPart], sensors: int):
+        self._args, self._parts, self._sensors = (bootstrap, topic), parts, sensors
+        self._gen = None
+        self._delivered = 0
+        self._error: BaseException | None = None
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Backlog:
+        self._start(self._parts[0])  # a missing topic fails here, in the caller's thread
+        self._thread.start()
+        return self
+
+    def _start(self, part: BacklogPart) -> None:
+        from streamscale.loadgen import GeneratorConfig, LoadGenerator
+
+        bootstrap, topic = self._args
+        cfg = GeneratorConfig(
+            bootstrap,
+            topic,
+            sensors=self._sensors,
+            period_s=part.period_s,
+            workers=1,
+            records=part.records,
+            throttle=False,
+            start_time_ms=part.start_ms,
+        )
+        self._gen = LoadGenerator(cfg).start()
+
+    def _run(self) -> None:
+        try:
+            for i, part in enumerate(self._parts):
+                if i:
+                    if self._stopped.is_set():
+                        return
+                    self._start(part)
+                got = self._gen.wait(600).delivered
+                self._delivered += got
+                if got < part.records:
+                    return  # the next part would follow a gap: the caller sees the shortfall
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            self._error = e
+
+    def wait(self, timeout: float = 600) -> int:
+        """The records the broker took, once every part is written (or one fell short)."""
+        self._thread.join(timeout)
+        if self._error is not None:
+            raise self._error
+        return self._delivered
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._gen is not None:
+            self._gen.stop()
+        self._thread.join(90)
+        if self._gen is not None:  # the next part, had it started meanwhile
+            self._gen.stop()
+
+
+def start_backlog(bootstrap: str, topic: str, records: int, sensors: int = 10_000, parts=None) -> Backlog:
+    """Start generating ``records`` records (in ``parts``, default one part at one reading per sensor
+    and second), as fast as the generator goes; the generator runs in processes of its own."""
+    return Backlog(bootstrap, topic, parts or [BacklogPart(records, 1.0)], sensors).start()
 
 
 def probe_capacity(
@@ -70,7 +171,16 @@ def probe_capacity(
     from streamscale.pipelines import make_pipeline
 
     params = {**(params or {}), "max_offsets_per_trigger": batch_records}
-    make_pipeline(uc, params)  # a bad parameter fails before anything starts
+    pipeline = make_pipeline(uc, params)  # a bad parameter fails before anything starts
+    grid = pipeline.window_grid_ms() if getattr(pipeline, "windowed", False) else None
+    parts = backlog_parts(
+        records,
+        sensors,
+        batch_records,
+        warm_batches if confine else 0,
+        grid[1] / 1000 if grid else 0.0,
+        pipeline.lateness_ms() / 1000 if grid else 0.0,
+    )
     run_id = uuid.uuid4().hex[:8]
     topic, out_topic = f"probe-{run_id}", f"probe-out-{run_id}"
     results: list[Probe] = []
@@ -79,14 +189,14 @@ def probe_capacity(
         gen = None
         try:
             # the backlog is generated while the first session starts (its JVM takes ~7 s)
-            gen = start_backlog(bootstrap, topic, records, sensors)
+            gen = start_backlog(bootstrap, topic, records, sensors, parts)
             sessions = sessions if sessions is not None else SparkSessions()
             late = confine and warm_batches > 0  # confined after the warm batches, not from the start
             for k in cores:
                 name = f"streamscale-probe-{k}"
                 with sessions.session(f"local[{k}]", name, cpus=k if confine and not late else None) as spark:
                     if gen is not None:
-                        got, gen = gen.wait(600).delivered, None
+                        got, gen = gen.wait(600), None
                         if got < records:
                             raise ConfigError(f"capacity probe: the broker took {got:,} of {records:,} records")
                     run = make_pipeline(uc, params).start(spark, bootstrap, topic, out_topic, available_now=True)

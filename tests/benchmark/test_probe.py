@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from streamscale.benchmark.probe import _confine_after, rate_batches
+from streamscale.benchmark.probe import BacklogPart, _confine_after, backlog_parts, rate_batches
 from streamscale.errors import ConfigError, SparkError
 
 
@@ -63,3 +63,38 @@ def test_a_drain_that_fails_before_its_warm_batches_raises_its_failure():
     run.poll = lambda: None  # stays active, with a failure
     with pytest.raises(SparkError, match="boom"):
         _confine_after(run, 3, lambda: pytest.fail("confined"), 200_000, timeout=5)
+
+
+def closes_per_batch(parts, sensors, batch, window_ms, lateness_ms):
+    """Windows closed by each batch of ``batch`` records read in order: an independent replay of
+    the event times (record k of a part at start + k x period / sensors) against Spark's rule (a
+    window ending at e is closed once the largest event time seen reaches e + lateness)."""
+    times = [p.start_ms + k * p.period_s * 1000 / sensors for p in parts for k in range(p.records)]
+    closed, out = set(), []
+    for i in range(0, len(times), batch):
+        seen_max = max(times[: i + batch])
+        ends = {int(t // window_ms + 1) * window_ms for t in times[: i + batch]}
+        new = {e for e in ends if e + lateness_ms <= seen_max} - closed
+        closed |= new
+        out.append(len(new))
+    return out
+
+
+def test_a_windowed_probe_closes_a_window_in_every_warm_batch_after_the_first_and_none_when_rated():
+    # the demo's UC2: 10 s windows, 5 s lateness; 4 warm batches and 3 more of 1,000 records each
+    # (1,000 sensors), the clock at 3.456 s past a window boundary
+    parts = backlog_parts(7_000, 1_000, 1_000, warm_batches=4, window_s=10, lateness_s=5, now_ms=1_700_000_003_456)
+    # warm: 4 readings per sensor, 10 s apart, from the boundary; then 3 at 1 s apart, 5 s after
+    # the warm span (40 s) ended
+    assert parts == [BacklogPart(4_000, 10.0, 1_700_000_000_000), BacklogPart(3_000, 1.0, 1_700_000_045_000)]
+    # batches 2-4 close the windows batches 1-3 filled, batch 5 (the one confined while it runs,
+    # unrated) the last warm one; the rated batches 6 and 7 close none
+    assert closes_per_batch(parts, 1_000, 1_000, 10_000, 5_000) == [0, 1, 1, 1, 1, 0, 0]
+
+
+def test_a_probe_without_windows_or_warm_batches_is_one_part_at_one_reading_per_second():
+    assert backlog_parts(600, 100, 100) == [BacklogPart(600, 1.0)]
+    assert backlog_parts(600, 100, 100, warm_batches=3) == [BacklogPart(600, 1.0)]  # UC1: no windows
+    assert backlog_parts(600, 100, 100, window_s=10) == [BacklogPart(600, 1.0)]
+    # the warm batches take every record: nothing would be left to rate in a part of its own
+    assert backlog_parts(300, 100, 100, warm_batches=3, window_s=10) == [BacklogPart(300, 1.0)]
