@@ -1,11 +1,12 @@
 """The demo's capacity probe batch by batch: how much of its spread is batch-to-batch noise.
 
-    .venv/bin/python benchmarks/demo_probe.py [--batches 9] [--rounds 3]
+    .venv/bin/python benchmarks/demo_probe.py [--batches 10] [--rounds 3]
 
 The demo (``streamscale demo``) rates one core with its own probe (``benchmark.probe.probe_capacity``):
 a UC2 backlog in batches of 100,000 records from 100,000 sensors, the first ``PROBE_WARM`` batches on
-every CPU, then Spark confined to one CPU, the batch running at that moment left out, and the two
-batches after it giving the figure. Here that probe drains a longer backlog (``--batches``) ``--rounds``
+every CPU (closing windows), then Spark confined to one CPU, the batch running at that moment (it
+closes the last warm window) and the one after it left out, and the two batches after those giving
+the figure. Here that probe drains a longer backlog (``--batches``) ``--rounds``
 times, each in a Spark session of its own, and every batch's records/s is printed, with the demo's
 figure and the median of all the rated batches beside it.
 """
@@ -21,12 +22,12 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument(
-        "--batches", type=int, default=PROBE_WARM + 6, help=f"batches of {BATCH:,} records (>= {PROBE_WARM + 3})"
+        "--batches", type=int, default=PROBE_WARM + 6, help=f"batches of {BATCH:,} records (>= {PROBE_WARM + 4})"
     )
     ap.add_argument("--rounds", type=int, default=3, help="drains, each in a session of its own")
     args = ap.parse_args()
-    if args.batches < PROBE_WARM + 3:
-        ap.error(f"--batches: at least {PROBE_WARM + 3} (the warm ones, the one left out, the demo's two)")
+    if args.batches < PROBE_WARM + 4:
+        ap.error(f"--batches: at least {PROBE_WARM + 4} (the warm ones, the two left out, the demo's two)")
 
     from streamscale.benchmark.probe import probe_capacity
     from streamscale.broker import EmbeddedBroker

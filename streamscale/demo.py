@@ -70,9 +70,10 @@ SUT, PARAMS = "uc2", {"emit": "final", "window_s": WINDOW_S, "max_offsets_per_tr
 # confined to one, the batch running at that moment is left out and the last two give the figure.
 # The warm batches also close windows (streamscale.benchmark.probe.backlog_parts), one per batch
 # after the first, so that the first experiment's window closes run compiled code; four of them
-# close three windows of every sensor before the confinement.
+# close three windows of every sensor before the confinement. The batch running at it closes the
+# last, the one after it is left out too, and the two after those give the figure.
 PROBE_WARM = 4
-PROBE_RECORDS = (PROBE_WARM + 3) * BATCH
+PROBE_RECORDS = (PROBE_WARM + 4) * BATCH
 # The probe's backlog comes from as many sensors as a batch holds records: an experiment at L
 # records/s has L sensors, and at loads of the order of one core's capacity a batch holds about
 # every one of them once (from 10,000 sensors UC2's aggregation has a tenth of the keys to update).
