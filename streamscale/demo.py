@@ -85,10 +85,11 @@ PROBE_SENSORS = BATCH
 # machine, the experiments share it with the generator and the broker, so the probe is a start,
 # not an answer. Runs stop as soon as their lag trend is decided (sequential testing), at the
 # latest after DURATION_S. Four runs of DURATION_S and the few seconds around each fit the budget: one
-# core needs three (the probe's figure undecided, a step down held, their middle: 22 % apart,
-# whichever its verdict) while two cores keep one. DURATION_S is the shortest run whose fitted span
-# (after WARMUP_S) holds four window periods: cut from 300 s runs at loads that held (15 runs, 23,000
-# to 76,000 records/s on one core; benchmarks/lag_resolution.py), their first 38 s (three periods
+# core needs three (the probe's figure held and a step up failed, or the other way round, then
+# their middle: 22 % apart, whichever its verdict) while two cores keep one. DURATION_S is the
+# shortest run whose fitted span (after WARMUP_S) holds four window periods: cut from 300 s runs
+# at loads that held (15 runs, 23,000 to 76,000 records/s on one core;
+# benchmarks/lag_resolution.py), their first 38 s (three periods
 # fitted) passed in 11 of 15 with intervals of +-0.8-1.2 % of the load, their first 48 s (four) in
 # 14 of 15 with +-0.5-0.7 %, and their later 33 s windows in 57 %, 43 s ones in 84 %: a held end
 # decided by 38 s runs is the highest load whose run happened to pass. The steps are large: 1.22x
@@ -259,7 +260,7 @@ def run_scaling_demo(
             + (f" (machine speed moved {r.drift:.0%})" if r.drifted else "")
         )
     longest = max((r.ran_s for r in rows), default=0.0)
-    if longest < LONGEST_S:  # measured: 300 s runs contradicted one end in 3 of 24 demos, none of 9 with 48 s runs
+    if longest < LONGEST_S:  # measured: 300 s runs contradicted one end in 4 of 30 demos, 1 of 15 with 48 s runs
         console.print(
             f"  (ends from runs of at most {longest:.0f} s: near the capacity a 300 s run may decide one "
             "otherwise; `streamscale demo --budget 600` runs longer ones)",
