@@ -126,8 +126,11 @@ class Backlog:
             self._error = e
 
     def wait(self, timeout: float = 600) -> int:
-        """The records the broker took, once every part is written (or one fell short)."""
+        """The records the broker took, once every part is written (or one fell short); a part
+        still being written after ``timeout`` is stopped (its shortfall is the caller's to say)."""
         self._thread.join(timeout)
+        if self._thread.is_alive():
+            self.stop()
         if self._error is not None:
             raise self._error
         return self._delivered

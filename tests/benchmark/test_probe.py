@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from streamscale.benchmark.probe import BacklogPart, _confine_after, backlog_parts, rate_batches
+from streamscale.benchmark.probe import BacklogPart, _confine_after, backlog_parts, rate_batches, start_backlog
 from streamscale.errors import ConfigError, SparkError
 
 
@@ -98,3 +98,47 @@ def test_a_probe_without_windows_or_warm_batches_is_one_part_at_one_reading_per_
     assert backlog_parts(600, 100, 100, window_s=10) == [BacklogPart(600, 1.0)]
     # the warm batches take every record: nothing would be left to rate in a part of its own
     assert backlog_parts(300, 100, 100, warm_batches=3, window_s=10) == [BacklogPart(300, 1.0)]
+
+
+class FakeGenerator:
+    """Writes its config's records at once, or ``short`` fewer; logs starts and waits in ``log``."""
+
+    log: list = []
+    short = 0
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def start(self):
+        FakeGenerator.log.append(("start", self.cfg.period_s, self.cfg.start_time_ms))
+        return self
+
+    def wait(self, timeout=None):
+        FakeGenerator.log.append(("done", self.cfg.period_s))
+        return SimpleNamespace(delivered=self.cfg.records - FakeGenerator.short)
+
+    def stop(self, timeout=None):
+        return self.wait()
+
+
+@pytest.fixture
+def fake_generator(monkeypatch):
+    import streamscale.loadgen
+
+    FakeGenerator.log, FakeGenerator.short = [], 0
+    monkeypatch.setattr(streamscale.loadgen, "LoadGenerator", FakeGenerator)
+    return FakeGenerator
+
+
+def test_a_backlog_writes_its_parts_one_after_the_other(fake_generator):
+    parts = [BacklogPart(400, 10.0, 1_000), BacklogPart(300, 1.0, 46_000)]
+    assert start_backlog("127.0.0.1:9", "t", 700, 100, parts).wait(5) == 700
+    # the second part starts only once the first is written (its records follow in every partition)
+    assert fake_generator.log == [("start", 10.0, 1_000), ("done", 10.0), ("start", 1.0, 46_000), ("done", 1.0)]
+
+
+def test_a_backlog_whose_first_part_falls_short_writes_no_second(fake_generator):
+    fake_generator.short = 1
+    parts = [BacklogPart(400, 10.0, 1_000), BacklogPart(300, 1.0, 46_000)]
+    assert start_backlog("127.0.0.1:9", "t", 700, 100, parts).wait(5) == 399  # the probe says 399 of 700
+    assert [e for e in fake_generator.log if e[0] == "start"] == [("start", 10.0, 1_000)]
