@@ -260,7 +260,7 @@ def run_scaling_demo(
             + (f" (machine speed moved {r.drift:.0%})" if r.drifted else "")
         )
     longest = max((r.ran_s for r in rows), default=0.0)
-    if longest < LONGEST_S:  # measured: 300 s runs contradicted one end in 4 of 30 demos, 1 of 15 with 48 s runs
+    if longest < LONGEST_S:  # measured: 300 s runs contradicted one end in 4 of 31 demos, 1 of 16 with 48 s runs
         console.print(
             f"  (ends from runs of at most {longest:.0f} s: near the capacity a 300 s run may decide one "
             "otherwise; `streamscale demo --budget 600` runs longer ones)",
