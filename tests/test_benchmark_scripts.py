@@ -254,37 +254,18 @@ def _run_dir(root: Path, rows: list[dict], lags: dict) -> None:
     """An execution's results: experiments.csv as the runner writes it, and each run's lag after
     every commit."""
     import csv
+    from dataclasses import replace
 
-    from streamscale.benchmark.results import ExperimentResult, ResultsFile
+    from streamscale.benchmark.results import ResultsFile
+    from tests.benchmark.helpers import fake_result
 
     (root / "lag").mkdir(parents=True)
     results = ResultsFile(root)
     for row in rows:
         load, passed = row["load"], row["verdict"] == "pass"
-        results.append(
-            ExperimentResult(
-                row["exp_id"],
-                load,
-                1,
-                0,
-                load,
-                load,
-                True,
-                True,
-                row["lag_slope"],
-                row["lag_limit"],
-                passed,
-                0,
-                0.0,
-                True,
-                passed,
-                0,
-                100,
-                0.1,
-                1.0,
-                verdict=row["verdict"],
-            )
-        )
+        result = fake_result(load, 1, 0, passed)
+        fields = {k: row[k] for k in ("exp_id", "lag_slope", "lag_limit", "verdict")}
+        results.append(replace(result, **fields))
     for exp_id, series in lags.items():
         with open(root / "lag" / f"{exp_id}-batches.csv", "w", newline="") as f:
             w = csv.writer(f)

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from streamscale.benchmark.execution import Execution, run_execution
-from streamscale.benchmark.results import ExperimentResult
 from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
 from streamscale.experiment.cpus import process_tree
+from tests.benchmark.helpers import fake_result
 from tests.conftest import shortfall
 
 
@@ -28,30 +28,6 @@ def spec_dict(**execution):
         "benchmark": {"sut": "uc1", "params": {"sink": "none"}, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
         "execution": ex,
     }
-
-
-def fake_result(load, res, rep, passed):
-    return ExperimentResult(
-        f"load{load:g}_res{res}_rep{rep}",
-        load,
-        res,
-        rep,
-        load,
-        load,
-        True,
-        True,
-        0.0,
-        load * 0.01,
-        passed,
-        0,
-        0.0,
-        True,
-        passed,
-        0,
-        100,
-        0.1,
-        1.0,
-    )
 
 
 def test_a_latency_slo_needs_windows():
