@@ -44,13 +44,15 @@ def refine(
     between,
 ) -> dict:
     """A bracket whose ends long runs decide, from a search's ``bracket`` (its dict) whose long
-    re-check disagreed with it; a long run decides over the search's short one at a load.
+    re-check disagreed with it or passed its undecided upper end; a long run decides over the
+    search's short one at a load.
 
     ``first``: the long verdicts already taken (load -> verdict); ``long_verdict(load)`` runs one
     more. The held end walks down the loads the search held until a long run passes there; the
     upper end is the lowest load above it whose long run did not pass (at a failed end that
-    passed: the next load above that the search did not hold); then their middle (``between``) is
-    run until they lie within ``resolution`` or ``max_runs`` more long runs were taken. Returns
+    passed: the next load above that the search did not hold; where every load above passed, one a
+    ``resolution`` higher, and so on); then their middle (``between``) is run until they lie within
+    ``resolution`` or ``max_runs`` more long runs were taken. Returns
     ``held``, ``failed`` (None: none found), ``failed_undecided`` (its long run measured no
     failure: undecided or invalid), ``width`` and ``long`` (every long verdict, load -> verdict).
     """
@@ -95,6 +97,18 @@ def refine(
             continue
         hi = x
         break
+    # every load tried above the held end passed long (an upper end the search left undecided, or
+    # a failed end that passed): the capacity lies higher, so long runs go on up a resolution's step
+    # at a time until one does not pass
+    while lo is not None and hi is None:
+        x = between(lo, lo * (1 + resolution) ** 2)
+        v = None if x is None else verdict(x)
+        if v is None:
+            break
+        if v == "pass":
+            lo = x
+        else:
+            hi = x
     while lo is not None and hi is not None and hi / lo - 1 > resolution:
         mid = between(lo, hi)
         v = None if mid is None else verdict(mid)

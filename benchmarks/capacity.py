@@ -30,11 +30,13 @@ one run each, under ``<out>/<uc>/confirm-<n>``). An end holds when the long run 
 passes and the one at the failed end fails (an upper end the search left undecided claims no
 failure; a long run passing there says only that the capacity lies higher). Printed per amount,
 with Spark's CPU-seconds per million records at the held end and their range over its runs. Where
-a long run contradicts an end, long runs decide the bracket anew (at most ``--confirm-runs`` more,
-default 3, each under ``<out>/<uc>/confirm-<n>-<load>``): the held end walks down the loads the
-search held until one passes, the upper end is the lowest load above it whose long run did not
-pass, and their middle is run until they lie within ``--resolution``; the answer printed is that
-wider bracket, said to be decided by long runs. Each UC's ``confirmed.json`` holds both answers.
+a long run contradicts an end, or passes an upper end the search left undecided, long runs decide
+the bracket anew (at most ``--confirm-runs`` more, default 3, each under
+``<out>/<uc>/confirm-<n>-<load>``): the held end walks down the loads the search held until one
+passes, the upper end is the lowest load above it whose long run did not pass (where every one
+passed, a load ``--resolution`` higher, and so on), and their middle is run until they lie within
+``--resolution``; the answer printed is that bracket, said to be decided by long runs. Each UC's
+``confirmed.json`` holds both answers.
 """
 
 from __future__ import annotations
@@ -132,9 +134,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="after each search, re-run every bracket end whole for SECONDS (default 300)",
     )
     ap.add_argument("--confirm-warmup", type=float, default=60.0, help="warm-up of each confirming run, s (default 60)")
-    ap.add_argument(
-        "--confirm-runs", type=int, default=3, help="long runs to re-decide a contradicted bracket with (default 3)"
-    )
+    ap.add_argument("--confirm-runs", type=int, default=3, help="long runs to re-decide a bracket with (default 3)")
     args = ap.parse_args(argv)
     if args.loads and len(args.uc) != 1:
         ap.error("--loads needs exactly one --uc (each UC has its own load type)")
@@ -180,7 +180,7 @@ def main() -> None:
 
 def confirm(raw: dict, brackets: list[dict], out: Path, broker, args) -> list[str]:
     """Each bracket's decided ends run again whole (``--confirm`` s); one line per amount (two where
-    long runs decide a contradicted bracket anew)."""
+    long runs decide its bracket anew: an end contradicted, or an undecided upper end that passed)."""
     lines, answers = [], []
     for b in brackets:
         ends = [e for e in (b["held"], b["failed"]) if e is not None]
@@ -201,15 +201,19 @@ def confirm(raw: dict, brackets: list[dict], out: Path, broker, args) -> list[st
         )
         width = "" if b.get("width") is None else f" ({b['width']:.0%} apart)"
         upper = "undecided" if b.get("failed_undecided") else "failed"
+        # an upper end the search left undecided that passed its long run: confirmed (it claimed no
+        # failure), but the capacity lies above it, so long runs go on up to a failed end
+        higher = ok and failed is not None and b.get("failed_undecided") and failed.verdict == "pass"
+        said = "confirmed; the capacity lies above the upper end" if higher else "confirmed" if ok else "NOT confirmed"
         line = (
             f"{n} x: held {_load(b['held'])} / {upper} {_load(b['failed'])}{width}, CPU-s per million held {cpu}; "
-            f"over {args.confirm:g} s: {runs} -> {'confirmed' if ok else 'NOT confirmed'}"
+            f"over {args.confirm:g} s: {runs} -> {said}"
         )
         print(f"{out.name}: {line}", flush=True)
         lines.append(line)
         entry = {"resources": n, "search": {k: b.get(k) for k in ("held", "failed", "failed_undecided", "width")}}
         entry |= {"confirmed": ok, "long": {f"{r.load:g}": r.verdict for r in (held, failed) if r is not None}}
-        if not ok:
+        if not ok or higher:
             first = {float(k): v for k, v in entry["long"].items()}
             entry["refined"] = refine(
                 b,

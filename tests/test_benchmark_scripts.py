@@ -194,6 +194,24 @@ def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
     assert tried == [200_000, 170_000, 150_000]
     assert (r["held"], r["failed"], r["failed_undecided"]) == (150_000, 170_000, False)
 
+    # an upper end the search left undecided passed its long run (UC2 on 1 core): the held end rises
+    # through it and the next load the search tried (160k), then a resolution's step up: sqrt(160k *
+    # 160k * 1.15^2) = 184k -> 180k fails; 180/160 - 1 = 12.5 %
+    search = {
+        "held": 130_000.0,
+        "failed": 140_000.0,
+        "failed_undecided": True,
+        "verdicts": {"40000": "pass", "130000": "pass", "140000": "undecided", "160000": "undecided"},
+    }
+    long, tried = truth(170_000)
+    r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
+    assert tried == [160_000, 180_000]
+    assert (r["held"], r["failed"], r["failed_undecided"]) == (160_000, 180_000, False)
+    # every step up passes until the long runs allowed are spent: held there, no upper end
+    long, tried = truth(10**9)
+    r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
+    assert tried == [160_000, 180_000, 210_000] and (r["held"], r["failed"], r["width"]) == (210_000, None, None)
+
     # no load the search held passes a long run: nothing held, the lowest long failure is the upper end
     search = {"held": 50_000.0, "failed": 60_000.0, "verdicts": {"50000": "pass", "60000": "fail"}}
     long, tried = truth(10_000)
@@ -201,13 +219,11 @@ def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
     assert tried == [] and (r["held"], r["failed"], r["width"]) == (None, 50_000, None)
 
 
-def test_capacity_confirm_writes_the_contradicted_bracket_decided_anew(tmp_path, monkeypatch, capsys):
-    import json
+def _fake_long_runs(monkeypatch, capacity, truth: float) -> list:
+    """capacity.py's executions replaced by long runs that pass below ``truth`` and fail at or above
+    it; the list of (directory name, loads) run, in order."""
     from types import SimpleNamespace
 
-    import capacity
-
-    truth = 300_000  # what a long run on 2 cores holds
     ran = []
 
     def fake_run(spec, where, *a, **k):
@@ -232,6 +248,16 @@ def test_capacity_confirm_writes_the_contradicted_bracket_decided_anew(tmp_path,
 
     monkeypatch.setattr(capacity, "run_execution", fake_run)
     monkeypatch.setattr(capacity, "read_results", fake_results)
+    return ran
+
+
+def test_capacity_confirm_writes_the_contradicted_bracket_decided_anew(tmp_path, monkeypatch):
+    import json
+    from types import SimpleNamespace
+
+    import capacity
+
+    ran = _fake_long_runs(monkeypatch, capacity, 300_000)  # what a long run on 2 cores holds
     args = capacity.parse_args(["--uc", "uc1", "--confirm"])
     bracket = {
         "resources": 2,
@@ -248,6 +274,39 @@ def test_capacity_confirm_writes_the_contradicted_bracket_decided_anew(tmp_path,
     assert lines[1].startswith("2 x: decided by long runs: held 270,000 / failed 320,000 (19% apart)")
     (entry,) = json.loads((tmp_path / "confirmed.json").read_text())
     assert entry["confirmed"] is False and (entry["refined"]["held"], entry["refined"]["failed"]) == (270_000, 320_000)
+
+
+def test_capacity_confirm_goes_above_an_undecided_upper_end_that_passed(tmp_path, monkeypatch):
+    import json
+    from types import SimpleNamespace
+
+    import capacity
+
+    args = capacity.parse_args(["--uc", "uc2", "--confirm"])
+    raw = capacity.spec_for("uc2", args, None)
+    broker = SimpleNamespace(bootstrap="x", pids=lambda: [])
+    bracket = {
+        "resources": 1,
+        "held": 130_000.0,
+        "failed": 140_000.0,
+        "width": 140 / 130 - 1,
+        "failed_undecided": True,
+        "verdicts": {"40000": "pass", "130000": "pass", "140000": "undecided", "160000": "undecided"},
+    }
+    ran = _fake_long_runs(monkeypatch, capacity, 170_000)
+    lines = capacity.confirm(raw, [bracket], tmp_path, broker, args)
+    assert [name for name, _ in ran] == ["confirm-1", "confirm-1-160000", "confirm-1-180000"]
+    assert lines[0].endswith("-> confirmed; the capacity lies above the upper end")
+    assert lines[1].startswith("1 x: decided by long runs: held 160,000 / failed 180,000 (12% apart)")
+    (entry,) = json.loads((tmp_path / "confirmed.json").read_text())
+    assert entry["confirmed"] is True and (entry["refined"]["held"], entry["refined"]["failed"]) == (160_000, 180_000)
+
+    # its long run did not pass (the capacity lies below it): the bracket stands as the search left it
+    ran = _fake_long_runs(monkeypatch, capacity, 135_000)
+    lines = capacity.confirm(raw, [bracket], tmp_path, broker, args)
+    assert [name for name, _ in ran] == ["confirm-1"] and lines[0].endswith("-> confirmed") and len(lines) == 1
+    (entry,) = json.loads((tmp_path / "confirmed.json").read_text())
+    assert "refined" not in entry
 
 
 def _run_dir(root: Path, rows: list[dict], lags: dict) -> None:
