@@ -12,8 +12,10 @@ More resources never hold less (the search's monotonicity), so the load the amou
 this amount's lower end until a run says more: it is *assumed*, not run, and said so. A run whose
 verdict stayed undecided (its interval still straddled the limit at its longest) is no failure:
 it ends the search upwards as a failure would, and the bracket says that its upper end is
-undecided. A run that could not be judged (the load generator fell short of the load) ends the
-search upwards too: the machine cannot test beyond it.
+undecided. A run that could not be judged (the load generator fell short of the load) is no end:
+the machine cannot test at or beyond it, so the search goes on between it and the highest load
+held (their geometric middle) until the two lie within the resolution or a load fails; the
+answer says which load the generator could not produce.
 
 An end decided by a run on a machine whose speed drifted is run again (``confirm``), with the other
 end run again beside it (interleaved: held, failed), so that the drift falls on both. Where the
@@ -219,14 +221,26 @@ def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max
             return False
         return True
 
-    # outwards until one load held and one did not
-    x = load
+    def below_invalid() -> float | None:
+        """The next load to try under the lowest load the generator could not produce: the middle
+        between it and the highest load held, while they lie wider apart than the resolution."""
+        if b.held is None or b.rate(invalid) / b.rate(b.held) - 1 <= resolution:
+            return None
+        return between(b.held, invalid, whole)
+
+    # outwards until one load held and one did not; a load the generator could not produce is no
+    # end of the search while the loads between it and the highest held one are untried
+    x, invalid = load, math.inf
     while more():
         if (b.held is not None and x <= b.held) or (b.failed is not None and x >= b.failed):
             break
         v = run(x)
         if v == INVALID:
-            break
+            invalid = min(invalid, x)
+            x = below_invalid()
+            if x is None:
+                break
+            continue
         if v == PASS:
             if b.failed is not None:
                 break
@@ -234,6 +248,10 @@ def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max
                 b.ceiling = f"{high:,.0f} records/s is the highest load the search may try"
                 break
             x = _up(x, factor, high, whole)
+            if x >= invalid:
+                x = below_invalid()
+                if x is None:
+                    break
         else:
             if b.held is not None or x <= low:
                 break

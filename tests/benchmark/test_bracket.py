@@ -91,9 +91,28 @@ def test_an_undecided_run_ends_the_search_upwards_and_says_so():
 
 
 def test_the_generator_limit_is_a_ceiling_not_a_failure():
-    (one,) = bracket_search([1], capacity_oracle({1: 1e9}, invalid_above=70_000), start=20_000)
-    assert one.verdicts == {20_000: PASS, 40_000: PASS, 80_000: INVALID}
-    assert one.held == 40_000 and one.failed is None and "could not produce 80,000" in one.ceiling
+    # 80k cannot be produced: the search goes on below it, between the highest load held and the
+    # lowest it could not produce: sqrt(40k * 80k) = 56.6k -> 57k holds, 57k x 2 is past 80k, so
+    # sqrt(57k * 80k) = 67.5k -> 68k holds; 80 / 68 = 1.18 > 1.15: sqrt(68k * 80k) = 73.8k -> 74k
+    # cannot be produced either; 74 / 68 = 1.09: the held end lies within the resolution of it
+    calls = []
+    oracle = capacity_oracle({1: 1e9}, invalid_above=70_000, calls=calls)
+    (one,) = bracket_search([1], oracle, start=20_000)
+    assert [x for x, _ in calls] == [20_000, 40_000, 80_000, 57_000, 68_000, 74_000]
+    assert one.held == 68_000 and one.failed is None and "could not produce 74,000" in one.ceiling
+
+
+def test_below_a_load_the_generator_could_not_produce_a_failure_still_closes_the_bracket():
+    # 250k holds, 500k cannot be produced; sqrt(250k * 500k) = 353.6k -> 350k fails: from there the
+    # middle as usual, sqrt(250k * 350k) = 295.8k -> 300k holds, sqrt(300k * 350k) = 324k -> 320k fails
+    calls = []
+    (one,) = bracket_search([1], capacity_oracle({1: 300_000}, invalid_above=360_000, calls=calls), start=250_000)
+    assert [x for x, _ in calls] == [250_000, 500_000, 350_000, 300_000, 320_000]
+    assert (one.held, one.failed, one.failed_undecided) == (300_000, 320_000, False)
+    # the first load cannot be produced and nothing is held: nothing to search between
+    calls = []
+    (one,) = bracket_search([1], capacity_oracle({1: 1e9}, invalid_above=1_000, calls=calls), start=2_000)
+    assert calls == [(2_000, 1)] and one.held is None and "could not produce 2,000" in one.ceiling
 
 
 def test_the_search_stops_at_its_budget_and_at_its_bounds():
