@@ -51,10 +51,11 @@ def refine(
     more. The held end walks down the loads the search held until a long run passes there; the
     upper end is the lowest load above it whose long run did not pass (at a failed end that
     passed: the next load above that the search did not hold; where every load above passed, one a
-    ``resolution`` higher, and so on); then their middle (``between``) is run until they lie within
-    ``resolution`` or ``max_runs`` more long runs were taken. Returns
-    ``held``, ``failed`` (None: none found), ``failed_undecided`` (its long run measured no
-    failure: undecided or invalid), ``width`` and ``long`` (every long verdict, load -> verdict).
+    ``resolution`` higher, and so on, below any load the search's generator could not produce);
+    then their middle (``between``) is run until they lie within ``resolution`` or ``max_runs``
+    more long runs were taken. Returns ``held``, ``failed`` (None: none found), ``failed_undecided``
+    (its long run measured no failure: undecided or invalid), ``width`` and ``long`` (every long
+    verdict, load -> verdict).
     """
     runs = dict(first)
     added = 0
@@ -69,6 +70,8 @@ def refine(
         return runs[x]
 
     short = {float(k): v for k, v in bracket.get("verdicts", {}).items()}
+    # the lowest load the generator could not produce in the search: no long run is asked at or above it
+    ceiling = min((x for x, v in short.items() if v == "invalid"), default=float("inf"))
     held = None if bracket.get("held") is None else float(bracket["held"])
     upper = None if bracket.get("failed") is None else float(bracket["failed"])
     held_loads = {x for x, v in short.items() if v == "pass"} | ({held} if held is not None else set())
@@ -83,7 +86,9 @@ def refine(
     # every load above the held end the search tried or a long run failed, lowest first: the first
     # whose long run does not pass is the upper end (one that passes raises the held end)
     above = sorted(
-        x for x in set(short) | set(runs) | ({upper} if upper is not None else set()) if lo is None or x > lo
+        x
+        for x in set(short) | set(runs) | ({upper} if upper is not None else set())
+        if (lo is None or x > lo) and (x < ceiling or x in runs)
     )
     hi = None
     for x in above:
@@ -102,7 +107,7 @@ def refine(
     # at a time until one does not pass
     while lo is not None and hi is None:
         x = between(lo, lo * (1 + resolution) ** 2)
-        v = None if x is None else verdict(x)
+        v = None if x is None or x >= ceiling else verdict(x)
         if v is None:
             break
         if v == "pass":

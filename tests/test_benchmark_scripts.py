@@ -211,6 +211,18 @@ def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
     long, tried = truth(10**9)
     r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
     assert tried == [160_000, 180_000, 210_000] and (r["held"], r["failed"], r["width"]) == (210_000, None, None)
+    # a load the search's generator could not produce is not run long, nor any above it (UC1 on 2
+    # cores: 280k passed long, 320k passes, 400k fell short in the search; 1.15 x 320k = 368k -> 370k
+    # lies below it and passes; 1.15 x 370k = 425.5k -> 430k does not)
+    search = {
+        "held": 250_000.0,
+        "failed": 280_000.0,
+        "failed_undecided": True,
+        "verdicts": {"250000": "pass", "280000": "undecided", "320000": "undecided", "400000": "invalid"},
+    }
+    long, tried = truth(10**9)
+    r = refine(search, long, {250_000.0: "pass", 280_000.0: "pass"}, 0.15, 3, between)
+    assert tried == [320_000, 370_000] and (r["held"], r["failed"]) == (370_000, None)
 
     # no load the search held passes a long run: nothing held, the lowest long failure is the upper end
     search = {"held": 50_000.0, "failed": 60_000.0, "verdicts": {"50000": "pass", "60000": "fail"}}
