@@ -1,15 +1,20 @@
 """How every benchmark script ends: Ctrl-C (a long capacity search stopped by hand) or one of
-streamscale's own errors is one line and the CLI's exit status, not a traceback. The brokers,
-clusters and Spark sessions the script started are stopped by its context managers on the way out."""
+streamscale's own errors is one line and the CLI's exit status, not a traceback; SIGTERM ends it
+as Ctrl-C does. The brokers, clusters and Spark sessions the script started are stopped by its
+context managers on the way out."""
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from streamscale.errors import StreamscaleError
+from streamscale.processes import sigterm_ends_like_ctrl_c
 
 
 def run(main) -> None:
+    previous = signal.getsignal(signal.SIGTERM)
+    sigterm_ends_like_ctrl_c()
     try:
         main()
     except StreamscaleError as exc:
@@ -18,3 +23,5 @@ def run(main) -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr, flush=True)
         sys.exit(130)
+    finally:
+        signal.signal(signal.SIGTERM, previous)  # a caller's own handler (a test runner's) again

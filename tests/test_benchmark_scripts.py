@@ -1,6 +1,8 @@
 """The benchmark scripts end like the CLI: one line and an exit status, never a traceback."""
 
 import ast
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,6 +40,33 @@ def test_streamscale_errors_are_one_line_and_their_exit_status(capsys):
 def test_other_errors_keep_their_traceback():
     with pytest.raises(ZeroDivisionError):
         run(_raise(ZeroDivisionError()))
+
+
+def test_sigterm_runs_the_scripts_clean_up_and_ends_with_143(tmp_path):
+    # a script whose main holds something to release: SIGTERM must reach its `finally`, as Ctrl-C
+    # does (Python's default ends the process on the spot: rc -15, nothing released)
+    script = tmp_path / "held.py"
+    script.write_text(
+        "import sys, threading\n"
+        f"sys.path.insert(0, {str(BENCHMARKS)!r})\n"
+        "from _main import run\n"
+        "def main():\n"
+        "    try:\n"
+        "        print('ready', flush=True)\n"
+        "        threading.Event().wait()\n"
+        "    finally:\n"
+        "        print('released', flush=True)\n"
+        "run(main)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (proc.returncode, out, err) == (128 + signal.SIGTERM, "released\n", "")
 
 
 def test_every_script_ends_through_run():

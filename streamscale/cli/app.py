@@ -14,6 +14,7 @@ import typer
 
 from streamscale import terminal
 from streamscale.errors import ConfigError, StreamscaleError
+from streamscale.processes import sigterm_ends_like_ctrl_c
 
 console = terminal.console(stderr=True)
 out = terminal.console()
@@ -152,14 +153,7 @@ def register(typer_app: typer.Typer, name: str) -> None:
 def app() -> None:
     """Entry point: streamscale's errors become one clear line and their kind's exit code
     (:mod:`streamscale.errors`), never a traceback."""
-    import signal
-
-    def terminated(signum, _frame):
-        # SIGTERM ends a command as Ctrl-C does: its clean-up runs (brokers stopped, a cluster's
-        # network namespaces removed), where Python's default would end it on the spot
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, terminated)
+    sigterm_ends_like_ctrl_c()
     try:
         root()
     except StreamscaleError as exc:
