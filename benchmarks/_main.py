@@ -13,8 +13,7 @@ from streamscale.processes import sigterm_ends_like_ctrl_c
 
 
 def run(main) -> None:
-    previous = signal.getsignal(signal.SIGTERM)
-    sigterm_ends_like_ctrl_c()
+    previous = sigterm_ends_like_ctrl_c()
     try:
         main()
     except StreamscaleError as exc:

@@ -41,15 +41,16 @@ def die_with_parent_in_own_session() -> None:
     os.setsid()
 
 
-def sigterm_ends_like_ctrl_c() -> None:
+def sigterm_ends_like_ctrl_c():
     """SIGTERM ends this program as Ctrl-C does: its clean-up runs (``finally`` blocks and context
     managers: brokers stopped, a cluster's network namespaces removed, the load generator's
-    shared counters released), where Python's default would end it on the spot."""
+    shared counters released), where Python's default would end it on the spot. Returns the
+    handler it replaced."""
 
     def terminated(signum, _frame):
         raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGTERM, terminated)
+    return signal.signal(signal.SIGTERM, terminated)
 
 
 def stop_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 20.0) -> None:
