@@ -158,17 +158,18 @@ class Execution:
         """One more run of a bracket's end, as repetition CONFIRM_REP (recalled on a resumed
         execution like any other run)."""
         console.print(f"  an end of the bracket was decided on a drifting machine: load {load:g} run again")
-        return self._run(load, res, CONFIRM_REP, CONFIRM_REP + 1).verdict
+        return self._run(load, res, CONFIRM_REP, None).verdict
 
-    def _run(self, load, res, rep: int, of: int) -> ExperimentResult:
-        """Repetition ``rep`` of a point: recalled from the results, or run now."""
+    def _run(self, load, res, rep: int, of: int | None) -> ExperimentResult:
+        """Repetition ``rep`` of ``of`` at a point (None: run again), recalled or run now."""
         key = (float(load), int(res), rep, self.config)
         r = self.done.get(key)
         if r is not None:
             self.resumed += 1
             return r
         which = f" with {self.config}" if self.config else ""
-        console.print(f"[bold]experiment[/] load {load:g} x resources {res}{which} (repetition {rep + 1}/{of})")
+        run = "run again" if of is None else f"repetition {rep + 1}/{of}"
+        console.print(f"[bold]experiment[/] load {load:g} x resources {res}{which} ({run})")
         t0 = time.monotonic()
         if self.live is not None:
             eid = exp_id(load, res, rep, self.config)

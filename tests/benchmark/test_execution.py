@@ -75,6 +75,23 @@ def test_a_run_failed_by_its_latency_alone_says_so(tmp_path, capsys):
     assert "latency" not in capsys.readouterr().out
 
 
+def test_an_end_run_again_says_so_and_is_recalled_on_resume(tmp_path, capsys):
+    d = spec_dict(load={"type": "sensors", "values": [1000]}, resources={"type": "cores", "values": [1]})
+    ran = []
+
+    def runner(load, res, rep, on_lag=None):
+        ran.append(rep)
+        return fake_result(load, res, rep, passed=rep == 0)
+
+    ex = Execution(parse_spec(d), tmp_path, runner)
+    assert ex.verdict(1000, 1) == "pass" and ex.confirm(1000, 1) == "fail"
+    out = capsys.readouterr().out
+    assert "(repetition 1/1)" in out and "(run again)" in out and "/101" not in out
+    # resumed: both runs recalled, none run again
+    again = Execution(parse_spec(d), tmp_path, runner)
+    assert again.verdict(1000, 1) == "pass" and again.confirm(1000, 1) == "fail" and len(ran) == 2
+
+
 def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
     import dataclasses
 
