@@ -92,8 +92,10 @@ def refine(
     )
     hi = None
     for x in above:
-        if short.get(x) == "pass" and x not in runs:
-            continue  # held by the search and never run long: no evidence against it
+        # never run long and held by the search, or below a load that passed a long run: no
+        # evidence against it, and a long run there would spend one that a higher load needs
+        if x not in runs and (short.get(x) == "pass" or any(v == "pass" and y > x for y, v in runs.items())):
+            continue
         v = verdict(x)
         if v is None:
             break

@@ -240,6 +240,17 @@ def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
     long, tried = truth(10**9)
     r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
     assert tried == [160_000, 180_000, 210_000] and (r["held"], r["failed"], r["width"]) == (210_000, None, None)
+    # a load between the held end and an upper end that passed long (UC3 on 1 core: 94k undecided in
+    # the search, 100k passed over 300 s) is not run long: 110k next, fails; 110/100 - 1 = 10 %
+    search = {
+        "held": 80_000.0,
+        "failed": 100_000.0,
+        "failed_undecided": True,
+        "verdicts": {"80000": "pass", "94000": "undecided", "100000": "undecided", "110000": "fail"},
+    }
+    long, tried = truth(105_000)
+    r = refine(search, long, {80_000.0: "pass", 100_000.0: "pass"}, 0.15, 3, between)
+    assert tried == [110_000] and (r["held"], r["failed"], r["failed_undecided"]) == (100_000, 110_000, False)
     # a load the search's generator could not produce is not run long, nor any above it (UC1 on 2
     # cores: 280k passed long, 320k passes, 400k fell short in the search; 1.15 x 320k = 368k -> 370k
     # lies below it and passes; 1.15 x 370k = 425.5k -> 430k does not)
