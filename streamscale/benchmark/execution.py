@@ -155,9 +155,9 @@ class Execution:
         return any(r.drifted for (x, n, _, c), r in self.done.items() if (x, n, c) == point)
 
     def confirm(self, load, res) -> str:
-        """One more run of a bracket's end, as repetition CONFIRM_REP (recalled on a resumed
-        execution like any other run)."""
-        console.print(f"  an end of the bracket was decided on a drifting machine: load {load:g} run again")
+        """One more run of a bracket's end, as repetition CONFIRM_REP (recalled when resumed)."""
+        if (float(load), int(res), CONFIRM_REP, self.config) not in self.done:  # recalled: not said again
+            console.print(f"  an end of the bracket was decided on a drifting machine: load {load:g} run again")
         return self._run(load, res, CONFIRM_REP, None).verdict
 
     def _run(self, load, res, rep: int, of: int | None) -> ExperimentResult:

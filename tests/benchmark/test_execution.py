@@ -90,6 +90,7 @@ def test_an_end_run_again_says_so_and_is_recalled_on_resume(tmp_path, capsys):
     # resumed: both runs recalled, none run again
     again = Execution(parse_spec(d), tmp_path, runner)
     assert again.verdict(1000, 1) == "pass" and again.confirm(1000, 1) == "fail" and len(ran) == 2
+    assert "run again" not in capsys.readouterr().out
 
 
 def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
