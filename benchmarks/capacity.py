@@ -90,8 +90,8 @@ def spec_for(uc: str, args, master: str | None) -> dict:
             strategy={"name": "full", "lower_bound": False},
             metric="demand",
         )
-    if args.every_run:
-        execution.update(stop_at_majority=False, extra_repetitions=0)
+    if args.every_run:  # every run whole too: no sequential stop inside a run
+        execution.update(stop_at_majority=False, extra_repetitions=0, min_duration_s=None)
     if master:
         execution.update(master=master, executor_cores=1, executor_memory="2g")
     topics = {"partitions": 8}
@@ -123,7 +123,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--loads", type=float, nargs="+", help="these loads, every one (one --uc only), not a search")
     ap.add_argument("--resources", type=int, nargs="+", default=[1, 2], help="cores (or executors); default 1 2")
     ap.add_argument(
-        "--every-run", action="store_true", help="every point --repetitions times: no early stop, no added runs"
+        "--every-run",
+        action="store_true",
+        help="every point --repetitions times, every run whole: no early stop, no added runs",
     )
     ap.add_argument(
         "--confirm",

@@ -95,7 +95,7 @@ def test_capacity_searches_brackets_with_the_defaults_and_rechecks_given_points_
     )
     ex = capacity.parse_spec(capacity.spec_for("uc3", args, None)).execution
     assert ex.load.values == [30000, 65000] and ex.resources.values == [1]
-    assert (ex.repetitions, ex.stop_at_majority, ex.extra_repetitions) == (3, False, 0)
+    assert (ex.repetitions, ex.stop_at_majority, ex.extra_repetitions, ex.shortest_s) == (3, False, 0, None)
     assert (ex.strategy.name, ex.metric) == ("full", "demand")
     replicated = capacity.parse_spec(capacity.spec_for("uc1", capacity.parse_args(["--brokers", "3"]), None))
     assert (replicated.benchmark.topics.replication_factor, replicated.benchmark.topics.min_insync_replicas) == (3, 2)
