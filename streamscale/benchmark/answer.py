@@ -32,13 +32,17 @@ def answer(
     sut: str = "the SUT",
     most_resources: int | None = None,
     assumed: set | frozenset = frozenset(),
+    rows=(),
+    config: str = "",
 ) -> dict:
     """{"sentence", "demand": [{load, rate, resources}], "capacity": [{resources, load, rate, assumed}]}.
 
     ``metric`` is what the search returned: {load: resources | None} for demand,
     {resources: load | None} for capacity. ``most_resources``: the largest amount tested (said
     for loads that no tested amount held). ``assumed``: resource amounts whose capacity no
-    experiment ran (see :func:`assumed_capacities`).
+    experiment ran (see :func:`assumed_capacities`). ``rows``: the experiments (of ``config``), by
+    which a load no amount held is said to need more than ``most_resources`` only where its runs
+    there failed (not where they stayed undecided or fell short of the load).
     """
     if kind == "demand":
         demand = {float(k): v for k, v in metric.items()}
@@ -68,8 +72,27 @@ def answer(
         sentence = f"{_who(sut)} met its SLOs at none of the tested points"
     beyond = [k for k, v in sorted(demand.items()) if v is None]
     if beyond and most_resources:
-        sentence += f"; {_amount(axes, beyond[0])} needs more than {axes.resources(most_resources)}"
+        most = axes.resources(most_resources)
+        unsure = _not_failed(beyond, rows, most_resources, config)
+        failed = [k for k in beyond if k not in unsure]
+        words = [f"{_amount(axes, k)} stayed undecided on {most}" for k in beyond[:1] if k in unsure]
+        words += [f"{_amount(axes, k)} needs more than {most}" for k in failed[:1]]
+        sentence += "; " + " and ".join(words)
     return {"sentence": sentence + " on this machine", "demand": demand_rows, "capacity": capacity_rows}
+
+
+def _not_failed(loads: list[float], rows, resources: int, config: str) -> set[float]:
+    """Those of ``loads`` whose runs on ``resources`` ran and no strict majority of them failed."""
+    out = set()
+    for load in loads:
+        verdicts = [
+            r.verdict
+            for r in rows
+            if float(r.load) == load and int(r.resources) == resources and getattr(r, "config", "") == config
+        ]
+        if verdicts and 2 * verdicts.count("fail") <= len(verdicts):
+            out.add(load)
+    return out
 
 
 def assumed_capacities(metric: dict, ran) -> set[int]:

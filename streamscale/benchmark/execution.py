@@ -295,7 +295,7 @@ class Execution:
         if brackets is not None:
             said = bracket_answer(brackets, axes, sut, list(self.done.values()))
         else:
-            said = answer(metric, ex.metric, axes, sut, max(ex.resources.values), assumed)
+            said = answer(metric, ex.metric, axes, sut, max(ex.resources.values), assumed, self.done.values())
         summary = {
             "name": self.spec.name,
             "sut": self.spec.benchmark.sut,
@@ -325,12 +325,12 @@ class Execution:
         """The summary of a linear, binary or full search run per configuration: the rows and the
         answer's capacity (or demand) entries carry their configuration's name."""
         ex = self.spec.execution
-        axes, sut = Axes.of(self.spec), display_name(self.spec.benchmark.sut)
+        axes, sut, most = Axes.of(self.spec), display_name(self.spec.benchmark.sut), max(ex.resources.values)
         rows, capacity, demand, parts = [], [], [], []
         kx, ky = ("load", "resources") if ex.metric == "demand" else ("resources", "load")
         for name, metric in metrics.items():
             rows += [{"config": name, kx: k, ky: v} for k, v in metric.items()]
-            said = answer(metric, ex.metric, axes, sut, max(ex.resources.values), assumed[name])
+            said = answer(metric, ex.metric, axes, sut, most, assumed[name], self.done.values(), name)
             capacity += [{"config": name, **c} for c in said["capacity"]]
             demand += [{"config": name, **d} for d in said["demand"]]
             parts.append(f"with {name}: {said['sentence'].removesuffix(' on this machine')}")

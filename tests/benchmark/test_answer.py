@@ -31,6 +31,40 @@ def test_a_load_no_tested_amount_held_is_said():
     )
 
 
+def test_a_load_whose_runs_did_not_fail_is_not_said_to_need_more():
+    from types import SimpleNamespace as Run
+
+    def runs(*points):  # (load, resources, verdict) -> experiment rows
+        return [Run(load=x, resources=n, verdict=v) for x, n, v in points]
+
+    demand = {83000.0: 1, 91000.0: None, 100000.0: None}
+    # 91k undecided on the one core tested, 100k failed there
+    rows = runs((83000, 1, "pass"), (91000, 1, "undecided"), (100000, 1, "fail"))
+    assert answer(demand, "demand", Axes(), "uc4", 1, rows=rows)["sentence"] == (
+        "UC4 needs 1 core up to ~83,000 records/s; ~91,000 records/s stayed undecided on 1 core and "
+        "~100,000 records/s needs more than 1 core on this machine"
+    )
+    # nothing failed: nothing needs more; a generator that fell short (invalid) is no failure either
+    rows = runs((83000, 1, "pass"), (91000, 1, "undecided"), (100000, 1, "invalid"))
+    assert answer(demand, "demand", Axes(), "uc4", 1, rows=rows)["sentence"] == (
+        "UC4 needs 1 core up to ~83,000 records/s; ~91,000 records/s stayed undecided on 1 core on this machine"
+    )
+    # repetitions: two of three failed at the most resources is a failure; one of two is not
+    rows = runs((91000, 2, "fail"), (91000, 2, "fail"), (91000, 2, "pass"), (91000, 1, "fail"))
+    assert answer({91000.0: None}, "demand", Axes(), "uc4", 2, rows=rows)["sentence"].endswith(
+        "~91,000 records/s needs more than 2 cores on this machine"
+    )
+    rows = runs((91000, 2, "fail"), (91000, 2, "undecided"))
+    assert answer({91000.0: None}, "demand", Axes(), "uc4", 2, rows=rows)["sentence"].endswith(
+        "~91,000 records/s stayed undecided on 2 cores on this machine"
+    )
+    # another configuration's runs say nothing of this one's
+    rows = [Run(load=91000, resources=2, verdict="undecided", config="other")]
+    assert answer({91000.0: None}, "demand", Axes(), "uc4", 2, rows=rows, config="mine")["sentence"].endswith(
+        "needs more than 2 cores on this machine"
+    )
+
+
 def test_capacity_answer_names_the_fewest_resources_per_capacity():
     a = answer({1: 8000.0, 2: 24000.0, 3: 24000.0, 4: None}, "capacity", Axes(), "uc3")
     assert (
