@@ -75,15 +75,17 @@ def answer(
         most = axes.resources(most_resources)
         unsure = _not_failed(beyond, rows, most_resources, config)
         failed = [k for k in beyond if k not in unsure]
-        words = [f"{_amount(axes, k)} stayed undecided on {most}" for k in beyond[:1] if k in unsure]
+        said = {"invalid": "was not delivered (the generator fell short)", "undecided": f"stayed undecided on {most}"}
+        words = [f"{_amount(axes, k)} {said[unsure[k]]}" for k in beyond[:1] if k in unsure]
         words += [f"{_amount(axes, k)} needs more than {most}" for k in failed[:1]]
         sentence += "; " + " and ".join(words)
     return {"sentence": sentence + " on this machine", "demand": demand_rows, "capacity": capacity_rows}
 
 
-def _not_failed(loads: list[float], rows, resources: int, config: str) -> set[float]:
-    """Those of ``loads`` whose runs on ``resources`` ran and no strict majority of them failed."""
-    out = set()
+def _not_failed(loads: list[float], rows, resources: int, config: str) -> dict[float, str]:
+    """Those of ``loads`` whose runs on ``resources`` ran and no strict majority of them failed:
+    "invalid" where every one fell short of its load, else "undecided"."""
+    out = {}
     for load in loads:
         verdicts = [
             r.verdict
@@ -91,7 +93,7 @@ def _not_failed(loads: list[float], rows, resources: int, config: str) -> set[fl
             if float(r.load) == load and int(r.resources) == resources and getattr(r, "config", "") == config
         ]
         if verdicts and 2 * verdicts.count("fail") <= len(verdicts):
-            out.add(load)
+            out[load] = "invalid" if set(verdicts) == {"invalid"} else "undecided"
     return out
 
 
