@@ -179,6 +179,16 @@ def test_capacity_confirms_each_amounts_ends_with_whole_long_runs(capsys):
     assert "--confirm" in capsys.readouterr().err
 
 
+def _search(held: float, failed: float, failed_undecided: bool, verdicts: dict) -> dict:
+    """A search's bracket as capacity.py hands it to ``refine``: its ends and each load's verdict."""
+    return {
+        "held": held,
+        "failed": failed,
+        "failed_undecided": failed_undecided,
+        "verdicts": {str(x): v for x, v in verdicts.items()},
+    }
+
+
 def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
     from _long import refine
 
@@ -196,12 +206,7 @@ def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
     # a held end that failed its long run (UC1 on 2 cores): the held end walks down to the next
     # load the search held, then sqrt(190k*380k) = 268.7k -> 270k passes, sqrt(270k*380k) =
     # 320.3k -> 320k fails; 320/270 - 1 = 18.5 % > 15 %, but the 3 long runs allowed are spent
-    search = {
-        "held": 380_000.0,
-        "failed": 400_000.0,
-        "failed_undecided": True,
-        "verdicts": {"190000": "pass", "380000": "pass", "400000": "undecided"},
-    }
+    search = _search(380_000.0, 400_000.0, True, {190_000: "pass", 380_000: "pass", 400_000: "undecided"})
     long, tried = truth(300_000)
     r = refine(search, long, {380_000.0: "fail", 400_000.0: "invalid"}, 0.15, 3, between)
     assert tried == [190_000, 270_000, 320_000]
@@ -212,12 +217,7 @@ def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
     # a decided failed end that passed its long run: the upper end moves to the next load the search
     # did not hold (200k), then sqrt(140k*200k) = 167.3k -> 170k fails, sqrt(140k*170k) = 154.3k ->
     # 150k passes: 170/150 - 1 = 13.3 % <= 15 %
-    search = {
-        "held": 130_000.0,
-        "failed": 140_000.0,
-        "failed_undecided": False,
-        "verdicts": {"100000": "pass", "130000": "pass", "140000": "fail", "200000": "fail"},
-    }
+    search = _search(130_000.0, 140_000.0, False, {100_000: "pass", 130_000: "pass", 140_000: "fail", 200_000: "fail"})
     long, tried = truth(160_000)
     r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
     assert tried == [200_000, 170_000, 150_000]
@@ -226,12 +226,9 @@ def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
     # an upper end the search left undecided passed its long run (UC2 on 1 core): the held end rises
     # through it and the next load the search tried (160k), then a resolution's step up: sqrt(160k *
     # 160k * 1.15^2) = 184k -> 180k fails; 180/160 - 1 = 12.5 %
-    search = {
-        "held": 130_000.0,
-        "failed": 140_000.0,
-        "failed_undecided": True,
-        "verdicts": {"40000": "pass", "130000": "pass", "140000": "undecided", "160000": "undecided"},
-    }
+    search = _search(
+        130_000.0, 140_000.0, True, {40_000: "pass", 130_000: "pass", 140_000: "undecided", 160_000: "undecided"}
+    )
     long, tried = truth(170_000)
     r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
     assert tried == [160_000, 180_000]
@@ -242,24 +239,18 @@ def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
     assert tried == [160_000, 180_000, 210_000] and (r["held"], r["failed"], r["width"]) == (210_000, None, None)
     # a load between the held end and an upper end that passed long (UC3 on 1 core: 94k undecided in
     # the search, 100k passed over 300 s) is not run long: 110k next, fails; 110/100 - 1 = 10 %
-    search = {
-        "held": 80_000.0,
-        "failed": 100_000.0,
-        "failed_undecided": True,
-        "verdicts": {"80000": "pass", "94000": "undecided", "100000": "undecided", "110000": "fail"},
-    }
+    search = _search(
+        80_000.0, 100_000.0, True, {80_000: "pass", 94_000: "undecided", 100_000: "undecided", 110_000: "fail"}
+    )
     long, tried = truth(105_000)
     r = refine(search, long, {80_000.0: "pass", 100_000.0: "pass"}, 0.15, 3, between)
     assert tried == [110_000] and (r["held"], r["failed"], r["failed_undecided"]) == (100_000, 110_000, False)
     # a load the search's generator could not produce is not run long, nor any above it (UC1 on 2
     # cores: 280k passed long, 320k passes, 400k fell short in the search; 1.15 x 320k = 368k -> 370k
     # lies below it and passes; 1.15 x 370k = 425.5k -> 430k does not)
-    search = {
-        "held": 250_000.0,
-        "failed": 280_000.0,
-        "failed_undecided": True,
-        "verdicts": {"250000": "pass", "280000": "undecided", "320000": "undecided", "400000": "invalid"},
-    }
+    search = _search(
+        250_000.0, 280_000.0, True, {250_000: "pass", 280_000: "undecided", 320_000: "undecided", 400_000: "invalid"}
+    )
     long, tried = truth(10**9)
     r = refine(search, long, {250_000.0: "pass", 280_000.0: "pass"}, 0.15, 3, between)
     assert tried == [320_000, 370_000] and (r["held"], r["failed"]) == (370_000, None)

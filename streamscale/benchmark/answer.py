@@ -12,6 +12,7 @@ import math
 import statistics
 
 from streamscale.benchmark.units import Axes, approx
+from streamscale.benchmark.verdict import majority_verdict
 
 
 def _who(sut: str) -> str:
@@ -92,8 +93,9 @@ def _not_failed(loads: list[float], rows, resources: int, config: str) -> dict[f
             for r in rows
             if float(r.load) == load and int(r.resources) == resources and getattr(r, "config", "") == config
         ]
-        if verdicts and 2 * verdicts.count("fail") <= len(verdicts):
-            out[load] = "invalid" if set(verdicts) == {"invalid"} else "undecided"
+        decided = majority_verdict(verdicts, len(verdicts), final=True) if verdicts else "fail"
+        if decided != "fail":
+            out[load] = "invalid" if decided == "invalid" else "undecided"
     return out
 
 

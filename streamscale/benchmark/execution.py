@@ -42,6 +42,7 @@ from streamscale.benchmark.setting import (  # noqa: F401 - re-exported: where c
 )
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
+from streamscale.benchmark.verdict import majority_verdict
 from streamscale.broker.connection import KafkaConnection, build_connection, masked
 from streamscale.errors import ConfigError
 from streamscale.pipelines.jobref import display_name
@@ -55,21 +56,6 @@ def _saved(spec: Spec) -> dict:
     d = spec.model_dump(mode="json")
     d["kafka"]["properties"] = masked(d["kafka"]["properties"])
     return d
-
-
-def _majority(verdicts: list[str], repetitions: int, final: bool = False) -> str | None:
-    """pass or fail once a strict majority of ``repetitions`` says so; invalid when every run was;
-    None while more runs may decide (``final``: undecided instead)."""
-    need = repetitions // 2 + 1
-    for v in ("pass", "fail"):
-        if verdicts.count(v) >= need:
-            return v
-    if verdicts and all(v == "invalid" for v in verdicts) and (final or len(verdicts) >= repetitions):
-        return "invalid"
-    left = repetitions - len(verdicts)
-    if not final and any(verdicts.count(v) + left >= need for v in ("pass", "fail")):
-        return None
-    return "undecided"
 
 
 # the repetition number of a bracket end's confirming run (above any spec's repetitions)
@@ -144,10 +130,10 @@ class Execution:
                 console.print(f"  undecided: repetition {reps + extra} added")  # the run line said why
                 continue
             verdicts.append(r.verdict)
-            decided = _majority(verdicts, reps)
+            decided = majority_verdict(verdicts, reps)
             if decided is not None and (self.spec.execution.stop_at_majority or len(verdicts) >= reps):
                 return decided
-        return _majority(verdicts, reps, final=True)
+        return majority_verdict(verdicts, reps, final=True)
 
     def drifted(self, load, res) -> bool:
         """Whether a run at this point (this configuration) was taken on a drifting machine."""

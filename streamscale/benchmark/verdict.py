@@ -162,6 +162,21 @@ def combined_verdict(valid: bool, lag: str, others_hold: bool, latency: str = "p
     return "undecided" if "undecided" in (lag, latency) else "pass"
 
 
+def majority_verdict(verdicts: list[str], repetitions: int, final: bool = False) -> str | None:
+    """pass or fail once a strict majority of ``repetitions`` says so; invalid when every run was;
+    None while more runs may decide (``final``: undecided instead)."""
+    need = repetitions // 2 + 1
+    for v in ("pass", "fail"):
+        if verdicts.count(v) >= need:
+            return v
+    if verdicts and all(v == "invalid" for v in verdicts) and (final or len(verdicts) >= repetitions):
+        return "invalid"
+    left = repetitions - len(verdicts)
+    if not final and any(verdicts.count(v) + left >= need for v in ("pass", "fail")):
+        return None
+    return "undecided"
+
+
 def worst(*verdicts: str) -> str:
     """fail over undecided over pass."""
     return next((v for v in ("fail", "undecided") if v in verdicts), "pass")
