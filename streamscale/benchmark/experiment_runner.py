@@ -28,14 +28,13 @@ from streamscale.benchmark.verdict import (
 )
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import SparkDied
-from streamscale.experiment.slo import (
+from streamscale.experiment.processing import (
     batch_processing_ms,
-    lag_limit,
-    lag_trend_estimate,
-    median_batch_ms,
+    processing_bounds,
     processing_percentile_ms,
     processing_trend,
 )
+from streamscale.experiment.slo import lag_limit, lag_trend_estimate, median_batch_ms
 
 
 def experiment_settings(spec: Spec, load: float, resources: int, config: str = "") -> dict:
@@ -132,7 +131,7 @@ class ExperimentRunner:
     def judge(self, s: dict, limit: float):
         """Whether a run so far is decided (sequential testing): its lag trend's interval, at the
         confidence this look may spend (:class:`~streamscale.experiment.sequential.Looks`), clears
-        the limit, and where it held, no latency limit lies inside its p95's bucket."""
+        the limit, and where it held, no latency limit lies between its p95's bounds."""
         from streamscale.experiment.sequential import Looks
         from streamscale.experiment.sut import CHECK_EVERY_S
 
@@ -284,7 +283,12 @@ class ExperimentRunner:
             )
         for what, (v, _, slo) in slos.items():
             if verdict == "undecided" and slo == "undecided":
-                notes.append(f"{what} p95 lies in ({bucket_floor_ms(v):,.0f}, {v:,.0f}] ms, which holds its limit")
+                low = (
+                    bucket_floor_ms(v)
+                    if what == "output"
+                    else processing_bounds(r.batches, 0.95, r.t0_wall or None, ex.warmup_s)[0]
+                )
+                notes.append(f"{what} p95 lies in ({low:,.0f}, {v:,.0f}] ms, which holds its limit")
         if moved > DRIFT_LIMIT:
             notes.append(f"the machine's speed moved by {moved:.0%} around the run")
 

@@ -66,7 +66,7 @@ class ExperimentResult:
     # invalid; "" in rows of an older streamscale (their ``passed`` stands)
     verdict: str = ""
     ran_s: float = float("nan")  # how long the load ran (sequential testing stops a decided run early)
-    # every record's latency, Kafka timestamp to its batch's commit (19 % buckets, upper edges)
+    # every record's latency, Kafka timestamp to its batch's commit (at the high bound: within 50 ms)
     processing_p50_ms: float = float("nan")
     processing_p95_ms: float = float("nan")
     processing_max_ms: float = float("nan")

@@ -348,31 +348,6 @@ def latency_percentile_ms(
     return float(LATENCY_EDGES_MS[k]) if k < len(LATENCY_EDGES_MS) else float("inf")
 
 
-def processing_percentile_ms(batches, q: float = 0.95, t0_wall: float | None = None, warmup_s: float = 0.0):
-    """The run's q-quantile of every record's processing latency (Kafka timestamp to its batch's
-    commit, ``processing_cdf``), after the warm-up."""
-    return latency_percentile_ms(batches, q, t0_wall, warmup_s, "processing_cdf", "input_rows")
-
-
-def processing_trend(batches, t0_wall: float, warmup_s: float = 0.0, q: float = 0.95) -> Trend:
-    """The trend of the batches' own q-quantile of processing latency after the warm-up, in ms per
-    second of the run, with its 95 % interval: a query falling behind reads ever older records."""
-    points = [(t, p) for t, p in batch_processing_ms(batches, t0_wall, q) if t >= warmup_s]
-    return fit([t for t, _ in points], [p for _, p in points], "batches")
-
-
-def batch_processing_ms(batches, t0_wall: float, q: float = 0.95) -> list[tuple[float, float]]:
-    """(end in seconds since ``t0_wall``, the batch's own q-quantile of processing latency in ms)
-    for every batch that read records."""
-    out = []
-    for b in batches:
-        end = _batch_end_s(b, t0_wall)
-        p = latency_percentile_ms([b], q, cdf="processing_cdf", rows="input_rows") if end is not None else None
-        if p is not None and math.isfinite(p):
-            out.append((end, p))
-    return out
-
-
 def median_batch_ms(batches, t0_wall: float | None = None, warmup_s: float = 0.0) -> float | None:
     """Median duration (``batch_ms``, Spark's triggerExecution) of the micro-batches that read
     records and ended after the warm-up; None when there is none."""

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
-from streamscale.pipelines.progress import CREATED_BIN_MS
+from streamscale.pipelines.progress import CREATED_BIN_MS, CREATED_BINS
 from streamscale.pipelines.run import (  # noqa: F401 - re-exported: the pipelines' API
     _REMOVED_CHECKPOINTS,
     _TEMP_CHECKPOINTS,
@@ -165,14 +165,14 @@ class Pipeline(ABC):
         # the late-record count is taken further on (accounting.py): only malformed ones here, and
         # when the batch's records were created, counted per CREATED_BIN_MS of their Kafka
         # timestamps; the run turns them into every record's latency to the batch's commit
-        # (streamscale.pipelines.progress.processing_cdf). Binning the timestamps needs no clock on
+        # (streamscale.pipelines.progress.processing_latencies). Binning the timestamps needs no clock on
         # the executors: a clock per row (reflect) with a histogram of latencies cost UC1 9-16 % of
         # its throughput, these bins ~3 % (benchmarks/decode_throughput.py's way, 2 CPUs).
         created = F.floor(F.unix_millis(F.col("kafka_timestamp")) / F.lit(CREATED_BIN_MS))
         df = df.observe(
             "input",
             F.count(F.when(~decoded, 1)).alias("malformed"),
-            F.histogram_numeric(created, F.lit(128)).alias("created_bins"),
+            F.histogram_numeric(created, F.lit(CREATED_BINS)).alias("created_bins"),
         )
         return df.where(decoded)
 

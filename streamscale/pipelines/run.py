@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from streamscale.errors import SparkError, WaitTimeout
-from streamscale.pipelines.progress import CREATED_BIN_MS, commit_ms, processing_cdf, progress_offsets
+from streamscale.pipelines.progress import CREATED_BIN_MS, commit_ms, processing_latencies, progress_offsets
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,8 @@ class BatchMetrics:
     unregistered: int = 0  # UC4: readings of sensors not in the registry (not late)
     late_counted: bool = True  # False: no late accounting (Spark's builtin Kafka source)
     latency_cdf: list | None = None  # output rows at or below each latency edge (pipelines.output)
-    # records at or below each latency edge from their Kafka timestamp to the batch's commit
-    processing_cdf: list | None = None
+    # (low, high, records): latencies from their Kafka timestamp to the batch's commit
+    processing_latency: list | None = None
     processing_max_ms: float | None = None  # the batch's longest such latency
 
 
@@ -176,7 +176,7 @@ class PipelineRun:
             if replayed is not None:
                 self._to_replay.append(replayed)
         batch_ms = int(p.get("durationMs", {}).get("triggerExecution", 0))
-        processing = processing_cdf(inp.get("created_bins"), commit_ms(p), CREATED_BIN_MS)
+        processing = processing_latencies(inp.get("created_bins"), commit_ms(p), CREATED_BIN_MS)
         return BatchMetrics(
             batch_id=p["batchId"],
             timestamp=p["timestamp"],
@@ -202,7 +202,7 @@ class PipelineRun:
                 else (self.writer is None or bool(late) or not p.get("numInputRows"))
             ),
             latency_cdf=out.latency_cdf if out else None,
-            processing_cdf=processing[0],
+            processing_latency=processing[0],
             processing_max_ms=processing[1],
         )
 

@@ -85,7 +85,13 @@ BELOW_8S, AT_8S, ABOVE_8S = 2**12.5, 2**13, 2**13.25  # 5,793, 8,192, 9,742 ms
 
 
 def test_a_latency_limit_inside_its_percentiles_bucket_is_neither_held_nor_failed():
-    from streamscale.benchmark.verdict import bucket_floor_ms, combined_verdict, percentile_verdict, worst
+    from streamscale.benchmark.verdict import (
+        bounds_verdict,
+        bucket_floor_ms,
+        combined_verdict,
+        percentile_verdict,
+        worst,
+    )
 
     assert bucket_floor_ms(AT_8S) == pytest.approx(6888.6, abs=0.1)
     assert percentile_verdict(2**12.75, 8000.0) == "pass"  # the true p95 is at most 6,889 ms
@@ -94,6 +100,11 @@ def test_a_latency_limit_inside_its_percentiles_bucket_is_neither_held_nor_faile
     assert percentile_verdict(AT_8S, AT_8S) == "pass" and percentile_verdict(ABOVE_8S, AT_8S) == "fail"
     assert percentile_verdict(None, 8000.0) == "fail" and percentile_verdict(float("inf"), 8000.0) == "fail"
     assert percentile_verdict(None, None) == "pass"  # no such SLO
+    # a processing p95 known to lie in (low, high]: undecided only while the limit lies between
+    assert bounds_verdict((7_950.0, 8_000.0), 8000.0) == "pass"
+    assert bounds_verdict((7_960.0, 8_010.0), 8000.0) == "undecided"
+    assert bounds_verdict((8_000.0, 8_050.0), 8000.0) == "fail"  # above 8,000 surely
+    assert bounds_verdict(None, 8000.0) == "fail" and bounds_verdict(None, None) == "pass"
     assert worst("pass", "undecided") == "undecided" and worst("undecided", "fail") == "fail"
     assert combined_verdict(True, "pass", True, "undecided") == "undecided"
     assert combined_verdict(True, "fail", True, "undecided") == "fail"
@@ -101,14 +112,13 @@ def test_a_latency_limit_inside_its_percentiles_bucket_is_neither_held_nor_faile
     assert combined_verdict(False, "pass", True, "fail") == "invalid"
 
 
-def test_a_look_at_a_held_lag_goes_on_while_the_p95_bucket_holds_the_limit():
+def test_a_look_at_a_held_lag_goes_on_while_the_p95_bounds_hold_the_limit():
     from datetime import UTC, datetime
     from pathlib import Path
 
     from streamscale.benchmark.experiment_runner import ExperimentRunner, experiment_settings
     from streamscale.benchmark.spec import parse_spec
     from streamscale.experiment.sut import LagSample
-    from streamscale.pipelines.output import LATENCY_EDGES_MS
 
     spec = parse_spec(
         {
@@ -123,22 +133,20 @@ def test_a_look_at_a_held_lag_goes_on_while_the_p95_bucket_holds_the_limit():
     t0 = 1_700_000_000.0
     lag = [LagSample(t_s=float(t), lag=500 + (t % 3), end_total=1000 * t, committed_total=0) for t in range(300)]
 
-    def batches(p95_ms: float):
-        k = min(i for i, e in enumerate(LATENCY_EDGES_MS) if e >= p95_ms * (1 - 1e-9))
-        cdf = [0] * k + [1000] * (len(LATENCY_EDGES_MS) - k)  # every record in the bucket ending at p95_ms
+    def batches(high_ms: float):  # every record's latency in (high - 50, high] ms
         return [
             {
                 "timestamp": datetime.fromtimestamp(t0 + t, UTC).isoformat(),
                 "batch_ms": 1000,
                 "input_rows": 1000,
-                "processing_cdf": cdf,
+                "processing_latency": [(high_ms - 50, high_ms, 1000)],
             }
             for t in range(100, 300, 2)
         ]
 
-    assert decided(lag, batches(BELOW_8S), t0, None)  # the lag held and so did the latency
-    assert not decided(lag, batches(AT_8S), t0, None)  # the lag held; 8 s lies in the p95's bucket
-    assert decided(lag, batches(ABOVE_8S), t0, None)  # surely above: a failure, decided
+    assert decided(lag, batches(8_000), t0, None)  # the lag held and so did the latency
+    assert not decided(lag, batches(8_030), t0, None)  # the lag held; 8 s lies in (7,980, 8,030]
+    assert decided(lag, batches(8_050), t0, None)  # surely above: a failure, decided
 
 
 def _judge_synthetic(tmp_path, monkeypatch, run, load: float, seconds: float, speeds=(1000.0, 1000.0, 1000.0)):
@@ -152,7 +160,6 @@ def _judge_synthetic(tmp_path, monkeypatch, run, load: float, seconds: float, sp
     from streamscale.benchmark.spec import parse_spec
     from streamscale.experiment import noise
     from streamscale.experiment.sut import LagSample
-    from streamscale.pipelines.output import LATENCY_EDGES_MS
 
     spec = parse_spec(
         {
@@ -172,7 +179,7 @@ def _judge_synthetic(tmp_path, monkeypatch, run, load: float, seconds: float, sp
     samples, batches, t0 = run
     lag = [LagSample(x.t_s, x.lag, x.end_total, x.committed_total) for x in samples]
     for b in batches:
-        b["processing_cdf"] = [b["input_rows"]] * len(LATENCY_EDGES_MS)
+        b["processing_latency"] = [(0.0, 1.0, b["input_rows"])]
     runner.reference_speed, before, after = speeds
     monkeypatch.setattr(noise, "calibration_speed", lambda: after)
     r = SimpleNamespace(

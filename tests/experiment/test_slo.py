@@ -331,29 +331,3 @@ def test_the_hac_error_is_newey_and_wests():
     se, df = slope_se(x, r)
     assert se == pytest.approx(np.sqrt(max(hac, ordinary, ordinary * (1 + rho) / (1 - rho))), rel=1e-12)
     assert df == max(1, int(6 / ((1 + rho) / (1 - rho))) - 2)
-
-
-def test_each_batchs_processing_p95_and_the_trend_fitted_from_those_after_the_warm_up():
-    from datetime import datetime
-
-    from streamscale.experiment.slo import batch_processing_ms, fit, processing_trend
-    from streamscale.pipelines.output import LATENCY_EDGES_MS
-
-    t0 = 1_800_000_000.0
-
-    def batch(end_s, latency_ms, rows=1000, batch_ms=1200):
-        start = datetime.fromtimestamp(t0 + end_s - batch_ms / 1000, UTC).isoformat().replace("+00:00", "Z")
-        cdf = [rows if e >= latency_ms else 0 for e in LATENCY_EDGES_MS]
-        return {"timestamp": start, "batch_ms": batch_ms, "input_rows": rows, "processing_cdf": cdf}
-
-    # every row of a batch at one latency: its p95 is the edge at or above it (2^(k/4) ms)
-    batches = [batch(2.0 + 1.5 * i, 1000 + 100 * i) for i in range(20)]
-    batches.append({"timestamp": batches[0]["timestamp"], "batch_ms": 5, "input_rows": 0, "processing_cdf": None})
-    got = batch_processing_ms(batches, t0)
-    assert len(got) == 20  # the batch that read nothing has no latency
-    for i, (t, p) in enumerate(got):
-        assert t == pytest.approx(2.0 + 1.5 * i)
-        assert p == min(e for e in LATENCY_EDGES_MS if e >= 1000 + 100 * i)
-    after = [(t, p) for t, p in got if t >= 10.0]
-    trend = processing_trend(batches, t0, warmup_s=10.0)
-    assert trend.n == len(after) == 14 and trend.slope == pytest.approx(fit(*zip(*after)).slope)

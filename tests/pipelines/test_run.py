@@ -48,23 +48,25 @@ def test_settle_jobs_without_queries_or_context_does_nothing():
 
 
 def test_processing_latency_from_the_created_bins_hand_worked():
-    from streamscale.pipelines.output import LATENCY_EDGES_MS
-    from streamscale.pipelines.progress import commit_ms, processing_cdf
+    from streamscale.pipelines.progress import commit_ms, processing_latencies
 
     committed = commit_ms({"timestamp": "2026-11-27T10:00:00.000Z", "durationMs": {"triggerExecution": 1500}})
     assert committed == 1_795_773_601_500.0
     bins = [  # 3 records created in [..58.000, ..58.050), 5 in [..30.000, ..30.050): bins of 50 ms
-        {"x": (committed - 3_500) / 50, "y": 3.0},
         {"x": (committed - 31_500) / 50, "y": 5.0},
+        {"x": (committed - 3_500) / 50, "y": 3.0},
     ]
-    cdf, longest = processing_cdf(bins, committed, 50)
-    # 3.5 s lies in the bucket (2^(47/4) = 3,444, 2^(48/4) = 4,096]; 31.5 s in (2^59/4, 2^60/4]
-    assert (
-        LATENCY_EDGES_MS[47] < 3_500 <= LATENCY_EDGES_MS[48] and LATENCY_EDGES_MS[59] < 31_500 <= LATENCY_EDGES_MS[60]
-    )
-    assert cdf[47] == 0 and cdf[48] == 3 and cdf[59] == 3 and cdf[60] == 8 and cdf[-1] == 8
+    spans, longest = processing_latencies(bins, committed, 50)
+    assert sorted(spans) == [(3_450, 3_500, 3), (31_450, 31_500, 5)]  # each in (low, high]
     assert longest == 31_500
-    assert processing_cdf([], committed, 50) == (None, None)
+    assert processing_latencies([], committed, 50) == (None, None)
+    # a full histogram (here of 3 bins) may have merged neighbours: a pair's records lie between
+    # its neighbours' keys (the outermost: as far out as the next one is in), one bin wider
+    full = [{"x": 10.0, "y": 1.0}, {"x": 11.0, "y": 2.0}, {"x": 12.5, "y": 4.0}]
+    spans, longest = processing_latencies(full, 1_000.0, 50, bins=3)
+    assert spans == [(400, 550, 1), (325, 500, 2), (250, 450, 4)]
+    assert longest == 550
+    assert processing_latencies(full, 1_000.0, 50, bins=4)[0] == [(450, 500, 1), (400, 450, 2), (325, 375, 4)]
 
 
 @pytest.mark.spark
@@ -77,7 +79,7 @@ def test_every_records_latency_runs_from_its_kafka_timestamp_to_its_batchs_commi
     windows, too)."""
     import json
 
-    from streamscale.experiment.slo import processing_percentile_ms
+    from streamscale.experiment.processing import processing_percentile_ms
     from streamscale.pipelines import make_pipeline
     from tests.conftest import produce
 
@@ -100,12 +102,10 @@ def test_every_records_latency_runs_from_its_kafka_timestamp_to_its_batchs_commi
     assert run.exception() is None
     batches = [b for b in run.batches if b.input_rows]
     assert sum(b.input_rows for b in batches) == 1_200
-    assert sum(b.processing_cdf[-1] for b in batches) == 1_200  # every record counted
-    from streamscale.pipelines.output import LATENCY_EDGES_MS
-
-    below_40s = sum(
-        int(b.processing_cdf[max(k for k, e in enumerate(LATENCY_EDGES_MS) if e < 40_000)]) for b in batches
-    )
-    assert below_40s == 900  # the fresh ones, whatever the batch took (less than 40 s)
+    spans = [s for b in batches for s in b.processing_latency]
+    assert sum(n for _, _, n in spans) == 1_200  # every record counted
+    # the fresh ones took less than 40 s, whatever the batch took; the others 40 s and more
+    assert sum(n for _, high, n in spans if high < 40_000) == 900
+    assert sum(n for low, _, n in spans if low >= 40_000 - 50) == 300
     assert processing_percentile_ms(batches, 0.5) < 40_000 <= processing_percentile_ms(batches, 0.95)
     assert max(b.processing_max_ms for b in batches) >= 40_000
