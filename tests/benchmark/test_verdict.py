@@ -149,11 +149,13 @@ def test_a_look_at_a_held_lag_goes_on_while_the_p95_bounds_hold_the_limit():
     assert decided(lag, batches(8_050), t0, None)  # surely above: a failure, decided
 
 
-def _judge_synthetic(tmp_path, monkeypatch, run, load: float, seconds: float, speeds=(1000.0, 1000.0, 1000.0)):
+def _judge_synthetic(
+    tmp_path, monkeypatch, run, load: float, seconds: float, speeds=(1000.0, 1000.0, 1000.0), latency=(0.0, 1.0)
+):
     """An ExperimentRunner of UC1 at ``load`` for ``seconds`` (5 s warm-up, looks from 15 s) and
-    its verdict on ``run`` (lag samples, batches, t0 of a synthetic run; every record processed
-    within 1 ms), the machine's speed at the execution's start, before and after the run being
-    ``speeds``."""
+    its verdict on ``run`` (lag samples, batches, t0 of a synthetic run; every record's processing
+    latency in ``latency``'s (low, high] ms), the machine's speed at the execution's start, before
+    and after the run being ``speeds``."""
     from types import SimpleNamespace
 
     from streamscale.benchmark.experiment_runner import ExperimentRunner, experiment_settings
@@ -179,7 +181,7 @@ def _judge_synthetic(tmp_path, monkeypatch, run, load: float, seconds: float, sp
     samples, batches, t0 = run
     lag = [LagSample(x.t_s, x.lag, x.end_total, x.committed_total) for x in samples]
     for b in batches:
-        b["processing_latency"] = [(0.0, 1.0, b["input_rows"])]
+        b["processing_latency"] = [(*latency, b["input_rows"])]
     runner.reference_speed, before, after = speeds
     monkeypatch.setattr(noise, "calibration_speed", lambda: after)
     r = SimpleNamespace(
@@ -239,3 +241,19 @@ def test_a_run_that_fell_behind_on_a_slower_machine_is_undecided_and_says_why(tm
     assert slower.note.startswith("falling behind not judged: the machine ran 15% slower than at the start, 5")
     *_, barely = _judge_synthetic(tmp_path, monkeypatch, run(), 20_000, 40, speeds=(1000.0, 1000.0, 960.0))
     assert barely.verdict == "fail"  # 4 % slower: within the machine's own noise
+
+
+def test_a_run_whose_processing_p95_bounds_hold_the_limit_is_undecided_and_says_where_it_lies(tmp_path, monkeypatch):
+    # a flat lag at 20,000 records/s; every record's latency known within 50 ms around UC1's 8 s
+    from tests.experiment.test_slo import _sawtooth_run
+
+    def judged(low, high):
+        run = _sawtooth_run(rate=20_000.0, batch_s=1.0, seconds=40, growth=0.0)
+        return _judge_synthetic(tmp_path, monkeypatch, run, 20_000, 40, latency=(low, high))[-1]
+
+    held, between, above = judged(7_950.0, 8_000.0), judged(7_980.0, 8_030.0), judged(8_000.0, 8_050.0)
+    assert held.processing_limit_ms == between.processing_limit_ms == 8_000.0
+    assert (held.verdict, held.processing_p95_ms, held.note) == ("pass", 8_000.0, "")
+    assert (between.verdict, between.processing_p95_ms) == ("undecided", 8_030.0)
+    assert between.note == "processing p95 lies in (7,980, 8,030] ms, which holds its limit"
+    assert (above.verdict, above.processing_slo) == ("fail", False)
