@@ -264,7 +264,7 @@ class ExperimentRunner:
         proc_trend = processing_trend(r.batches, r.t0_wall, fitted_from) if r.t0_wall else None
         growing = latency_growing(proc_trend, ran - fitted_from)
         valid, invalid_note = run_validity(
-            r.generator_reached_target, r.lag_samples_missed, ran, delivered, r.target_rate
+            r.generator_reached_target, r.lag_samples_missed, ran, delivered, r.target_rate, r.generator_error
         )
         slow = slowdown(self.reference_speed, speed_before, speed_after)
         lag_verdict, growth_fails, excuse = allow_for_slowdown(lag_verdict, growing, slope, delivered, slow)

@@ -56,8 +56,11 @@ def run_validity(
     duration_s: float,
     delivered: float | None = None,
     target: float | None = None,
+    generator_error: str | None = None,
 ) -> tuple[bool, str]:
     """Whether a run can be judged, and why not."""
+    if generator_error and not generator_reached_target:
+        return False, f"{generator_error}: experiment invalid"
     if delivered is not None and target and delivered < DELIVERED_MIN * target:
         return False, (
             f"records reached the input topic at {delivered:,.0f}/s, below {DELIVERED_MIN:.0%} of the "

@@ -61,6 +61,7 @@ class SutResult:
     connector: str = ""  # the Kafka connector the SUT read with: python or spark
     late_counted: bool = True  # False: Spark's connector, whose rows carry no watermark to count with
     ran_s: float = 0.0  # how long the load ran: the duration, or less where the judge decided early
+    generator_error: str | None = None  # the load generator's first error (a worker's failure)
     spark_cpu_pct: float = float("nan")  # the Spark application's processes while the load ran, % of one CPU
     broker_cpu_pct: float = float("nan")  # the broker's processes (an embedded broker's), % of one CPU
     steal_pct: float = float("nan")  # the machine's steal time while the load ran, % of all CPUs
@@ -207,6 +208,8 @@ def run_sut(
                             on_batch(asdict(b))
                     if run.exception() is not None:
                         raise query_failure(uc, run.exception())
+                    if gen.worker_failure():  # no load to judge the query by: the run ends, invalid
+                        break
                     if judge is not None and time.monotonic() >= next_check:
                         if judge(list(sampler.samples), list(run.batches), sampler.t0_wall, input_topic):
                             break
@@ -259,6 +262,7 @@ def run_sut(
         generated=gres.delivered,
         generator_rate=gres.achieved_rate,
         generator_reached_target=gres.reached_target,
+        generator_error=gres.first_error,
         processed_records=processed,
         processed_rate=rate,
         dropped_late=sum(b.dropped_late for b in run.batches),

@@ -152,6 +152,17 @@ class LoadGenerator:
         ends = [v.value for v in self._done if v.value > 0]
         self._t_end = max(ends) if len(ends) == len(self._done) else time.monotonic()
 
+    def worker_failure(self) -> str | None:
+        """What ended a worker that failed (its one-line report, or its exit code); None while
+        none did."""
+        codes = [p.exitcode for p in self._procs if p.exitcode not in (None, 0)]
+        if not codes:
+            return None
+        while not self._errors.empty():
+            msg = self._errors.get_nowait()
+            self._first_error = self._first_error or msg
+        return self._first_error or f"a load generator worker exited with code {codes[0]}"
+
     def behind(self) -> int:
         """Records the schedule says should have been sent by now but were not."""
         if not self.cfg.throttle:

@@ -39,7 +39,19 @@ def _worker_quota(cfg: GeneratorConfig, w: int) -> int | None:
     return cfg.records // cfg.workers + (1 if w < cfg.records % cfg.workers else 0)
 
 
-def _worker(
+def _worker(cfg: GeneratorConfig, w: int, *args) -> None:
+    """A worker process (``args``: :func:`_work`'s after ``w``): its failure is reported as one
+    line on the error queue and its exit code, not a traceback on the user's console; the run sees
+    the worker gone (LoadGenerator.worker_failure)."""
+    try:
+        _work(cfg, w, *args)
+    except Exception as e:  # noqa: BLE001 - reported, and the process ends with it
+        err_q = args[7]  # after t0_wall_ms, t0, stop and the four counters
+        err_q.put(f"load generator worker {w} failed: {type(e).__name__}: {e}")
+        raise SystemExit(1) from None
+
+
+def _work(
     cfg: GeneratorConfig,
     w: int,
     t0_wall_ms: int,
@@ -90,7 +102,8 @@ def _worker(
     producer = cfg.connection.producer(producer_settings, defaults=PRODUCER_DEFAULTS)
     # CLOCK_MONOTONIC is system-wide, so all workers share the parent's schedule origin t0.
     while time.monotonic() < t0 and not stop.is_set() and not orphaned():
-        time.sleep(min(0.01, t0 - time.monotonic() + 1e-4))
+        # t0 may pass between the check and the sleep on a busy machine (a negative sleep raised)
+        time.sleep(max(0.0, min(0.01, t0 - time.monotonic() + 1e-4)))
     cpu0 = time.process_time()  # the process's CPU (librdkafka's threads included) from here
     if cfg.records_spec is not None:
         send = _records_sender(cfg, producer, cfg.records_spec.maker(w, cfg.workers), t0_wall_ms, rate_w)

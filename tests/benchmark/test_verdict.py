@@ -38,6 +38,9 @@ def test_a_run_given_less_than_99_percent_of_its_load_is_not_judged():
     # the generator's own account still counts, and a run without offsets is judged as before
     assert run_validity(False, 0, 60, delivered=10_000, target=10_000)[0] is False
     assert run_validity(True, 0, 60) == (True, "")
+    # a generator that failed says why, before what its shortfall was
+    failed = "load generator worker 0 failed: ValueError: sleep length must be non-negative"
+    assert run_validity(False, 0, 60, 0.0, 10_000, failed) == (False, f"{failed}: experiment invalid")
 
 
 def test_a_latency_that_keeps_growing_fails_one_that_wobbles_does_not():
@@ -186,7 +189,7 @@ def _judge_synthetic(
     monkeypatch.setattr(noise, "calibration_speed", lambda: after)
     r = SimpleNamespace(
         lag=lag, batches=batches, t0_wall=t0, input_topic="in", ran_s=float(seconds), generator_rate=load,
-        target_rate=load, generator_reached_target=True, lag_samples_missed=0, dropped_late=0,
+        target_rate=load, generator_reached_target=True, generator_error=None, lag_samples_missed=0, dropped_late=0,
         generated=int(load * seconds), processed_records=sum(b["input_rows"] for b in batches), final_lag=0,
         spark_cpu_pct=100.0, sampler_cpu_s=0.1, wall_s=float(seconds), generator_cpu_s=1.0, machine_cpu_pct=90.0,
         broker_cpu_pct=20.0, steal_pct=0.0,

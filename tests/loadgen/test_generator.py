@@ -206,3 +206,22 @@ def test_described_records_land_where_librdkafkas_partitioner_puts_their_keys(br
     for m in _consume_all(broker.bootstrap, topic, 4, 4000):
         got.setdefault(m.key(), set()).add(m.partition())
     assert {k: v.pop() for k, v in got.items() if len(v) == 1} == placed and len(got) == 40
+
+
+def test_a_worker_that_fails_is_reported_in_one_line_and_seen_gone(broker, topic_factory, capfd):
+    # a producer setting librdkafka refuses: each worker fails as it starts its producer
+    gen = LoadGenerator(
+        GeneratorConfig(
+            broker.bootstrap,
+            topic=topic_factory(1),
+            sensors=1000,
+            workers=2,
+            producer_config={"linger.ms": "soon"},
+        )
+    ).start()
+    res = gen.wait(60)  # ends by itself: every worker is gone
+    assert res.delivered == 0 and not res.reached_target
+    assert res.first_error.startswith("load generator worker ")
+    assert "Invalid value for configuration property" in res.first_error
+    assert gen.worker_failure() == res.first_error
+    assert "Traceback" not in capfd.readouterr().err
