@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from _alternate import alternate
+from _main import run
 from capacity import SETTINGS
 
 import streamscale.pipelines.base as base
@@ -70,4 +71,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
