@@ -13,13 +13,13 @@ al.'s sustainable throughput): its per-batch p95's trend over the fitted span, w
 that allows for autocorrelated batches, lies above zero and grew by more than
 :data:`LATENCY_GROWTH_MS` over the span: a query that falls further behind with every batch.
 
-A processing-latency percentile is known between two bounds 50 ms apart
-(streamscale.experiment.processing): a limit between them is neither held nor failed by the run.
-An output-latency percentile is read as the upper edge of its bucket (streamscale.pipelines.output,
-19 % wide), so the true value lies above the edge below it: a limit inside that bucket is neither
-held nor failed (:func:`percentile_verdict`). Measured: UC2 at 140,000 records/s on one core read
-8,192 ms against the 8 s limit over a 150 s run and 6,889 ms over 300 s of the same load; calling
-the first a failure put a bracket's failed end where a long run held.
+A latency percentile is known between two bounds, and a limit between them is neither held nor
+failed by the run: for the processing latency, bounds 50 ms apart (streamscale.experiment.
+processing, :func:`bounds_verdict`); for the output latency, the edges of its 19 % bucket
+(streamscale.pipelines.output, :func:`percentile_verdict`). Measured, with the processing latency
+in such buckets: UC2 at 140,000 records/s on one core read 8,192 ms against the 8 s limit over a
+150 s run and 6,889 ms over 300 s; calling the first a failure put a bracket's failed end where a
+long run held.
 """
 
 from __future__ import annotations
