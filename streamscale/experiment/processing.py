@@ -16,16 +16,7 @@ import math
 
 import numpy as np
 
-from streamscale.experiment.slo import Trend, _batch_end_s, _field, fit
-
-
-def _after_warmup(batches, t0_wall: float | None, warmup_s: float):
-    for b in batches:
-        if t0_wall is not None:
-            end = _batch_end_s(b, t0_wall)
-            if end is None or end < warmup_s:
-                continue
-        yield b
+from streamscale.experiment.slo import Trend, _batch_end_s, _field, after_warmup, fit
 
 
 def _quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -40,7 +31,7 @@ def processing_bounds(
 ) -> tuple[float, float] | None:
     """The run's q-quantile of every record's processing latency lies above the first and at most
     at the second (ms); batches ending before the warm-up are left out. None: no records."""
-    spans = [s for b in _after_warmup(batches, t0_wall, warmup_s) for s in (_field(b, "processing_latency") or ())]
+    spans = [s for b in after_warmup(batches, t0_wall, warmup_s) for s in (_field(b, "processing_latency") or ())]
     if not spans:
         return None
     a = np.asarray(spans, dtype=float)

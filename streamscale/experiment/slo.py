@@ -317,29 +317,30 @@ def lag_slo_holds(slope: float, generated_rate: float, threshold: float = 0.01) 
 # true value).
 
 
-def latency_percentile_ms(
-    batches,
-    q: float = 0.95,
-    t0_wall: float | None = None,
-    warmup_s: float = 0.0,
-    cdf: str = "latency_cdf",
-    rows: str = "output_records",
-) -> float | None:
-    """The run's q-quantile of a latency from the batches' cumulative counts (``cdf``: rows at or
-    below each edge; default the output latency) and row counts (``rows``); batches ending before
-    the warm-up are left out. None: no rows (or no latency measured, e.g. UC1's output); inf:
-    beyond the largest edge."""
-    from streamscale.pipelines.output import LATENCY_EDGES_MS
-
-    total, cum = 0, np.zeros(len(LATENCY_EDGES_MS))
+def after_warmup(batches, t0_wall: float | None, warmup_s: float):
+    """The batches that ended after the warm-up (all of them without ``t0_wall``)."""
     for b in batches:
-        counts, n = _field(b, cdf), _field(b, rows)
-        if not counts or not n:
-            continue
         if t0_wall is not None:
             end = _batch_end_s(b, t0_wall)
             if end is None or end < warmup_s:
                 continue
+        yield b
+
+
+def latency_percentile_ms(
+    batches, q: float = 0.95, t0_wall: float | None = None, warmup_s: float = 0.0
+) -> float | None:
+    """The run's q-quantile of the output latency from the batches' cumulative counts
+    (``latency_cdf``: rows at or below each edge) and row counts; batches ending before the
+    warm-up are left out. None: no rows (or no latency measured, e.g. UC1's output); inf: beyond
+    the largest edge."""
+    from streamscale.pipelines.output import LATENCY_EDGES_MS
+
+    total, cum = 0, np.zeros(len(LATENCY_EDGES_MS))
+    for b in after_warmup(batches, t0_wall, warmup_s):
+        counts, n = _field(b, "latency_cdf"), _field(b, "output_records")
+        if not counts or not n:
+            continue
         total += int(n)
         cum += np.asarray(counts, dtype=float)
     if total == 0:
@@ -351,13 +352,5 @@ def latency_percentile_ms(
 def median_batch_ms(batches, t0_wall: float | None = None, warmup_s: float = 0.0) -> float | None:
     """Median duration (``batch_ms``, Spark's triggerExecution) of the micro-batches that read
     records and ended after the warm-up; None when there is none."""
-    ms = []
-    for b in batches:
-        if not _field(b, "input_rows"):
-            continue
-        if t0_wall is not None:
-            end = _batch_end_s(b, t0_wall)
-            if end is None or end < warmup_s:
-                continue
-        ms.append(float(_field(b, "batch_ms")))
+    ms = [float(_field(b, "batch_ms")) for b in after_warmup(batches, t0_wall, warmup_s) if _field(b, "input_rows")]
     return float(np.median(ms)) if ms else None

@@ -158,10 +158,14 @@ class LoadGenerator:
         codes = [p.exitcode for p in self._procs if p.exitcode not in (None, 0)]
         if not codes:
             return None
+        self._read_errors()
+        return self._first_error or f"a load generator worker exited with code {codes[0]}"
+
+    def _read_errors(self) -> None:
+        """Keep the first error the workers reported (the queue is drained)."""
         while not self._errors.empty():
             msg = self._errors.get_nowait()
             self._first_error = self._first_error or msg
-        return self._first_error or f"a load generator worker exited with code {codes[0]}"
 
     def behind(self) -> int:
         """Records the schedule says should have been sent by now but were not."""
@@ -189,9 +193,7 @@ class LoadGenerator:
                 p.join(5)
         if self._monitor is not None:
             self._monitor.join(5)
-        while not self._errors.empty():
-            msg = self._errors.get_nowait()
-            self._first_error = self._first_error or msg
+        self._read_errors()
         return self.result()
 
     def result(self) -> GeneratorResult:
