@@ -4,6 +4,7 @@ executor) count held and the lowest it failed, searched until they lie within 15
     .venv/bin/python benchmarks/capacity.py [--uc uc1 uc2 uc3 uc4] [--standalone] [--brokers 3]
         [--duration S] [--warmup S] [--repetitions 1] [--resolution 0.15] [--out results/capacity]
         [--loads L ...] [--resources N ...] [--every-run] [--confirm [300]] [--confirm-warmup 60]
+        [--generators 1]
 
 One benchmark execution per UC with the defaults (``metric: capacity``, ``strategy: bracket``):
 the UC's own parameters (no cap per batch), the default SLOs (lag trend 1 % of the load, p95
@@ -15,8 +16,9 @@ confined to that many of the machine's CPUs, ``local[n]``) or, with ``--standalo
 from pyspark's jars. The search starts at the UC's first load below on the fewest resources, and
 each amount above where the one below failed. UC4's load counts sensors in groups of 4 (the last
 group partly filled), so its search narrows as the others' do. 8
-partitions, 1 generator process on the same machine; a load the generator cannot reach ends the
-search upwards (the run says so). ``--brokers 3``: on an embedded cluster of three nodes, the
+partitions, 1 generator process on the same machine (``--generators``: more, each a CPU's worth
+at most, which Spark then shares); a load the generator cannot reach ends the search upwards
+(the run says so). ``--brokers 3``: on an embedded cluster of three nodes, the
 topics with three replicas, two in sync (the generator's acks=all waits for both). Results
 (experiments.csv, capacity.png, report.html) per UC under ``--out``; a table at the end.
 
@@ -99,7 +101,7 @@ def spec_for(uc: str, args, master: str | None) -> dict:
         topics.update(replication_factor=min(3, args.brokers), min_insync_replicas=min(2, args.brokers))
     return {
         "name": f"capacity-{uc}{'-standalone' if master else ''}",
-        "benchmark": {"sut": uc, "params": params, "topics": topics, "loadgen": {"workers": 1}},
+        "benchmark": {"sut": uc, "params": params, "topics": topics, "loadgen": {"workers": args.generators}},
         "execution": execution,
     }
 
@@ -118,6 +120,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--duration", type=float, help="run seconds (default per UC: 60 for UC1, 150 for the others)")
     ap.add_argument("--warmup", type=float, help="warm-up seconds (default per UC: 20 for UC1, 30 for the others)")
     ap.add_argument("--repetitions", type=int, default=1)
+    ap.add_argument(
+        "--generators", type=int, default=1, help="load generator processes (default 1; more reach higher loads)"
+    )
     ap.add_argument("--resolution", type=float, default=0.15, help="failed / held - 1 to reach (default 0.15)")
     ap.add_argument("--out", type=Path, default=Path("results/capacity"))
     ap.add_argument("--loads", type=float, nargs="+", help="these loads, every one (one --uc only), not a search")
@@ -166,15 +171,18 @@ def main() -> None:
         for uc in args.uc:
             t0 = time.monotonic()
             raw = spec_for(uc, args, master)
+            before = len(read_results(out / uc))  # a resumed directory's runs cost no time now
             summary = run_execution(parse_spec(raw), out / uc, broker.bootstrap, broker_pids=broker.pids())
-            answers[uc] = (summary, read_results(out / uc), time.monotonic() - t0)
+            rows = read_results(out / uc)
+            answers[uc] = (summary, rows, time.monotonic() - t0, len(rows) - before)
             print(f"{uc}: {summary['answer']['sentence']} ({answers[uc][2]:.0f} s)", flush=True)
             if args.confirm is not None:
                 confirmed[uc] = confirm(raw, summary["answer"]["brackets"], out / uc, broker, args)
     unit = "executor" if args.standalone else "core"
     print(f"\nUC: capacity per {unit} count (runs: load x {unit}s: verdict, lag trend [95 %] / limit, median batch)")
-    for uc, (summary, rows, secs) in answers.items():
-        print(f"{uc}: {summary['answer']['sentence']} ({len(rows)} runs, {secs / 60:.0f} min)")
+    for uc, (summary, rows, secs, ran) in answers.items():
+        resumed = f", {len(rows) - ran} of them read from {out / uc}" if ran < len(rows) else ""
+        print(f"{uc}: {summary['answer']['sentence']} ({len(rows)} runs{resumed}, {ran} run in {secs / 60:.0f} min)")
         print_runs(rows)
         for line in confirmed.get(uc, []):
             print(f"  {line}")

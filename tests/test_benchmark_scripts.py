@@ -100,6 +100,9 @@ def test_capacity_searches_brackets_with_the_defaults_and_rechecks_given_points_
     replicated = capacity.parse_spec(capacity.spec_for("uc1", capacity.parse_args(["--brokers", "3"]), None))
     assert (replicated.benchmark.topics.replication_factor, replicated.benchmark.topics.min_insync_replicas) == (3, 2)
     assert capacity.parse_spec(capacity.spec_for("uc1", capacity.parse_args([]), None)).replication_factor(False) == 1
+    assert capacity.parse_spec(capacity.spec_for("uc1", capacity.parse_args([]), None)).benchmark.loadgen.workers == 1
+    two = capacity.parse_spec(capacity.spec_for("uc1", capacity.parse_args(["--generators", "2"]), None))
+    assert two.benchmark.loadgen.workers == 2
 
 
 def test_capacity_loads_need_one_uc(capsys):
