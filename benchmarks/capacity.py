@@ -182,7 +182,8 @@ def main() -> None:
     print(f"\nUC: capacity per {unit} count (runs: load x {unit}s: verdict, lag trend [95 %] / limit, median batch)")
     for uc, (summary, rows, secs, ran) in answers.items():
         resumed = f", {len(rows) - ran} of them read from {out / uc}" if ran < len(rows) else ""
-        print(f"{uc}: {summary['answer']['sentence']} ({len(rows)} runs{resumed}, {ran} run in {secs / 60:.0f} min)")
+        runs = f"{len(rows)} run{'' if len(rows) == 1 else 's'}"
+        print(f"{uc}: {summary['answer']['sentence']} ({runs}{resumed}, {ran} run in {secs / 60:.0f} min)")
         print_runs(rows)
         for line in confirmed.get(uc, []):
             print(f"  {line}")
