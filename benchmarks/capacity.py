@@ -147,6 +147,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error("--loads needs exactly one --uc (each UC has its own load type)")
     if args.confirm is not None and (args.loads or not args.confirm_warmup < args.confirm):
         ap.error("--confirm re-checks a search's ends (not --loads), and its runs outlast --confirm-warmup")
+    if not 1 <= args.generators <= 256:  # before a broker starts: the spec would refuse it only then
+        ap.error("--generators is a number of processes from 1 to 256")
     return args
 
 

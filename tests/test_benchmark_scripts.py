@@ -103,6 +103,8 @@ def test_capacity_searches_brackets_with_the_defaults_and_rechecks_given_points_
     assert capacity.parse_spec(capacity.spec_for("uc1", capacity.parse_args([]), None)).benchmark.loadgen.workers == 1
     two = capacity.parse_spec(capacity.spec_for("uc1", capacity.parse_args(["--generators", "2"]), None))
     assert two.benchmark.loadgen.workers == 2
+    with pytest.raises(SystemExit):
+        capacity.parse_args(["--generators", "0"])
 
 
 def test_capacity_loads_need_one_uc(capsys):
