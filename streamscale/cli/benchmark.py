@@ -188,6 +188,34 @@ def bench_run(
     )
 
 
+@bench_app.command("check")
+def bench_check(
+    results_dir: Path = typer.Argument(..., metavar="RESULTS", help="The new results folder (of `benchmark run`)"),
+    baseline: Path = typer.Option(..., "--baseline", metavar="BASELINE", help="The results folder to compare with"),
+    tolerance: float = typer.Option(
+        0.0, "--tolerance", min=0, max=99, metavar="PCT", help="Forgive a failure up to PCT % below the baseline's held end"
+    ),
+    junit: Path = typer.Option(None, "--junit", metavar="FILE", help="Also write the comparison as JUnit XML"),
+):
+    """Gate for CI: exit 1 when an entry (configuration x resources) lost capacity against BASELINE, else 0."""
+    from streamscale.benchmark.gate import compare, junit_xml, read_folder
+
+    cmp = compare(read_folder(baseline), read_folder(results_dir), tolerance / 100)
+    label = lambda e: e.label(cmp.resource_type)  # noqa: E731 - one short formatter
+    for which, entries in (("the baseline", cmp.only_baseline), (str(results_dir), cmp.only_new)):
+        if entries:
+            out.print(f"note: only in {which}, not compared: {', '.join(map(label, entries))}", highlight=False)
+    if junit is not None:
+        junit.write_text(junit_xml(cmp))
+    for r in cmp.regressions:
+        out.print(f"regression: {label(r.entry)}: {r.reason}", highlight=False)
+    n = len(cmp.compared)
+    if cmp.regressions:
+        out.print(f"{len(cmp.regressions)} of {n} entries lost capacity against {baseline}", highlight=False)
+        raise typer.Exit(1)
+    out.print(f"no capacity fell: {n} entr{'y' if n == 1 else 'ies'} compared with {baseline}", highlight=False)
+
+
 @root.command("report")
 def report_cmd(results_dir: Path):
     """Write RESULTS_DIR/report.html: one self-contained page for a benchmark execution."""
