@@ -70,7 +70,7 @@ SETTINGS = {
     "uc2": ({"window_s": 60, "lateness_s": 5}, {"type": "sensors", "values": [40_000, 400_000]}, 150, 30),
     "uc3": ({}, {"type": "sensors", "values": [10_000, 400_000]}, 150, 30),
     # UC4's load as any number of sensors, in groups of 4 (the last level partly filled): its
-    # bracket narrows as finely as the others', where seed 002's 4^n sensors step by 4x
+    # bracket narrows as finely as the others', where Henning and Hasselbring's 4^n sensors step by 4x
     "uc4": ({"window_s": 60, "lateness_s": 5, "children": 4}, {"type": "sensors", "values": [4_096, 262_144]}, 150, 30),
 }
 

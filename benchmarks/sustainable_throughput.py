@@ -6,7 +6,7 @@
 For each rate (ascending, stopping at the first failure) one isolated run of `run_sut`: fresh
 broker topics, the load generator at that rate, the pipeline on the given master; the lag trend is
 the least-squares slope of the lag samples after the warm-up, and the rate is sustained if the slope
-is at most 1 % of the rate (seed 002 §5.3) and the generator reached its target.
+is at most 1 % of the rate (Henning and Hasselbring, §5.3) and the generator reached its target.
 """
 
 from __future__ import annotations

@@ -106,3 +106,11 @@ def test_no_page_speaks_of_how_the_work_was_organised():
     words = re.compile(r"\b(issue \d+|stop \d+|this session)\b", re.I)
     for page in [ROOT / "README.md", ROOT / "docs" / "benchmarking.md"]:
         assert not words.search(page.read_text()), page.name
+
+
+def test_papers_are_cited_by_their_authors_not_by_a_file_name():
+    # the source papers were once named "seed 00N" after files no reader has; a random seed is fine
+    words = re.compile(r"\bseed (\d|paper)|\bseed's\b|\bthe seed\b(?! of)", re.I)
+    files = [*PAGES, *(ROOT / "streamscale").rglob("*.py"), *(ROOT / "examples").rglob("*.yaml")]
+    said = [f"{f.relative_to(ROOT)}: {m.group(0)}" for f in files for m in words.finditer(f.read_text())]
+    assert said == []

@@ -1,1 +1,1 @@
-"""Autoscaler concern: rebalance-aware bin packing of partitions onto consumers (seed 001)."""
+"""Autoscaler concern: rebalance-aware bin packing of partitions onto consumers (Landau et al.)."""

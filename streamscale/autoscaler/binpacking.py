@@ -1,4 +1,5 @@
-"""Consumer-group assignment as iterated bin packing (seed 001, §IV and §VI-A).
+"""Consumer-group assignment as iterated bin packing (§IV and §VI-A of Landau, Saurabh, Andrade and
+Barbosa, *Multi-Objective Optimization of Consumer Group Autoscaling in Message Broker Systems*).
 
 Items are partitions with a measured write speed s_j(t_k) (bytes/s); bins are consumers with
 capacity C. An assignment maps every partition to one consumer id (0, 1, 2, ...). Each algorithm

@@ -18,7 +18,7 @@ def measurement_stream(
     """n measurements: s_j(t_1) uniform in [0, C]; s_j(t_k) = max{0, s_j(t_k-1) + phi(delta)/100 * C}.
 
     phi(delta) is uniform in [-delta, delta]. Speeds are also capped at C: a partition faster than
-    one consumer cannot be assigned by any algorithm (the seed leaves this case open).
+    one consumer cannot be assigned by any algorithm (the paper leaves this case open).
     """
     rng = np.random.default_rng(seed)
     # §VI-B tried four starts: uniform in [0, C] (the one reported), all 0, all C/2, all C

@@ -1,4 +1,4 @@
-"""`streamscale autoscale evaluate`: the seed's evaluation (§VI) as CSV tables and PNG figures (Figs. 5-12)."""
+"""`streamscale autoscale evaluate`: the paper's evaluation (§VI) as CSV tables and PNG figures (Figs. 5-12)."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def evaluate(
                 "avg_consumers": round(float(np.mean([consumers_used(a) for a in assigns])), 3),
                 "samples": len(lat),
                 "samples_latency_gt0": int(len(pos)),
-                # over the samples > 0 s, as the seed's Fig. 8 (over all samples MWF's is 0)
+                # over the samples > 0 s, as the paper's Fig. 8 (over all samples MWF's is 0)
                 "p90_latency_s": round(float(np.percentile(pos, 90)), 3) if len(pos) else 0.0,
                 "max_latency_s": round(float(lat.max()), 3) if len(lat) else 0.0,
             }

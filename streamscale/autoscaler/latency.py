@@ -1,4 +1,4 @@
-"""The latency model of seed 001 §VI-C (Eqs. 16-27).
+"""The latency model of Landau et al., §VI-C (Eqs. 16-27).
 
 Each iteration lasts 30 s with stable write speeds; a rebalance takes 5 s, during which data of
 partitions moved to a consumer (its *rebalanced* queue) cannot be read. Data of partitions it
@@ -66,7 +66,7 @@ class Segments:
 
     def percentile(self, q: float, positive_only: bool = True) -> float:
         """The q-th percentile (inverted CDF: the smallest x with at least q % of samples <= x),
-        over the samples > 0 (as the seed's Fig. 8 box plots) or over all samples."""
+        over the samples > 0 (as the paper's Fig. 8 box plots) or over all samples."""
         pop = self.count_above(0.0) if positive_only else self.total()
         if pop == 0:
             return 0.0
@@ -100,7 +100,7 @@ def latency_segments(
     ``sampling="bytes"``: one sample per byte written in the iteration, L(i) for i = 0, 1, ...
     (the equations are stated for every byte i of T); ``"instants"``: ``instants`` bytes evenly
     spaced over each queue's T. The first iteration has no previous assignment, so nothing is
-    rebalanced in it (the seed's kd_31 and kd_32 have no sample above 0 s).
+    rebalanced in it (the paper's kd_31 and kd_32 have no sample above 0 s).
     """
     cbar = consumer_capacity
     carry: dict[int, float] = {}  # consumer -> latency of the last byte of its fixed queue

@@ -1,4 +1,4 @@
-"""`streamscale autoscale reproduce`: seed 001's §VI-C and §VI-E figures, each with its spread.
+"""`streamscale autoscale reproduce`: Landau et al.'s §VI-C and §VI-E figures, each with its spread.
 
 Every parameter the paper names is a field of :class:`ReproduceSpec` (YAML). Each figure is
 measured over many independent draws (streams of Eq. 15, and for Kafka's assignment a random
@@ -7,7 +7,7 @@ and 95th percentiles. No seed is chosen to match the paper: draw d uses seed ``s
 
 Readings of the text this module makes (docs/autoscaler.md gives the reasons):
 
-* p90 latencies are taken over the samples > 0 s (the seed's Fig. 8 box plots only those; over all
+* p90 latencies are taken over the samples > 0 s (the paper's Fig. 8 box plots only those; over all
   samples MWF's p90 is 0 s). One sample per byte written (Eqs. 22 and 27 are stated for every
   byte i), per-byte exact without enumerating bytes (:class:`~.latency.Segments`).
 * Kafka's assignment is "random" with an equal count per consumer and does not change over the
@@ -111,7 +111,7 @@ class ReproduceSpec(_Spec):
     packing: PackingSpec = Field(default_factory=PackingSpec)
 
 
-PAPER = {  # seed 001, in the unit of `measured`, with half a unit of the paper's last digit
+PAPER = {  # Landau et al., in the unit of `measured`, with half a unit of the paper's last digit
     "VI-E Rscore of MWF vs the best baseline, delta=25": (-23.0, "%", 0.5),
     "VI-E operational cost (CBS of MWF), delta=25": (8.8, "%", 0.05),
     "VI-E Rscore of MWF vs the best baseline, delta=5": (-55.0, "%", 0.5),
@@ -157,7 +157,7 @@ class Row:
 
 # -- §VI-C ------------------------------------------------------------------------------------
 def random_equal_count(partitions: int, consumers: int, rng: np.random.Generator) -> Assignment:
-    """Kafka's assignment as the seed describes it: an equal count per consumer, partitions random."""
+    """Kafka's assignment as the paper describes it: an equal count per consumer, partitions random."""
     order = rng.permutation(partitions)
     return {int(p): i % consumers for i, p in enumerate(order)}
 
@@ -360,7 +360,7 @@ def _plots(
         ax.plot([r["paper"] / scale], [i], "x", color="C3", ms=9, label="paper" if i == 0 else None)
     ax.set_yticks(y, [f"{r['figure']} [{r['unit']}]" for r in table], fontsize=7)
     ax.axvline(0, color="grey", lw=0.5)
-    ax.set(xlabel="value / |paper's value|", title="seed 001 §VI: paper vs this reproduction")
+    ax.set(xlabel="value / |paper's value|", title="Landau et al., §VI: paper vs this reproduction")
     ax.grid(alpha=0.3, axis="x")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -380,8 +380,8 @@ def _html(spec: ReproduceSpec, table: list[dict], variants: list[dict], out_dir:
 
     return "".join(
         [
-            page_head("seed 001 §VI reproduction"),
-            "<h1>Autoscaler evaluation: seed 001 §VI reproduced</h1>",
+            page_head("Landau et al., §VI reproduction"),
+            "<h1>Autoscaler evaluation: Landau et al., §VI reproduced</h1>",
             "<h2>Figures</h2>",
             html_table(detailed(table)),
             "<h2>Variants</h2>",

@@ -1,4 +1,4 @@
-"""PNG plots: lag over time with its trend and the SLO limit (seed 002 Fig. 3), and the metric.
+"""PNG plots: lag over time with its trend and the SLO limit (Henning and Hasselbring, Fig. 3), and the metric.
 
 Every axis carries its unit. The load axis is in records/s wherever the load type is a rate
 (``sensors``, ``nested_groups``: see ``streamscale.benchmark.units``); resources are integers and drawn as steps.

@@ -85,7 +85,10 @@ _PARAM_MEANING: dict[str, tuple[str, str]] = {
         "topic for records that cannot be decoded (Spark's connector: a second query routes them); null: counted",
         "",
     ),
-    "optimize_topology": ("merge repartitions (seed 004); null: where it is faster on Spark", ""),
+    "optimize_topology": (
+        "merge repartitions (Bejeck and Wang, Optimizing Kafka Streams Applications); null: where it pays on Spark",
+        "",
+    ),
     "sink": ("UC1: log lines, none (noop), SQLite, a JDBC table or a Kafka topic; a job: kafka or noop", ""),
     "db_path": ("UC1's SQLite file (sink sqlite)", "path"),
     "jdbc_url": ("UC1's database (sink jdbc); its driver must be on Spark's classpath", ""),

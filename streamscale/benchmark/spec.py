@@ -201,7 +201,7 @@ class ExecutionSpec(_Model):
     )
     stop_at_majority: bool = Field(
         True,
-        description="stop a point's repetitions once a majority agrees (seed 002); false runs all of "
+        description="stop a point's repetitions once a majority agrees (Henning and Hasselbring); false runs all of "
         "them, to see whether they agree",
     )
     strategy: StrategySpec = Field(default_factory=StrategySpec)

@@ -1,4 +1,4 @@
-"""Per-partition log sizes from the brokers' DescribeLogDirs (what seed 001's monitor reads).
+"""Per-partition log sizes from the brokers' DescribeLogDirs (what Landau et al.'s monitor reads).
 
 confluent-kafka's AdminClient has no DescribeLogDirs (librdkafka does not implement it, up to
 2.16), so this one call goes through kafka-python's admin client, which does. The connection's

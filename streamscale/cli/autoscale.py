@@ -1,4 +1,4 @@
-"""`streamscale autoscale ...`: consumer-group autoscaling (seed 001), offline and live."""
+"""`streamscale autoscale ...`: consumer-group autoscaling (Landau et al.), offline and live."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def autoscale_evaluate(
     latency_measurements: int = typer.Option(100, min=2),
     seed: int = typer.Option(0),
 ):
-    """The seed's evaluation: CBS, Rscore, Pareto fronts per delta, latency vs Kafka's assignment."""
+    """The paper's evaluation: CBS, Rscore, Pareto fronts per delta, latency vs Kafka's assignment."""
     from streamscale.autoscaler.figures import evaluate
 
     r = evaluate(out_dir, partitions, measurements, latency_measurements, seed=seed, progress=console.print)
@@ -59,7 +59,7 @@ def autoscale_reproduce(
         None, "--spec", help="YAML spec (default: the paper's parameters, examples/autoscaler/reproduce.yaml)"
     ),
 ):
-    """Seed 001 §VI-C/§VI-E figures over many draws: reproduction.csv, variants, plots, report.html."""
+    """Landau et al., §VI-C/§VI-E figures over many draws: reproduction.csv, variants, plots, report.html."""
     from rich.table import Table
 
     from streamscale.autoscaler.reproduce import ReproduceSpec, reproduce
@@ -71,7 +71,7 @@ def autoscale_reproduce(
         else ReproduceSpec()
     )
     r = reproduce(spec, out_dir, progress=lambda msg: console.print(msg, highlight=False))
-    table = Table(title="seed 001 §VI: paper vs measured (median over draws, 5-95 %)")
+    table = Table(title="Landau et al., §VI: paper vs measured (median over draws, 5-95 %)")
     for col in ("figure", "paper", "measured", "5-95 %", "in spread"):
         table.add_column(col, justify="left" if col == "figure" else "right", overflow="fold")
     for row in r["rows"]:

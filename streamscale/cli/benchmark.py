@@ -193,7 +193,12 @@ def bench_check(
     results_dir: Path = typer.Argument(..., metavar="RESULTS", help="The new results folder (of `benchmark run`)"),
     baseline: Path = typer.Option(..., "--baseline", metavar="BASELINE", help="The results folder to compare with"),
     tolerance: float = typer.Option(
-        0.0, "--tolerance", min=0, max=99, metavar="PCT", help="Forgive a failure up to PCT % below the baseline's held end"
+        0.0,
+        "--tolerance",
+        min=0,
+        max=99,
+        metavar="PCT",
+        help="Forgive a failure up to PCT % below the baseline's held end",
     ),
     junit: Path = typer.Option(None, "--junit", metavar="FILE", help="Also write the comparison as JUnit XML"),
 ):

@@ -1,4 +1,4 @@
-"""`streamscale reliability ...`: delivery reliability under faults (seed 003, TRAK)."""
+"""`streamscale reliability ...`: delivery reliability under faults (TRAK, after Wu, Shang and Wolter)."""
 
 from __future__ import annotations
 

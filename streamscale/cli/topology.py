@@ -12,11 +12,12 @@ from streamscale.errors import ConfigError
 
 @topo_app.command("describe")
 def topology_describe(
-    name: str = typer.Argument(..., help="uc1, uc2, uc3, uc4 or blog (the seed's example)"),
+    name: str = typer.Argument(..., help="uc1, uc2, uc3, uc4 or blog (the paper's example)"),
     optimize: bool | None = typer.Option(
         None,
         "--optimize/--no-optimize",
-        help="Merge repartitions (seed 004) always / never; default: where it pays on Spark",
+        help="Merge repartitions (Bejeck and Wang, Optimizing Kafka Streams Applications) always / never; "
+        "default: where it pays on Spark",
     ),
     out_dir: Path = typer.Option(Path("results/topology"), "--out"),
     params: list[str] = typer.Option([], "--param", "-p", help="Pipeline parameter KEY=VALUE"),

@@ -1,4 +1,4 @@
-"""The consumer-lag trend and the lag SLO (seed 002 §5.3), computed here and nowhere else.
+"""The consumer-lag trend and the lag SLO (Henning and Hasselbring, §5.3), computed here and nowhere else.
 
 The lag of a micro-batch query is a sawtooth: it grows while a batch runs and drops when the batch
 commits. A least-squares slope through samples taken once a second sees the teeth: three identical

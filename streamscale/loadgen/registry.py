@@ -1,7 +1,7 @@
 """UC4's sensor registry: a full tree of nested groups, ``levels`` deep with ``children`` per node.
 
 The leaves are the sensors the load generator simulates (``s_0`` ... ``s_{k^n - 1}``), so
-``levels`` nested groups with 4 children each give 4^n sensors, as in the Theodolite seed; with
+``levels`` nested groups with 4 children each give 4^n sensors, as in the Theodolite paper; with
 ``sensors`` given, any number of them: as many levels as 4^n needs to hold them, every group full
 but the last ones, which hold the rest (groups of four, the last level partly filled), so that a
 benchmark can step UC4's load as finely as the others'. The JSON layout follows Theodolite's

@@ -43,7 +43,7 @@ class PipelineParams(BaseModel):
     connector: Literal["python", "spark"] | None = None
     trigger_interval_s: float = 1.0
     dead_letter_topic: str | None = None
-    # seed 004's repartition merging (streamscale.topology.physical): None chooses per plan what is
+    # Bejeck and Wang's repartition merging (streamscale.topology.physical): None chooses per plan what is
     # faster on Spark, True always merges, False never
     optimize_topology: bool | None = None
 

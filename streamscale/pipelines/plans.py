@@ -1,4 +1,4 @@
-"""Logical plans of UC1-UC4 (seed 004's DSL over the pipelines' DataFrame steps)."""
+"""Logical plans of UC1-UC4 (Bejeck and Wang's DSL over the pipelines' DataFrame steps)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from streamscale.pipelines.base import WINDOW_STATS, Pipeline, PipelineParams
 class UC2Params(PipelineParams):
     window_s: float = Field(60.0, gt=0)
     lateness_s: float = Field(5.0, ge=0)
-    # final (seed 002 §5.2: UC2 aggregates over tumbling windows and, unlike UC3, emits no early
+    # final (Henning and Hasselbring, §5.2: UC2 aggregates over tumbling windows and, unlike UC3, emits no early
     # results): one row per window when the watermark closes it. update: every changed window row
     # of every micro-batch, with its `final` flag (a second pass over each batch's rows).
     emit: Literal["update", "final"] = "final"

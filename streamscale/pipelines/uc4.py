@@ -1,4 +1,4 @@
-"""UC4 hierarchical aggregation (simplified, no feedback loop, as in the seed's evaluation).
+"""UC4 hierarchical aggregation (simplified, no feedback loop, as in the paper's evaluation).
 
 A sensor registry of nested groups (``levels`` levels, ``children`` per group, so children^levels
 sensors; or ``sensors`` of them, the last groups partly filled) is joined to the stream

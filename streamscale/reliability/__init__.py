@@ -1,1 +1,1 @@
-"""Delivery-reliability testing after TRAK (seed 003): semantics x faults -> loss and duplicate rates."""
+"""Delivery-reliability testing after TRAK (Wu, Shang and Wolter): semantics x faults -> loss and duplicate rates."""

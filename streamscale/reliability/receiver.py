@@ -1,5 +1,5 @@
 """The reliability tester's receiving side: every id a topic holds, read from the start to its end
-offsets over a clean link, and the accounting of seed 003 §V:
+offsets over a clean link, and the accounting of Wu, Shang and Wolter, §V:
 
     L = N - M',  D = M - M',  alpha = L / N,  beta = D / N
 

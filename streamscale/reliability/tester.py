@@ -1,5 +1,5 @@
 """The reliability tester: send N uniquely numbered messages under one producer's delivery settings
-while a fault is injected, receive them all afterwards, and count loss and duplicates (seed 003 §V,
+while a fault is injected, receive them all afterwards, and count loss and duplicates (Wu, Shang and Wolter, §V,
 :mod:`.receiver`), and, beside them, what Kafka promised: the records the producer was told were
 written and that never arrived (*acknowledged loss*).
 

@@ -1,4 +1,5 @@
-"""A small logical-plan layer for the pipelines (seed 004): describe, optimize, compile to PySpark.
+"""A small logical-plan layer for the pipelines (after Bejeck and Wang, *Optimizing Kafka Streams
+Applications*): describe, optimize, compile to PySpark.
 
 :mod:`.plan` builds a logical plan with a Kafka-Streams-like DSL and infers which operators change
 the key; :mod:`.physical` places repartitions (optionally optimized) and splits the result into

@@ -1,4 +1,5 @@
-"""The logical plan of the blog's two-aggregation example (seed 004), and the window helper plans share.
+"""The logical plan of the two-aggregation example of Bejeck and Wang's *Optimizing Kafka Streams
+Applications*, and the window helper plans share.
 
 The plans of UC1-UC4 live with their pipelines (:mod:`streamscale.pipelines.plans`): topology knows
 nothing of pipelines.

@@ -1,4 +1,4 @@
-"""The bin-packing algorithms against hand-worked examples from seed 001 and invariants."""
+"""The bin-packing algorithms against hand-worked examples from Landau et al. and invariants."""
 
 import pytest
 
@@ -98,7 +98,7 @@ def test_kafka_equal_count():
     counts = {}
     for c in a.values():
         counts[c] = counts.get(c, 0) + 1
-    assert sorted(counts.values()) == [1] * 8 + [2] * 12  # the seed's 20 consumers x 32 partitions
+    assert sorted(counts.values()) == [1] * 8 + [2] * 12  # the paper's 20 consumers x 32 partitions
 
 
 def test_stream_is_seeded_and_bounded():

@@ -36,7 +36,7 @@ def test_segment_percentiles_equal_numpy_on_the_expanded_samples(seed, q):
 
 
 def test_bytes_sampling_is_one_sample_per_byte():
-    # one consumer (C-bar 10 B/s) with two partitions of 8 B/s for one 30 s iteration: the seed's
+    # one consumer (C-bar 10 B/s) with two partitions of 8 B/s for one 30 s iteration: the paper's
     # example, l = (0.1 - 0.0625) i for bytes i = 0 .. 479
     seg = latency_segments([{0: 8.0, 1: 8.0}], [{0: 0, 1: 0}], 10.0, sampling="bytes")
     samples = seg.expand()
@@ -49,7 +49,7 @@ def test_random_equal_count_deals_evenly_and_differently():
     rng = np.random.default_rng(0)
     a = random_equal_count(32, 20, rng)
     counts = np.bincount(list(a.values()))
-    assert sorted(a) == list(range(32)) and sorted(counts.tolist()) == [1] * 8 + [2] * 12  # the seed's example
+    assert sorted(a) == list(range(32)) and sorted(counts.tolist()) == [1] * 8 + [2] * 12  # the paper's example
     assert random_equal_count(32, 20, rng) != a  # random: a new deal per draw
 
 

@@ -46,7 +46,9 @@ def test_a_failure_at_a_load_the_baseline_held_is_a_regression():
     base = folder({one: Ends(50_000, 70_000, {50_000: "pass", 70_000: "fail"})})
     new = folder({one: Ends(60_000, 80_000, {50_000: "fail", 60_000: "pass", 80_000: "fail"})})
     cmp = compare(base, new)
-    assert len(cmp.regressions) == 1 and "failed at 50,000 records/s, which the baseline held" in cmp.regressions[0].reason
+    assert (
+        len(cmp.regressions) == 1 and "failed at 50,000 records/s, which the baseline held" in cmp.regressions[0].reason
+    )
     # undecided or invalid runs at that load decide nothing
     for v in ("undecided", "invalid"):
         new.entries[one].points[50_000] = v
@@ -90,9 +92,7 @@ def spec(strategy, configs=None, loads=(20_000,)):
     }
     if configs:
         ex["configs"] = configs
-    return parse_spec(
-        {"name": "gate", "benchmark": {"sut": "uc1", "params": {"sink": "none"}}, "execution": ex}
-    )
+    return parse_spec({"name": "gate", "benchmark": {"sut": "uc1", "params": {"sink": "none"}}, "execution": ex})
 
 
 def execute(out: Path, per_core: float, strategy=None, configs=None, loads=(20_000,)) -> Path:
@@ -109,7 +109,9 @@ def execute(out: Path, per_core: float, strategy=None, configs=None, loads=(20_0
 
 def check(*args):
     env = {**os.environ, "STREAMSCALE_METRICS_PORT": "-1"}
-    return subprocess.run([EXE, "benchmark", "check", *map(str, args)], capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(
+        [EXE, "benchmark", "check", *map(str, args)], capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def test_a_job_ten_times_as_expensive_fails_the_gate_and_the_cheaper_one_passes(tmp_path):

@@ -105,7 +105,7 @@ def test_any_number_of_sensors_fills_groups_of_four_and_the_last_level_partly():
     assert (reg.levels, reg.num_sensors) == (3, 18)
     assert reg.ancestors()["s_17"] == ["g.1.0", "g.1", "root"]
     assert reg.groups() == ["g.0", "g.0.0", "g.0.1", "g.0.2", "g.0.3", "g.1", "g.1.0", "root"]
-    # a power of four is the full tree of seed 002
+    # a power of four is the full tree of Henning and Hasselbring's Theodolite
     assert SensorRegistry.build(0, 4, sensors=16).to_json() == SensorRegistry.build(2, 4).to_json()
     with pytest.raises(ConfigError, match="1 to 10 million"):
         SensorRegistry.build(0, 4, sensors=0)

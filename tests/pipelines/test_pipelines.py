@@ -144,7 +144,7 @@ def test_uc3_hour_of_day_over_sliding_days(connector, spark, broker, topic_facto
         for d in range(5)
         for _ in range(60)
     ]
-    pipe = make_pipeline("uc3", {}, connector=connector)  # the seed's defaults: 3-day windows sliding by 1 day
+    pipe = make_pipeline("uc3", {}, connector=connector)  # the paper's defaults: 3-day windows sliding by 1 day
     assert (pipe.params.window_s, pipe.params.slide_s, pipe.params.emit_interval_s) == (3 * 86400, 86400, 5)
     send(broker.bootstrap, src, recs, 2)
     r = run(pipe, spark, broker, src, out, tmp_path / "ck")

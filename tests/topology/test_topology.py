@@ -62,7 +62,7 @@ def test_the_default_merges_repartitions_only_where_it_pays_on_spark():
     # all aggregations combine partially (the blog's counts): Spark's own shuffles win, no merge
     auto, off = physical_plan(blog_plan()), physical_plan(blog_plan(), False)
     assert not auto.optimized and describe(auto) == describe(off)
-    assert physical_plan(blog_plan(), True).optimized  # forced: seed 004's rule
+    assert physical_plan(blog_plan(), True).optimized  # forced: Bejeck and Wang's rule
     assert not physical_plan(_two_aggregations(True)).optimized
     # one aggregation cannot combine (raw records cross its shuffle anyway): one shared shuffle
     merged = physical_plan(_two_aggregations(False))

@@ -1,4 +1,4 @@
-"""The live consumer-group autoscaler of seed 001 §V: monitor, controller and consumers over Kafka.
+"""The live consumer-group autoscaler of Landau et al., §V: monitor, controller and consumers over Kafka.
 
 * :mod:`.monitor` measures each partition's write speed (bytes/s, sliding window) and publishes it
   to ``<group>.monitor.writeSpeed`` (topics are per group).

@@ -1,4 +1,4 @@
-"""One consumer of the autoscaled group (seed 001 §V-B), run as its own process.
+"""One consumer of the autoscaled group (Landau et al., §V-B), run as its own process.
 
 Cycle: (1) fetch up to ``batch_size`` bytes or until ``wait_time_secs`` passed; (2) group the
 records by source topic; (3) write them to the sink together with the next offsets (one

@@ -1,4 +1,4 @@
-"""The controller (seed 001 §V-C): Sentinel → Reassign → Group management, with Synchronize on start.
+"""The controller (Landau et al., §V-C): Sentinel → Reassign → Group management, with Synchronize on start.
 
 * **Synchronize** rebuilds the controller's view from the consumers themselves: every running
   consumer (and every consumer whose persisted state still owns partitions, restarted if dead) is

@@ -1,4 +1,4 @@
-"""The monitor (seed 001 §V-A): each partition's write speed in bytes/s over a sliding window.
+"""The monitor (Landau et al., §V-A): each partition's write speed in bytes/s over a sliding window.
 
 As in the paper, the size of each partition's log is read with DescribeLogDirs (the bytes the
 brokers hold: records with their batch headers) every sample. Where the cluster refuses that call

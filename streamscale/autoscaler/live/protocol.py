@@ -80,7 +80,7 @@ class LiveConfig(BaseModel):
 
     @property
     def bin_capacity(self) -> float:
-        """C = 5/6 C̄: room to catch up with what piled up during a 5 s rebalance (seed 001 §VI-C)."""
+        """C = 5/6 C̄: room to catch up with what piled up during a 5 s rebalance (Landau et al., §VI-C)."""
         return self.consumer_capacity * CAPACITY_RATIO
 
     @property
