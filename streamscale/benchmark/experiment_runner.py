@@ -363,7 +363,7 @@ class ExperimentRunner:
             drifted=moved > DRIFT_LIMIT,
         )
         self._write_lag(res, r, trend)
-        prometheus.experiments_total.labels("invalid" if not valid else "pass" if res.passed else "fail").inc()
+        prometheus.experiments_total.labels(res.verdict).inc()  # pass, fail, undecided or invalid
         return res
 
     def _write_lag(self, res: ExperimentResult, r, trend) -> None:

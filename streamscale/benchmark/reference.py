@@ -90,6 +90,7 @@ _PARAM_MEANING: dict[str, tuple[str, str]] = {
         "",
     ),
     "sink": ("UC1: log lines, none (noop), SQLite, a JDBC table or a Kafka topic; a job: kafka or noop", ""),
+    "log_file": ("UC1's record log (sink log); null: a file in streamscale's log folder; -: stdout", "path"),
     "db_path": ("UC1's SQLite file (sink sqlite)", "path"),
     "jdbc_url": ("UC1's database (sink jdbc); its driver must be on Spark's classpath", ""),
     "table": ("UC1's table (sink sqlite or jdbc)", ""),

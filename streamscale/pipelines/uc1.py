@@ -1,6 +1,8 @@
 """UC1 database storage: stateless; parse, transform, write every record to a side effect.
 
-Sinks: ``log`` (one line per record on stdout, as Theodolite's UC1), ``none`` (Spark's noop),
+Sinks: ``log`` (one line per record, as Theodolite's UC1 logs them: into a file beside Spark's log
+by default, since 5,000 records/s are 300,000 terminal lines a minute; ``log_file: "-"``: stdout),
+``none`` (Spark's noop),
 ``sqlite`` (one table, batch inserts in ``foreachBatch``, exactly once: a batch id table in the
 same transaction makes a replayed batch a no-op), ``jdbc`` (Spark's JDBC writer; the driver jar
 must be on the classpath) and ``kafka`` (the transformed record to the output topic).
@@ -8,9 +10,12 @@ must be on the classpath) and ``kafka`` (the transformed record to the output to
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Literal
 
 from pydantic import model_validator
@@ -22,6 +27,7 @@ from streamscale.pipelines.base import Pipeline, PipelineParams, PipelineRun
 
 class UC1Params(PipelineParams):
     sink: Literal["log", "none", "sqlite", "jdbc", "kafka"] = "log"
+    log_file: str | None = None  # sink log: None, a file in streamscale's log folder; "-": stdout
     db_path: str = "uc1.sqlite"
     jdbc_url: str | None = None
     table: str = "active_power"
@@ -67,11 +73,27 @@ class SQLiteBatchWriter:
             db.close()
 
 
-def _log_batch(batch_df, batch_id: int) -> None:
-    out = sys.stdout
-    for r in batch_df.select("line").toLocalIterator():
-        out.write(r["line"] + "\n")
-    out.flush()
+def records_log_path() -> Path:
+    """Where the log sink writes by default: beside Spark's own log, one file per process."""
+    return Path(tempfile.gettempdir()) / "streamscale-logs" / f"uc1-records-{os.getpid()}.log"
+
+
+class LogBatchWriter:
+    """foreachBatch target: each record's line appended to a file ("-": stdout)."""
+
+    def __init__(self, path: str | None):
+        self.path = None if path == "-" else Path(path) if path else records_log_path()
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        lines = (r["line"] + "\n" for r in batch_df.select("line").toLocalIterator())
+        if self.path is None:
+            sys.stdout.writelines(lines)
+            sys.stdout.flush()
+            return
+        with open(self.path, "a") as f:
+            f.writelines(lines)
 
 
 class UC1(Pipeline):
@@ -82,7 +104,7 @@ class UC1(Pipeline):
     def describe(self) -> str:
         p = self.params
         side = {
-            "log": "log each record to stdout",
+            "log": f"log each record to {'stdout' if p.log_file == '-' else p.log_file or records_log_path()}",
             "none": "discard (noop)",
             "sqlite": f"SQLite {p.db_path} table {p.table} (batch insert, exactly once)",
             "jdbc": f"JDBC {p.jdbc_url} table {p.table}",
@@ -141,7 +163,7 @@ class UC1(Pipeline):
         elif p.sink == "none":
             q = w.format("noop").start()
         elif p.sink == "log":
-            q = w.foreachBatch(_log_batch).start()
+            q = w.foreachBatch(LogBatchWriter(p.log_file)).start()
         elif p.sink == "sqlite":
             q = w.foreachBatch(SQLiteBatchWriter(p.db_path, p.table)).start()
         elif p.sink == "jdbc":

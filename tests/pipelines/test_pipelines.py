@@ -65,9 +65,26 @@ def test_uc1_log_sink_writes_one_line_per_record(spark, broker, topic_factory, t
     src = topic_factory(2)
     recs = [(f"s_{i % 5}", T0 + i, i * 0.5) for i in range(300)]
     send(broker.bootstrap, src, recs, 2)
-    run(make_pipeline("uc1", {"sink": "log"}), spark, broker, src, None, tmp_path / "ck")
+    run(make_pipeline("uc1", {"sink": "log", "log_file": "-"}), spark, broker, src, None, tmp_path / "ck")
     lines = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith('{"identifier"')]
     assert sorted((d["identifier"], d["timestamp"], d["valueInW"]) for d in lines) == sorted(recs)
+
+
+def test_uc1_log_sink_writes_into_a_file_not_the_terminal_by_default(tmp_path, capfd):
+    from streamscale.pipelines.uc1 import LogBatchWriter, records_log_path
+
+    class Batch:  # what foreachBatch hands over, as far as the writer reads it
+        def select(self, _col):
+            return self
+
+        def toLocalIterator(self):  # noqa: N802 - Spark's name
+            return iter([{"line": '{"identifier": "a"}'}, {"line": '{"identifier": "b"}'}])
+
+    assert LogBatchWriter(None).path == records_log_path()
+    LogBatchWriter(str(tmp_path / "uc1.log"))(Batch(), 0)
+    LogBatchWriter(str(tmp_path / "uc1.log"))(Batch(), 1)
+    assert (tmp_path / "uc1.log").read_text().splitlines() == ['{"identifier": "a"}', '{"identifier": "b"}'] * 2
+    assert '{"identifier"' not in capfd.readouterr().out
 
 
 def test_uc1_lines_are_valid_json_whatever_the_identifier(spark, broker, topic_factory, tmp_path, capfd):
@@ -76,8 +93,15 @@ def test_uc1_lines_are_valid_json_whatever_the_identifier(spark, broker, topic_f
     idents = ['q"uote', "back\\slash", "tab\tnew\nline", "ünï€😀", '{"nested": 1}', ""]
     recs = [(idents[i % len(idents)], T0 + i, i * 0.25) for i in range(60)]
     produce(broker.bootstrap, src, ((None, rec(*r), i % 2) for i, r in enumerate(recs)))
-    run(make_pipeline("uc1", {"sink": "log"}), spark, broker, src, None, tmp_path / "ck")
-    lines = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith('{"identifier"')]
+    run(
+        make_pipeline("uc1", {"sink": "log", "log_file": str(tmp_path / "uc1.log")}),
+        spark,
+        broker,
+        src,
+        None,
+        tmp_path / "ck",
+    )
+    lines = [json.loads(line) for line in (tmp_path / "uc1.log").read_text().splitlines()]
     assert sorted((d["identifier"], d["timestamp"], d["valueInW"]) for d in lines) == sorted(recs)
 
 
