@@ -21,6 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import yaml
+from rich.markup import escape
 
 from streamscale import terminal
 from streamscale.benchmark.answer import answer, assumed_capacities, bracket_answer
@@ -76,6 +77,8 @@ class Execution:
         self.ran = 0
         self.config = ""  # the configuration being searched (execution.configs; "": the spec names none)
         self.overheads: list[float] = []  # what each run here took beyond its load (seconds)
+        self.started = time.monotonic()
+        self.deadline: float | None = None  # the bracket search's time budget ends (time.monotonic())
         out_dir.mkdir(parents=True, exist_ok=True)
         self._load_previous()
 
@@ -155,7 +158,7 @@ class Execution:
             return r
         which = f" with {self.config}" if self.config else ""
         run = "run again" if of is None else f"repetition {rep + 1}/{of}"
-        console.print(f"[bold]experiment[/] load {load:g} x resources {res}{which} ({run})")
+        console.print(f"[bold]experiment[/] load {load:g} x resources {res}{which} ({run}) {self._progress()}")
         t0 = time.monotonic()
         if self.live is not None:
             eid = exp_id(load, res, rep, self.config)
@@ -178,6 +181,25 @@ class Execution:
         self.results.append(r)
         console.print(run_line(r, self.spec.execution.slos.latency_p95_ms), highlight=False)
         return r
+
+    def most_experiments(self) -> int:
+        """The most experiments the spec's search can run: each point's repetitions with their extra
+        ones; a bracket search at most ``max_runs`` points per resource amount and two ends run again."""
+        ex = self.spec.execution
+        per_point = ex.repetitions + ex.extra_repetitions
+        if ex.strategy.name == "bracket":
+            per_amount = ex.strategy.max_runs * per_point + 2
+        else:
+            per_amount = len(ex.load.values) * per_point
+        return len(self.spec.config_names()) * len(ex.resources.values) * per_amount
+
+    def _progress(self) -> str:
+        """[k of at most n, elapsed, and the time left of a time budget]."""
+        k, n = len(self.done) + 1, max(self.most_experiments(), len(self.done) + 1)
+        said = [f"{k} of at most {n}", f"{_duration(time.monotonic() - self.started)} elapsed"]
+        if self.deadline is not None:
+            said.append(f"{_duration(max(0.0, self.deadline - time.monotonic()))} of the time budget left")
+        return escape("[" + ", ".join(said) + "]")
 
     def run(self, search: Callable[[Callable], dict] | None = None) -> dict:
         """The spec's search, or ``search(passes) -> metric``; either way the same experiments,
@@ -230,7 +252,7 @@ class Execution:
             low, high = values[0] / 64, values[-1] if len(values) > 1 else values[0] * 64
         table, assumed = [], set()
         names = self.spec.config_names()
-        deadline = time.monotonic() + st.time_budget_s if st.time_budget_s else None
+        deadline = self.deadline = time.monotonic() + st.time_budget_s if st.time_budget_s else None
         for i, name in enumerate(names, 1):
             self.config = name
             if name:
@@ -330,6 +352,16 @@ class Execution:
         summary["answer"] = {"sentence": sentence, "capacity": capacity, "demand": demand}
         (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
+
+
+def _duration(seconds: float) -> str:
+    """A span as a person reads it: 45 s, 3 min 05 s, 1 h 02 min."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
 def run_execution(

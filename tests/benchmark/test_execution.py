@@ -399,3 +399,30 @@ def test_a_time_budget_plans_runs_by_what_runs_here_took_beyond_their_load(tmp_p
     ex = Execution(spec, tmp_path / "three", run)
     ex.run()
     assert seen["before"] == 3 * (30.0 + br.RUN_OVERHEAD_S) and seen["cost"]() == 3 * 33.0
+
+
+def test_every_experiment_says_which_of_at_most_how_many_it_is_and_the_time(tmp_path, capsys, monkeypatch):
+    import time
+
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+
+    def run(load, res, rep, on_lag=None):
+        clock[0] += 65.0
+        return fake_result(load, res, rep, passed=True)
+
+    # full search: 2 loads x 2 amounts x 2 repetitions
+    Execution(parse_spec(spec_dict(repetitions=2, stop_at_majority=False)), tmp_path / "full", run).run()
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("experiment ")]
+    assert len(lines) == 8
+    assert lines[0].endswith("[1 of at most 8, 0 s elapsed]") and lines[-1].endswith(
+        "[8 of at most 8, 7 min 35 s elapsed]"
+    )
+    # a bracket with a time budget: at most max_runs points and two ends again per amount; the budget's rest
+    strategy = {"name": "bracket", "max_runs": 3, "time_budget_s": 600}
+    ex = Execution(parse_spec(spec_dict(repetitions=1, strategy=strategy, metric="capacity")), tmp_path / "b", run)
+    assert ex.most_experiments() == 2 * (3 + 2)
+    ex.run()
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("experiment ")]
+    assert lines[0].endswith("[1 of at most 10, 0 s elapsed, 10 min 00 s of the time budget left]")
+    assert lines[1].endswith("[2 of at most 10, 1 min 05 s elapsed, 8 min 55 s of the time budget left]")
