@@ -150,6 +150,8 @@ def plot_metric(
             )
         _missing_and_fit(ax, xs, ys, [(x, 0) for x in missing], "v", "even the lowest load failed", kind, axes)
         ax.set_ylim(bottom=0)
+        # whole resource amounts from 0: one amount alone would otherwise get ticks such as 0.945
+        ax.set_xlim(0, max(xs + missing, default=1) + 0.5)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         _thousands(ax.yaxis)
         ax.set_title("load capacity: highest load meeting every SLO")

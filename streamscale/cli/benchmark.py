@@ -178,7 +178,7 @@ def bench_run(
         row = dict(row)
         which = f"{row.pop('config')}: " if "config" in row else ""
         k, v = list(row.values())[:2]
-        out.print(f"  {which}{k:g} -> {v if v is not None else 'none of the tested amounts'}")
+        out.print(f"  {which}{_figure(k)} -> {_figure(v) if v is not None else 'none of the tested amounts'}")
     out.print(summary["answer"]["sentence"] + ".", highlight=False)
     out.print(f"lag sampler CPU: at most {summary['max_sampler_cpu_pct']}% of one core")
     out.print(f"report: {summary['report']}")
@@ -219,6 +219,13 @@ def bench_check(
         out.print(f"{len(cmp.regressions)} of {n} entries lost capacity against {baseline}", highlight=False)
         raise typer.Exit(1)
     out.print(f"no capacity fell: {n} entr{'y' if n == 1 else 'ies'} compared with {baseline}", highlight=False)
+
+
+def _figure(x) -> str:
+    """A load or an amount as a person reads it: 2,000, not 2000.0."""
+    from streamscale.benchmark.units import approx
+
+    return approx(float(x)) if isinstance(x, int | float) else str(x)
 
 
 @root.command("report")
