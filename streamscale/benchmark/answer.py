@@ -126,7 +126,7 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
         cpus = [r.spark_cpu_pct / 100 for r in mine if r.spark_cpu_pct == r.spark_cpu_pct]  # not NaN
         ends = {b["held"], b["failed"]}
         drifted = [r for r in mine if r.drifted and float(r.load) in ends]
-        # what travels between machines: Spark's CPU-seconds per million records at the held end
+        # Spark's CPU-seconds per million records at the held end (the table's, not the sentence's)
         per_million = sorted(
             r.cpu_s_per_million
             for r in mine
@@ -187,6 +187,7 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         text += " (its ends run again after a drift)"
     elif row.get("ends_drifted"):
         text += f" ({row['ends_drifted']} deciding run{'s' if row['ends_drifted'] > 1 else ''} on a drifting machine)"
-    if row.get("cpu_s_per_million") is not None:
-        text += f", {row['cpu_s_per_million']:.3g} CPU-s per million records held"
+    # Spark's CPU-seconds per million records stay in the table (summary.json, the report), not in
+    # the sentence: on a confined core Spark keeps its CPUs busy at any load, so there the figure is
+    # the CPUs over the load held and says no more than the bracket (docs/benchmarking.md)
     return text

@@ -63,7 +63,7 @@ _MEANING: dict[str, tuple[str, str]] = {
     ),
     "execution.strategy.lower_bound": ("start a load's search at the resources the previous load needed", ""),
     "execution.metric": ("demand: resources needed per load; capacity: load held per resource amount", ""),
-    "execution.bootstrap_servers": ("an external Kafka cluster (older place of kafka.bootstrap_servers)", ""),
+    "execution.bootstrap_servers": ("an external Kafka cluster, as kafka.bootstrap_servers (which wins)", ""),
     "kafka.bootstrap_servers": ("an external Kafka cluster instead of the embedded broker", "HOST:PORT,..."),
     "kafka.properties": ("Kafka client properties for every client of the run", ""),
     "kafka.config_file": ("a Kafka client properties file (as --kafka-config)", "path"),

@@ -272,7 +272,7 @@ class Spec(_Model):
         return min(3, self.broker.brokers) if embedded else 1
 
     def kafka_section(self) -> dict:
-        """The spec's Kafka connection section (execution.bootstrap_servers is the older place)."""
+        """The spec's Kafka connection section (kafka.bootstrap_servers, else execution.bootstrap_servers)."""
         section = self.kafka.model_dump()
         section["bootstrap_servers"] = self.kafka.bootstrap_servers or self.execution.bootstrap_servers
         return section

@@ -245,7 +245,9 @@ def demo_cmd(
     seconds: float = typer.Option(10.0, help="Source demo: how long the streaming query runs"),
     sensors: int = typer.Option(10000, help="Source demo: simulated sensors (records/s)"),
     out_dir: Path = typer.Option(Path("demo-results"), "--out"),
-    master: str = typer.Option("local[2]", help="Source demo: Spark master"),
+    master: str = typer.Option(
+        "local[2]", help="The source demo's Spark master (with --source); the scaling demo runs on this machine's cores"
+    ),
     source: bool = typer.Option(False, help="First show the PySpark Kafka source under load"),
     execution: bool = typer.Option(True, help="Run the scaling demo (probe + UC2 benchmark)"),
     connector: str = typer.Option(
