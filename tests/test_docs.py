@@ -114,3 +114,28 @@ def test_papers_are_cited_by_their_authors_not_by_a_file_name():
     files = [*PAGES, *(ROOT / "streamscale").rglob("*.py"), *(ROOT / "examples").rglob("*.yaml")]
     said = [f"{f.relative_to(ROOT)}: {m.group(0)}" for f in files for m in words.finditer(f.read_text())]
     assert said == []
+
+
+def test_the_readme_leads_to_the_users_own_job_within_its_first_40_lines():
+    head = "\n".join((ROOT / "README.md").read_text().splitlines()[:40])
+    assert "own job" in head and "streamscale benchmark run examples/jobs/" in head
+    assert "what-1-core-means" in head and "benchmark check" in head
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors of a page: lower case, punctuation dropped, spaces as hyphens."""
+    text = FENCE.sub("", page.read_text())
+    heads = re.findall(r"^#+ (.+)$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}
+
+
+def test_every_link_between_pages_reaches_its_page_and_section():
+    broken = []
+    for page in PAGES:
+        for target, anchor in re.findall(r"\]\(([\w./-]*\.md)?(?:#([\w-]+))?\)", FENCE.sub("", page.read_text())):
+            dest = (page.parent / target).resolve() if target else page
+            if not dest.exists():
+                broken.append(f"{page.name}: {target}")
+            elif anchor and anchor not in _anchors(dest):
+                broken.append(f"{page.name}: {target}#{anchor}")
+    assert broken == []
