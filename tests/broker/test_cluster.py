@@ -161,8 +161,16 @@ def test_a_cluster_starts_and_stops_again_and_again_on_a_busy_cpu(state):
 def test_a_stop_waits_for_a_node_that_is_still_exiting(monkeypatch):
     from streamscale.broker import daemon
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
+        # its first line comes from the new program: the exec is done (while it is under way, the
+        # command line reads empty, as an exiting process's does)
+        assert child.stdout.readline() == "up\n"
         assert not daemon._exiting(child.pid)  # running: its command line reads
         assert not daemon._exiting(2)  # kthreadd: no command line, but a kernel thread
         child.kill()
@@ -171,6 +179,7 @@ def test_a_stop_waits_for_a_node_that_is_still_exiting(monkeypatch):
     finally:
         child.kill()
         child.wait()
+        child.stdout.close()
     assert not daemon._exiting(child.pid)  # reaped: gone
 
     # a node that no longer looks like our broker while it closes its files is waited for
