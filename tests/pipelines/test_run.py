@@ -43,8 +43,24 @@ def test_settle_jobs_cancels_a_job_its_query_missed_and_waits_until_it_ended(spa
     assert not t.is_alive()
 
 
-def test_settle_jobs_without_queries_or_context_does_nothing():
-    settle_jobs([])
+def test_settle_jobs_without_queries_or_context_does_nothing(monkeypatch):
+    from pyspark import SparkContext
+
+    class NoJobs:  # a context whose job groups must not be touched when there is nothing to settle
+        def cancelJobGroup(self, group):  # noqa: N802 - Spark's name
+            raise AssertionError(f"cancelled {group}")
+
+        def statusTracker(self):  # noqa: N802 - Spark's name
+            raise AssertionError("asked for the jobs")
+
+    monkeypatch.setattr(SparkContext, "_active_spark_context", NoJobs())
+    assert settle_jobs([]) is None  # no queries: the context is not asked
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
+
+    class Query:
+        runId = "r-1"
+
+    assert settle_jobs([Query()]) is None  # no context: nothing to cancel, no error
 
 
 def test_processing_latency_from_the_created_bins_hand_worked():

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from streamscale.errors import ConfigError
+from streamscale.errors import ConfigError, ReliabilityError
 from streamscale.reliability.campaign import run_spec
 from streamscale.reliability.netem import netem_available
 from streamscale.reliability.spec import BrokerRestart, Cut, NoFault, ProxyFault, parse_spec
@@ -165,11 +165,33 @@ def test_faults_on_an_external_cluster_are_refused(tmp_path):
         run_spec(spec, tmp_path, bootstrap="127.0.0.1:1")
 
 
-def test_netem_detection_says_why():
-    ok, why = netem_available()
-    assert isinstance(ok, bool) and why
-    if not ok:
-        assert any(w in why for w in ("root", "iproute2", "netem"))
+def test_netem_detection_says_why(monkeypatch):
+    import os
+    import shutil
+
+    from streamscale.reliability import netem
+
+    check = netem.netem_available.__wrapped__  # the check itself, not the process's cached answer
+
+    # each reason, from what the machine lacks
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert check() == (False, "tc netem needs root (network namespaces and qdiscs)")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda tool: None if tool == "tc" else "/usr/bin/" + tool)
+    assert check() == (False, "tc not installed (Debian package iproute2)")
+    monkeypatch.undo()
+
+    class NoQdisc(netem.NetemLink):
+        def create(self):
+            raise ReliabilityError("Error: Specified qdisc kind is unknown.")
+
+        def destroy(self):
+            pass
+
+    monkeypatch.setattr(netem, "NetemLink", NoQdisc)
+    if os.geteuid() == 0 and shutil.which("ip") and shutil.which("tc"):
+        ok, why = check()
+        assert not ok and why.startswith("the kernel has no netem qdisc (module sch_netem missing): ")
 
 
 @pytest.mark.skipif(not netem_available()[0], reason=f"netem unavailable: {netem_available()[1]}")
