@@ -87,6 +87,13 @@ def experiment_settings(spec: Spec, load: float, resources: int, config: str = "
     }
 
 
+def steady_from(trend, warmup_s: float) -> float:
+    """Where every SLO of a run starts judging: the end of the warm-up, or later where the lag
+    trend found the start-up backlog still draining (its fitted span's start). One span for all:
+    a latency percentile that took in the backlog's records would fail a steady state that holds."""
+    return trend.start_s if math.isfinite(trend.start_s) else warmup_s
+
+
 def emission_period_s(spec: Spec, params: dict) -> float | None:
     """How often the pipeline's windows close (its window slide, s): its output, and with it the
     lag, jumps once per period; None for a pipeline without event-time windows."""
@@ -146,7 +153,8 @@ class ExperimentRunner:
             verdict = trend.verdict(limit, looks.confidence())
             if verdict != "pass":
                 return verdict == "fail"
-            slos = latency_verdicts(batches, t0_wall or None, ex.warmup_s, ex.slos.latency_p95_ms, proc_limit)
+            steady = steady_from(trend, ex.warmup_s)
+            slos = latency_verdicts(batches, t0_wall or None, steady, ex.slos.latency_p95_ms, proc_limit)
             return worst(*(v for _, _, v in slos.values())) != "undecided"
 
         return decided
@@ -247,7 +255,7 @@ class ExperimentRunner:
             r.lag, r.batches, r.t0_wall, ex.warmup_s, r.input_topic, period_s=emission_period_s(spec, s["params"])
         )
         ran = r.ran_s or ex.duration_s
-        fitted_from = trend.start_s if math.isfinite(trend.start_s) else ex.warmup_s
+        fitted_from = steady_from(trend, ex.warmup_s)
         delivered = delivered_rate(r.lag, fitted_from, r.generator_rate)
         slope, limit = trend.slope, lag_limit(delivered, ex.slos.lag_trend_threshold)
         lag_verdict = trend.verdict(limit, self._confidence(ran))
@@ -258,9 +266,9 @@ class ExperimentRunner:
         batch_ms = median_batch_ms(r.batches, r.t0_wall or None, trend.start_s)
         proc_limit = processing_limit_ms(spec, s["params"])
         # no record processed after the warm-up: no latency to hold a limit to (nothing got through)
-        slos = latency_verdicts(r.batches, r.t0_wall or None, ex.warmup_s, ex.slos.latency_p95_ms, proc_limit)
+        slos = latency_verdicts(r.batches, r.t0_wall or None, fitted_from, ex.slos.latency_p95_ms, proc_limit)
         (p95, _, latency), (proc95, _, processing) = slos["output"], slos["processing"]
-        proc = {0.5: processing_percentile_ms(r.batches, 0.5, r.t0_wall or None, ex.warmup_s), 0.95: proc95}
+        proc = {0.5: processing_percentile_ms(r.batches, 0.5, r.t0_wall or None, fitted_from), 0.95: proc95}
         proc_trend = processing_trend(r.batches, r.t0_wall, fitted_from) if r.t0_wall else None
         growing = latency_growing(proc_trend, ran - fitted_from)
         valid, invalid_note = run_validity(
@@ -286,7 +294,7 @@ class ExperimentRunner:
                 low = (
                     bucket_floor_ms(v)
                     if what == "output"
-                    else processing_bounds(r.batches, 0.95, r.t0_wall or None, ex.warmup_s)[0]
+                    else processing_bounds(r.batches, 0.95, r.t0_wall or None, fitted_from)[0]
                 )
                 notes.append(f"{what} p95 lies in ({low:,.0f}, {v:,.0f}] ms, which holds its limit")
         if moved > DRIFT_LIMIT:

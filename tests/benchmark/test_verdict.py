@@ -184,7 +184,8 @@ def _judge_synthetic(
     samples, batches, t0 = run
     lag = [LagSample(x.t_s, x.lag, x.end_total, x.committed_total) for x in samples]
     for b in batches:
-        b["processing_latency"] = [(*latency, b["input_rows"])]
+        low_high = latency(b) if callable(latency) else latency
+        b["processing_latency"] = [(*low_high, b["input_rows"])]
     runner.reference_speed, before, after = speeds
     monkeypatch.setattr(noise, "calibration_speed", lambda: after)
     r = SimpleNamespace(
@@ -260,3 +261,32 @@ def test_a_run_whose_processing_p95_bounds_hold_the_limit_is_undecided_and_says_
     assert (between.verdict, between.processing_p95_ms) == ("undecided", 8_030.0)
     assert between.note == "processing p95 lies in (7,980, 8,030] ms, which holds its limit"
     assert (above.verdict, above.processing_slo) == ("fail", False)
+
+
+def test_every_slo_judges_the_span_after_the_start_up_backlog_drained(tmp_path, monkeypatch):
+    # one slow batch at 4 s piles up a backlog that drains until well after the 5 s warm-up; the
+    # batches that drained it read records 9 s old, every batch after them 1 s: the processing p95
+    # is the steady span's (the lag trend's), not one that takes the backlog's records in
+    from datetime import datetime
+
+    from streamscale.experiment.slo import lag_trend_estimate
+    from tests.experiment.test_slo import _slow_batch_run
+
+    run = _slow_batch_run(rate=20_000.0, capacity=60_000.0, seconds=60, slow_at=4.0, slow_s=8.0)
+    samples, batches, t0 = run
+    steady = lag_trend_estimate(samples, batches, t0, 5.0, "in").start_s
+    assert steady > 15.0  # well after the warm-up
+
+    def ends_s(b):
+        started = datetime.fromisoformat(b["timestamp"].replace("Z", "+00:00")).timestamp() - t0
+        return started + b["batch_ms"] / 1000
+
+    def latency(b):
+        return (9_000.0, 9_050.0) if ends_s(b) < steady else (950.0, 1_000.0)
+
+    # judged from the warm-up's end, the backlog's records would be more than 5 % of the records
+    behind = sum(b["input_rows"] for b in batches if 5.0 <= ends_s(b) < steady)
+    assert behind > 0.05 * sum(b["input_rows"] for b in batches if ends_s(b) >= 5.0)
+    *_, res = _judge_synthetic(tmp_path, monkeypatch, run, 20_000, 60, latency=latency)
+    assert res.trend_from_s == pytest.approx(steady, abs=0.01)
+    assert (res.processing_p95_ms, res.processing_slo, res.verdict) == (1_000.0, True, "pass"), res.note
