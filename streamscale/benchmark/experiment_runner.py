@@ -94,6 +94,13 @@ def steady_from(trend, warmup_s: float) -> float:
     return trend.start_s if math.isfinite(trend.start_s) else warmup_s
 
 
+def drops_late(spec: Spec, params: dict) -> bool:
+    """Whether the pipeline may drop records behind a watermark: its dropped-records SLO applies."""
+    from streamscale.pipelines import make_pipeline
+
+    return bool(make_pipeline(spec.benchmark.sut, params, records=spec.benchmark.records).drops_late)
+
+
 def emission_period_s(spec: Spec, params: dict) -> float | None:
     """How often the pipeline's windows close (its window slide, s): its output, and with it the
     lag, jumps once per period; None for a pipeline without event-time windows."""
@@ -259,10 +266,9 @@ class ExperimentRunner:
         delivered = delivered_rate(r.lag, fitted_from, r.generator_rate)
         slope, limit = trend.slope, lag_limit(delivered, ex.slos.lag_trend_threshold)
         lag_verdict = trend.verdict(limit, self._confidence(ran))
-        windowed = spec.benchmark.sut in ("uc2", "uc4") or ":" in spec.benchmark.sut  # a job: Spark's drops
         frac = r.dropped_late / r.generated if r.generated else 0.0
         thr = ex.slos.dropped_records_threshold
-        dropped_ok = not windowed or thr is None or frac <= thr
+        dropped_ok = not drops_late(spec, s["params"]) or thr is None or frac <= thr
         batch_ms = median_batch_ms(r.batches, r.t0_wall or None, trend.start_s)
         proc_limit = processing_limit_ms(spec, s["params"])
         # no record processed after the warm-up: no latency to hold a limit to (nothing got through)

@@ -148,7 +148,11 @@ class SLOSpec(_Model):
         "Kafka timestamp to its batch's commit; auto: 8 trigger intervals, at most 10 s; "
         "null: no such SLO (reported always)",
     )
-    dropped_records_threshold: float | None = Field(0.01, ge=0, description="windowed UCs: max dropped fraction")
+    dropped_records_threshold: float | None = Field(
+        0.01,
+        ge=0,
+        description="pipelines that drop late records (UC2-UC4, jobs): most of the generated records dropped",
+    )
     latency_p95_ms: float | None = Field(
         None,
         gt=0,

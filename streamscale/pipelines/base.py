@@ -105,6 +105,12 @@ class Pipeline(ABC):
     windowed: bool = True  # aggregates over event-time windows (UC2-UC4)
 
     @property
+    def drops_late(self) -> bool:
+        """Whether it may drop records behind a watermark (Spark's numRowsDroppedByWatermark), so
+        that its dropped-records SLO applies: every windowed pipeline may (a job says for itself)."""
+        return self.windowed
+
+    @property
     def emit_final(self) -> bool:
         """One final row per window when the watermark closes it (Spark's append mode)."""
         return getattr(self.params, "emit", "update") == "final"

@@ -40,6 +40,7 @@ class JobParams(PipelineParams):
 class UserJob(Pipeline):
     params_model = JobParams
     windowed = False
+    drops_late = True  # its watermarks and state are its own: Spark counts what they drop
 
     def __init__(self, ref: str, params: dict | None = None, records=None):
         self.ref = ref

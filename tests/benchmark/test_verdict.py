@@ -153,7 +153,15 @@ def test_a_look_at_a_held_lag_goes_on_while_the_p95_bounds_hold_the_limit():
 
 
 def _judge_synthetic(
-    tmp_path, monkeypatch, run, load: float, seconds: float, speeds=(1000.0, 1000.0, 1000.0), latency=(0.0, 1.0)
+    tmp_path,
+    monkeypatch,
+    run,
+    load: float,
+    seconds: float,
+    speeds=(1000.0, 1000.0, 1000.0),
+    latency=(0.0, 1.0),
+    sut="uc1",
+    dropped=0,
 ):
     """An ExperimentRunner of UC1 at ``load`` for ``seconds`` (5 s warm-up, looks from 15 s) and
     its verdict on ``run`` (lag samples, batches, t0 of a synthetic run; every record's processing
@@ -169,7 +177,7 @@ def _judge_synthetic(
     spec = parse_spec(
         {
             "name": "synthetic",
-            "benchmark": {"sut": "uc1", "params": {}},
+            "benchmark": {"sut": sut, "params": {}},
             "execution": {
                 "load": {"type": "sensors", "values": [load]},
                 "resources": {"values": [1]},
@@ -190,8 +198,9 @@ def _judge_synthetic(
     monkeypatch.setattr(noise, "calibration_speed", lambda: after)
     r = SimpleNamespace(
         lag=lag, batches=batches, t0_wall=t0, input_topic="in", ran_s=float(seconds), generator_rate=load,
-        target_rate=load, generator_reached_target=True, generator_error=None, lag_samples_missed=0, dropped_late=0,
-        generated=int(load * seconds), processed_records=sum(b["input_rows"] for b in batches), final_lag=0,
+        target_rate=load, generator_reached_target=True, generator_error=None, lag_samples_missed=0,
+        dropped_late=dropped, generated=int(load * seconds), final_lag=0,
+        processed_records=sum(b["input_rows"] for b in batches),
         spark_cpu_pct=100.0, sampler_cpu_s=0.1, wall_s=float(seconds), generator_cpu_s=1.0, machine_cpu_pct=90.0,
         broker_cpu_pct=20.0, steal_pct=0.0,
     )  # fmt: skip
@@ -290,3 +299,19 @@ def test_every_slo_judges_the_span_after_the_start_up_backlog_drained(tmp_path, 
     *_, res = _judge_synthetic(tmp_path, monkeypatch, run, 20_000, 60, latency=latency)
     assert res.trend_from_s == pytest.approx(steady, abs=0.01)
     assert (res.processing_p95_ms, res.processing_slo, res.verdict) == (1_000.0, True, "pass"), res.note
+
+
+@pytest.mark.parametrize("sut", ["uc2", "uc3", "uc4", "examples/jobs/totals.py:totals"])
+def test_every_pipeline_that_drops_late_records_is_held_to_the_dropped_records_slo(tmp_path, monkeypatch, sut):
+    from tests.experiment.test_slo import _sawtooth_run
+
+    def judged(sut, dropped):
+        run = _sawtooth_run(rate=20_000.0, batch_s=1.0, seconds=40, growth=0.0)
+        return _judge_synthetic(tmp_path, monkeypatch, run, 20_000, 40, sut=sut, dropped=dropped)[-1]
+
+    # 800,000 records generated; the default threshold: at most 1 % of them (8,000) dropped
+    many, few = judged(sut, 10_000), judged(sut, 100)
+    assert (many.dropped, many.dropped_slo, many.verdict) == (10_000, False, "fail")
+    assert (few.dropped_slo, few.verdict) == (True, "pass"), few.note
+    # UC1 drops nothing behind a watermark: whatever the count says, there is no such SLO
+    assert judged("uc1", 10_000).dropped_slo
