@@ -144,7 +144,8 @@ class SLOSpec(_Model):
     lag_trend_threshold: float = Field(0.01, ge=0, description="max lag slope as a fraction of records/s")
     processing_latency_p95_ms: float | Literal["auto"] | None = Field(
         "auto",
-        description="every UC: max 95th percentile after the warm-up and the start-up backlog of every record's latency from its "
+        description="every UC: max 95th percentile after the warm-up and the start-up backlog of every "
+        "record's latency from its "
         "Kafka timestamp to its batch's commit; auto: 8 trigger intervals, at most 10 s; "
         "null: no such SLO (reported always)",
     )
