@@ -121,7 +121,7 @@ def test_capacity_run_lines_show_what_was_measured(capsys):
 
     import capacity
 
-    from tests.benchmark.test_execution import fake_result
+    from tests.benchmark.helpers import fake_result
 
     undecided = dataclasses.replace(
         fake_result(40_000, 2, 0, passed=False),

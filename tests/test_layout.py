@@ -55,3 +55,15 @@ def test_the_graph_sees_imports_inside_functions_and_relative_ones():
 def test_no_module_is_over_400_lines():
     long = {name: n for name, path in _modules().items() if (n := len(path.read_text().splitlines())) > 400}
     assert long == {}
+
+
+def test_no_test_module_imports_another():
+    # shared fakes and helpers live in helpers.py and conftest.py: a test module is no library
+    tests = Path(__file__).resolve().parent
+    found = []
+    for path in tests.rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.split(".")[-1].startswith("test_") and node.module.startswith("tests"):
+                    found.append(f"{path.relative_to(tests)}: {node.module}")
+    assert found == []

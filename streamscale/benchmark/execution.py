@@ -61,6 +61,8 @@ def _saved(spec: Spec) -> dict:
 
 # the repetition number of a bracket end's confirming run (above any spec's repetitions)
 CONFIRM_REP = 100
+# a run that a broker fault made invalid runs again as repetition FAULT_REP + its own
+FAULT_REP = 200
 
 
 class Execution:
@@ -150,7 +152,16 @@ class Execution:
         return self._run(load, res, CONFIRM_REP, None).verdict
 
     def _run(self, load, res, rep: int, of: int | None) -> ExperimentResult:
-        """Repetition ``rep`` of ``of`` at a point (None: run again), recalled or run now."""
+        """Repetition ``rep`` of ``of`` at a point (None: run again), recalled or run now; a run
+        that a broker fault made invalid runs once more, on the nodes started again."""
+        r = self._run_once(load, res, rep, of)
+        if r.fault and rep < FAULT_REP:
+            if (float(load), int(res), FAULT_REP + rep, self.config) not in self.done:
+                console.print("  a broker fault made it invalid: run again once every node is up")
+            return self._run_once(load, res, FAULT_REP + rep, None)
+        return r
+
+    def _run_once(self, load, res, rep: int, of: int | None) -> ExperimentResult:
         key = (float(load), int(res), rep, self.config)
         r = self.done.get(key)
         if r is not None:
@@ -326,8 +337,18 @@ class Execution:
         }
         if self.spec.execution.configs:
             summary["configs"] = dict(self.spec.execution.configs)
+        summary["fault_experiments"] = sorted(r.exp_id for r in self.done.values() if r.fault)
+        said["sentence"] += self._fault_words()
         (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
+
+    def _fault_words(self) -> str:
+        """What the answer says of the runs a broker fault touched ("" when none did)."""
+        faults = sorted(r.exp_id for r in self.done.values() if r.fault)
+        if not faults:
+            return ""
+        runs = f"{len(faults)} run{'s' if len(faults) > 1 else ''}"
+        return f" ({runs} invalid where a broker node died, each run again: {', '.join(faults)})"
 
     def _write_config_summary(self, metrics: dict, assumed: dict) -> dict:
         """The summary of a linear, binary or full search run per configuration: the rows and the
@@ -347,7 +368,7 @@ class Execution:
             w = csv.DictWriter(f, fieldnames=["config", kx, ky])
             w.writeheader()
             w.writerows(rows)
-        sentence = "; ".join(parts) + " on this machine"
+        sentence = "; ".join(parts) + " on this machine" + self._fault_words()
         summary.update(results=rows)
         summary["answer"] = {"sentence": sentence, "capacity": capacity, "demand": demand}
         (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -399,6 +420,10 @@ def run_execution(
         if note:
             console.print(f"note: {note}", highlight=False)
         runner = ExperimentRunner(spec, out_dir, conn, sessions, broker_pids, spec.replication_factor(embedded))
+        if embedded:
+            from streamscale.benchmark.faults import BrokerWatch
+
+            runner.watch = BrokerWatch(broker)
         stack.callback(runner.close)  # a kept session stops before the broker it reads
         execution = Execution(spec, out_dir, runner, live=live)
         env = environment(spec, conn.bootstrap, embedded)

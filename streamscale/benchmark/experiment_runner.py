@@ -94,6 +94,21 @@ def steady_from(trend, warmup_s: float) -> float:
     return trend.start_s if math.isfinite(trend.start_s) else warmup_s
 
 
+def faulted(res: ExperimentResult, fault: str) -> ExperimentResult:
+    """A run during which the environment failed: invalid, with the fault as its reason."""
+    import dataclasses
+
+    note = f"{fault}: experiment invalid" + (f"; {res.note}" if res.note else "")
+    return dataclasses.replace(res, valid=False, passed=False, verdict="invalid", fault=fault, note=note)
+
+
+def _stopping_on_fault(judge: Callable, watch) -> Callable:
+    def decided(*args) -> bool:
+        return bool(watch.dead()) or judge(*args)
+
+    return decided
+
+
 def drops_late(spec: Spec, params: dict) -> bool:
     """Whether the pipeline may drop records behind a watermark: its dropped-records SLO applies."""
     from streamscale.pipelines import make_pipeline
@@ -135,6 +150,7 @@ class ExperimentRunner:
         self.broker_pids = list(broker_pids or [])
         self.replication_factor = replication_factor or spec.replication_factor(embedded=False)
         self.reference_speed: float | None = None  # the execution's first calibration
+        self.watch = None  # the embedded Kafka's BrokerWatch (streamscale.benchmark.faults), if embedded
         self.looks = None  # the running experiment's Looks, when it is looked at as it goes (judge)
 
     def close(self) -> None:
@@ -185,6 +201,7 @@ class ExperimentRunner:
         )
         limit = lag_limit(s["rate"], ex.slos.lag_trend_threshold)
         self.looks = None
+        self._restore_broker()
         speed_before = calibration_speed()
         if self.reference_speed is None:
             self.reference_speed = speed_before
@@ -198,7 +215,20 @@ class ExperimentRunner:
             res.config, res.exp_id = config, exp_id(load, resources, repetition, config)
             prometheus.experiments_total.labels("fail").inc()
             return res
-        return self._judged(load, resources, repetition, s, r, speed_before)
+        fault = self.watch.fault() if self.watch is not None else ""
+        res = self._judged(load, resources, repetition, s, r, speed_before)
+        return faulted(res, fault) if fault else res
+
+    def _restore_broker(self) -> None:
+        """Every embedded node up before a run: one that died in the run before is started again."""
+        if self.watch is None:
+            return
+        started = self.watch.restore()
+        if started:
+            from streamscale import terminal
+
+            self.broker_pids = self.watch.pids()
+            terminal.console().print(f"  {' and '.join(started)} of the embedded broker started again", highlight=False)
 
     def first_look_s(self, s: dict, period: float | None = None) -> float:
         """When a run is first looked at: ``min_duration_s``, or for a windowed pipeline (its
@@ -228,6 +258,9 @@ class ExperimentRunner:
 
         ex = spec.execution
         judge = self.judge(s, limit) if ex.shortest_s is not None else None  # sets self.looks
+        if judge is not None and self.watch is not None:
+            # a node that died decides the run at its next look: what follows measures the fault
+            judge = _stopping_on_fault(judge, self.watch)
         return run_sut(
             spec.benchmark.sut,
             sensors=s["sensors"],

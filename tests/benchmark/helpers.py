@@ -25,3 +25,19 @@ def fake_result(load, res, rep, passed):
         0.1,
         1.0,
     )
+
+
+def spec_dict(**execution):
+    ex = {
+        "load": {"type": "sensors", "values": [1000, 2000]},
+        "resources": {"type": "cores", "values": [1, 2]},
+        "duration_s": 14,
+        "warmup_s": 5,
+        "strategy": {"name": "full", "lower_bound": False},
+    }
+    ex.update(execution)
+    return {
+        "name": "e2e",
+        "benchmark": {"sut": "uc1", "params": {"sink": "none"}, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
+        "execution": ex,
+    }

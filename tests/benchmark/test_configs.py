@@ -12,7 +12,7 @@ from streamscale.benchmark.experiment_runner import experiment_settings
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
-from tests.benchmark.test_execution import fake_result
+from tests.benchmark.helpers import fake_result
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "jobs"
 STORE = "spark.sql.streaming.stateStore.providerClass"

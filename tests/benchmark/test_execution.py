@@ -10,24 +10,8 @@ from streamscale.benchmark.execution import Execution, run_execution
 from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
 from streamscale.experiment.cpus import process_tree
-from tests.benchmark.helpers import fake_result
+from tests.benchmark.helpers import fake_result, spec_dict
 from tests.conftest import shortfall
-
-
-def spec_dict(**execution):
-    ex = {
-        "load": {"type": "sensors", "values": [1000, 2000]},
-        "resources": {"type": "cores", "values": [1, 2]},
-        "duration_s": 14,
-        "warmup_s": 5,
-        "strategy": {"name": "full", "lower_bound": False},
-    }
-    ex.update(execution)
-    return {
-        "name": "e2e",
-        "benchmark": {"sut": "uc1", "params": {"sink": "none"}, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
-        "execution": ex,
-    }
 
 
 def test_a_latency_slo_needs_windows():

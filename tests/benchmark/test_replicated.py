@@ -10,7 +10,7 @@ import pytest
 from streamscale.benchmark.execution import embedded_kafka, run_execution
 from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
-from tests.benchmark.test_execution import spec_dict
+from tests.benchmark.helpers import spec_dict
 from tests.conftest import shortfall
 
 

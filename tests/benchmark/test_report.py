@@ -7,7 +7,7 @@ import re
 from streamscale.benchmark.execution import Execution
 from streamscale.benchmark.report import write_report
 from streamscale.benchmark.spec import parse_spec
-from tests.benchmark.test_execution import fake_result, spec_dict
+from tests.benchmark.helpers import fake_result, spec_dict
 
 # a figure as written: digits with thousands separators and a decimal part
 NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")

@@ -7,7 +7,7 @@ import dataclasses
 from rich.console import Console
 
 from streamscale.benchmark.runline import run_line
-from tests.benchmark.test_execution import fake_result
+from tests.benchmark.helpers import fake_result
 
 
 def _text(markup: str) -> str:

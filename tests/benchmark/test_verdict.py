@@ -210,9 +210,9 @@ def _judge_synthetic(
 def test_a_run_whose_lag_drains_faster_than_the_limit_goes_on_and_is_undecided(tmp_path, monkeypatch):
     # one slow batch as the run starts, its backlog drained all through the run: the lag after each
     # commit falls ~2,900/s against a limit of 670; no look stops it, and its verdict says why
-    from tests.experiment.test_slo import _slow_batch_run
+    from tests.experiment.helpers import slow_batch_run
 
-    runner, s, lag, batches, t0, res = _judge_synthetic(tmp_path, monkeypatch, _slow_batch_run(), 67_000, 31)
+    runner, s, lag, batches, t0, res = _judge_synthetic(tmp_path, monkeypatch, slow_batch_run(), 67_000, 31)
     decided = runner.judge(s, limit=670.0)
     assert not any(decided(lag[: t + 1], batches, t0, "in") for t in range(15, 31, 2))
     assert (res.verdict, res.lag_verdict, res.lag_limit) == ("undecided", "undecided", pytest.approx(670, rel=0.01))
@@ -244,9 +244,9 @@ def test_falling_behind_by_less_than_the_machine_slowed_down_is_not_a_failure():
 
 def test_a_run_that_fell_behind_on_a_slower_machine_is_undecided_and_says_why(tmp_path, monkeypatch):
     # the lag grows 1,000/s at 20,000 records/s (5 % of the load; limit 200)
-    from tests.experiment.test_slo import _sawtooth_run
+    from tests.experiment.helpers import sawtooth_run
 
-    run = lambda: _sawtooth_run(rate=20_000.0, batch_s=1.0, seconds=40, growth=1_000.0)  # noqa: E731
+    run = lambda: sawtooth_run(rate=20_000.0, batch_s=1.0, seconds=40, growth=1_000.0)  # noqa: E731
     *_, same = _judge_synthetic(tmp_path, monkeypatch, run(), 20_000, 40, speeds=(1000.0, 1000.0, 1000.0))
     assert (same.verdict, same.lag_verdict) == ("fail", "fail")
     *_, slower = _judge_synthetic(tmp_path, monkeypatch, run(), 20_000, 40, speeds=(1000.0, 980.0, 850.0))
@@ -258,10 +258,10 @@ def test_a_run_that_fell_behind_on_a_slower_machine_is_undecided_and_says_why(tm
 
 def test_a_run_whose_processing_p95_bounds_hold_the_limit_is_undecided_and_says_where_it_lies(tmp_path, monkeypatch):
     # a flat lag at 20,000 records/s; every record's latency known within 50 ms around UC1's 8 s
-    from tests.experiment.test_slo import _sawtooth_run
+    from tests.experiment.helpers import sawtooth_run
 
     def judged(low, high):
-        run = _sawtooth_run(rate=20_000.0, batch_s=1.0, seconds=40, growth=0.0)
+        run = sawtooth_run(rate=20_000.0, batch_s=1.0, seconds=40, growth=0.0)
         return _judge_synthetic(tmp_path, monkeypatch, run, 20_000, 40, latency=(low, high))[-1]
 
     held, between, above = judged(7_950.0, 8_000.0), judged(7_980.0, 8_030.0), judged(8_000.0, 8_050.0)
@@ -279,9 +279,9 @@ def test_every_slo_judges_the_span_after_the_start_up_backlog_drained(tmp_path, 
     from datetime import datetime
 
     from streamscale.experiment.slo import lag_trend_estimate
-    from tests.experiment.test_slo import _slow_batch_run
+    from tests.experiment.helpers import slow_batch_run
 
-    run = _slow_batch_run(rate=20_000.0, capacity=60_000.0, seconds=60, slow_at=4.0, slow_s=8.0)
+    run = slow_batch_run(rate=20_000.0, capacity=60_000.0, seconds=60, slow_at=4.0, slow_s=8.0)
     samples, batches, t0 = run
     steady = lag_trend_estimate(samples, batches, t0, 5.0, "in").start_s
     assert steady > 15.0  # well after the warm-up
@@ -303,10 +303,10 @@ def test_every_slo_judges_the_span_after_the_start_up_backlog_drained(tmp_path, 
 
 @pytest.mark.parametrize("sut", ["uc2", "uc3", "uc4", "examples/jobs/totals.py:totals"])
 def test_every_pipeline_that_drops_late_records_is_held_to_the_dropped_records_slo(tmp_path, monkeypatch, sut):
-    from tests.experiment.test_slo import _sawtooth_run
+    from tests.experiment.helpers import sawtooth_run
 
     def judged(sut, dropped):
-        run = _sawtooth_run(rate=20_000.0, batch_s=1.0, seconds=40, growth=0.0)
+        run = sawtooth_run(rate=20_000.0, batch_s=1.0, seconds=40, growth=0.0)
         return _judge_synthetic(tmp_path, monkeypatch, run, 20_000, 40, sut=sut, dropped=dropped)[-1]
 
     # 800,000 records generated; the default threshold: at most 1 % of them (8,000) dropped

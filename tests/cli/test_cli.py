@@ -5,7 +5,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -13,20 +12,7 @@ import pytest
 
 from streamscale.broker import BrokerAccess
 from streamscale.experiment.cpus import children_map, process_tree
-
-EXE = str(Path(sys.executable).parent / "streamscale")
-
-
-def run(*args, env=None, timeout=120):
-    e = {**os.environ, **(env or {})}
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout, env=e)
-
-
-@pytest.fixture
-def state(tmp_path):
-    env = {"STREAMSCALE_STATE_DIR": str(tmp_path), "STREAMSCALE_BOOTSTRAP_SERVERS": ""}
-    yield env
-    run("broker", "stop", env=env)
+from tests.cli.helpers import EXE, run
 
 
 @pytest.mark.spark

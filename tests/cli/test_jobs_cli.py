@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli import run, state  # noqa: F401 - the fixture
+from tests.cli.helpers import run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "jobs"
 RECORDS = "key: k\nfields:\n  k: {type: string, gen: 'keys:10'}\n  v: {type: double, gen: 'uniform:0,1'}\n"

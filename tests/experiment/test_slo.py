@@ -1,10 +1,10 @@
 import math
-from datetime import UTC
 
 import numpy as np
 import pytest
 
 from streamscale.experiment.slo import lag_slo_holds, lag_trend
+from tests.experiment.helpers import sawtooth_run, slow_batch_run
 
 
 def test_trend_is_the_least_squares_slope_after_warmup():
@@ -37,46 +37,13 @@ def test_too_few_samples_cannot_pass():
 # -- the trend through batch commits, with its interval -------------------------------------------
 
 
-def _sawtooth_run(rate=20_000.0, batch_s=5.3, seconds=60, growth=0.0, jitter=0.0, seed=1):
-    """A micro-batch query reading ``rate`` records/s that arrive at ``rate`` (+ ``growth``):
-    1 s lag samples and the batches' progress (start timestamp, duration, end offsets)."""
-    from datetime import datetime
-    from types import SimpleNamespace
-
-    rng = np.random.default_rng(seed)
-    t0_wall = 1_800_000_000.0
-    arrival = lambda t: (rate + growth) * t  # noqa: E731 - records on the topic by time t
-    batches, commits, t, done = [], [(0.0, 0)], 0.0, 0
-    while t < seconds:
-        dur = batch_s * (1 + jitter * rng.uniform(-1, 1))
-        # a batch takes what has arrived when it starts, at most what the query can process in it
-        end_offset = min(int(arrival(t)), done + int(rate * dur))
-        batches.append(
-            {
-                "input_rows": max(end_offset - done, 1),
-                "batch_ms": int(dur * 1000),
-                "timestamp": datetime.fromtimestamp(t0_wall + t, UTC).isoformat().replace("+00:00", "Z"),
-                "end_offsets": {"in": {"0": end_offset // 2, "1": end_offset - end_offset // 2}},
-            }
-        )
-        t += dur
-        done = end_offset
-        commits.append((t, done))
-    samples = []
-    for s in range(seconds + 1):
-        committed = max(c for ct, c in commits if ct <= s)
-        end = int(arrival(s))
-        samples.append(SimpleNamespace(t_s=float(s), lag=end - committed, end_total=end, committed_total=committed))
-    return samples, batches, t0_wall
-
-
 def test_commit_points_see_through_the_sawtooth_that_fools_one_second_samples():
     from streamscale.experiment.slo import lag_trend_estimate
 
     # three runs of one flat pipeline, batches of 5-6 s: the 1 s fit swings with the teeth
     per_second, at_commits = [], []
     for seed in (1, 2, 3):
-        samples, batches, t0 = _sawtooth_run(jitter=0.15, seed=seed)
+        samples, batches, t0 = sawtooth_run(jitter=0.15, seed=seed)
         per_second.append(lag_trend_estimate(samples, warmup_s=10))
         at_commits.append(lag_trend_estimate(samples, batches, t0, warmup_s=10, topic="in"))
     assert all(t.basis == "seconds" for t in per_second) and all(t.basis == "batches" for t in at_commits)
@@ -87,53 +54,19 @@ def test_commit_points_see_through_the_sawtooth_that_fools_one_second_samples():
         assert abs(t.slope) < limit / 4
 
 
-def _slow_batch_run(rate=67_000.0, capacity=88_500.0, seconds=31, slow_at=4.0, slow_s=4.0):
-    """A query that keeps up with ``rate`` (it processes ``capacity`` records/s, 0.3 s a batch
-    besides, at most 100,000 records a batch: ~70,000/s when behind) except for one batch starting
-    after ``slow_at`` that takes ``slow_s`` longer; the records that piled up meanwhile are drained
-    after it, slowly (~3,000/s), all through the run."""
-    from datetime import datetime
-    from types import SimpleNamespace
-
-    t0_wall = 1_800_000_000.0
-    batches, commits, t, done, slowed = [], [(0.0, 0)], 0.0, 0, False
-    while t < seconds:
-        rows = min(int(rate * t) - done, 100_000)
-        dur = 0.3 + rows / capacity
-        if t >= slow_at and not slowed:
-            dur, slowed = dur + slow_s, True
-        ts = datetime.fromtimestamp(t0_wall + t, UTC).isoformat().replace("+00:00", "Z")
-        batches.append(
-            {
-                "input_rows": max(rows, 1),
-                "batch_ms": int(dur * 1000),
-                "timestamp": ts,
-                "end_offsets": {"in": {"0": done + rows}},
-            }
-        )
-        t, done = t + dur, done + rows
-        commits.append((t, done))
-    samples = []
-    for sec in range(seconds + 1):
-        committed = max(c for ct, c in commits if ct <= sec)
-        end = int(rate * sec)
-        samples.append(SimpleNamespace(t_s=float(sec), lag=end - committed, end_total=end, committed_total=committed))
-    return samples, batches, t0_wall
-
-
 def test_a_lag_that_falls_faster_than_the_limit_is_catching_up_and_decides_nothing():
     from streamscale.experiment.slo import Trend, lag_trend_estimate
 
     limit = 0.01 * 67_000
     # one slow batch as the run starts, then the backlog drained: the lag after each commit falls
-    draining = lag_trend_estimate(*_slow_batch_run(), warmup_s=5, topic="in")
+    draining = lag_trend_estimate(*slow_batch_run(), warmup_s=5, topic="in")
     assert draining.high < -limit, draining  # surely below the limit: a pass by the limit alone
     assert draining.draining(limit) and draining.verdict(limit) == "undecided"
     # the same query without the slow batch, once its batches reached their size: steady, a pass
-    steady = lag_trend_estimate(*_slow_batch_run(slow_s=0.0, seconds=41), warmup_s=15, topic="in")
+    steady = lag_trend_estimate(*slow_batch_run(slow_s=0.0, seconds=41), warmup_s=15, topic="in")
     assert not steady.draining(limit) and steady.verdict(limit) == "pass", steady
     # a slow batch in the middle of the fitted span: its interval is wide anyway
-    middle = lag_trend_estimate(*_slow_batch_run(slow_at=13.0, slow_s=2.0), warmup_s=5, topic="in")
+    middle = lag_trend_estimate(*slow_batch_run(slow_at=13.0, slow_s=2.0), warmup_s=5, topic="in")
     assert middle.low < -limit and middle.high > limit and middle.verdict(limit) == "undecided", middle
     # falling, but by less than the limit (or straddling it): a pass, as before
     assert Trend(-500, 0, -600, -400, 20, "batches").verdict(limit) == "pass"
@@ -148,7 +81,7 @@ def test_a_lag_that_falls_faster_than_the_limit_is_catching_up_and_decides_nothi
 def test_real_growth_fails_and_the_interval_decides_or_abstains():
     from streamscale.experiment.slo import Trend, fit, lag_trend_estimate
 
-    samples, batches, t0 = _sawtooth_run(growth=1_000.0, seconds=90)  # lag grows 1,000/s, limit 200
+    samples, batches, t0 = sawtooth_run(growth=1_000.0, seconds=90)  # lag grows 1,000/s, limit 200
     t = lag_trend_estimate(samples, batches, t0, warmup_s=10, topic="in")
     assert t.basis == "batches" and t.verdict(200) == "fail" and t.low > 200
     assert t.slope == __import__("pytest").approx(1_000, rel=0.05)

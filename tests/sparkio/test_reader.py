@@ -6,6 +6,7 @@ from streamscale.broker.connection import KafkaConnection
 from streamscale.sparkio import kafka
 from streamscale.sparkio.kafka import SourceConfig, read_range
 from tests.conftest import produce
+from tests.sparkio.helpers import reference_read, transactional_log
 
 
 @pytest.fixture(autouse=True)
@@ -61,63 +62,6 @@ def test_missing_records_are_an_error_not_a_hang(broker, topic_factory):
         offsets(cfg, topic, 5, 20)  # the end is beyond the log
 
 
-def _transactional_log(bootstrap: str, topic: str, partitions: int, txns: int, seed: int) -> dict[int, list[int]]:
-    """Transactions of random sizes over every partition, one in five aborted: offsets of the
-    committed data records per partition (markers and aborted records leave gaps)."""
-    import random
-
-    from confluent_kafka import Producer
-
-    rng = random.Random(seed)
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}", "linger.ms": 2})
-    p.init_transactions(30)
-    committed: dict[int, list[int]] = {q: [] for q in range(partitions)}
-    for _ in range(txns):
-        delivered: list[tuple[int, int]] = []
-        p.begin_transaction()
-        for _ in range(rng.randint(1, 40)):
-            p.produce(
-                topic,
-                value=b"v",
-                partition=rng.randrange(partitions),
-                on_delivery=lambda err, m, delivered=delivered: delivered.append((m.partition(), m.offset())),
-            )
-        p.flush(30)
-        if rng.random() < 0.2:
-            p.abort_transaction(30)
-        else:
-            p.commit_transaction(30)
-            for part, off in delivered:
-                committed[part].append(off)
-    return {q: sorted(v) for q, v in committed.items()}
-
-
-def _reference_read(bootstrap: str, topic: str, partitions: int, ends: dict[int, int]) -> dict[int, list[int]]:
-    """What one plain read_committed consumer reads front to back: the independent reference.
-    (The embedded broker does not filter aborted records from read_committed fetches; a Kafka
-    broker does. The reference follows whichever broker runs the test.)"""
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "reference",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
-    )
-    c.assign([TopicPartition(topic, q, 0) for q in range(partitions)])
-    out: dict[int, list[int]] = {q: [] for q in range(partitions)}
-    try:
-        while any(c.position([TopicPartition(topic, q)])[0].offset < ends[q] for q in range(partitions) if ends[q]):
-            for m in c.consume(1000, 0.5):
-                assert m.error() is None, m.error()
-                out[m.partition()].append(m.offset())
-    finally:
-        c.close()
-    return out
-
-
 def test_two_workers_alternating_with_skips_and_seeks_read_each_record_once(broker, access, topic_factory, monkeypatch):
     # Spark hands a group's task to whichever Python worker is free: each worker's reader is then
     # behind by the ranges the other read (skip from the queue, or seek past SKIP_LIMIT) or
@@ -128,9 +72,9 @@ def test_two_workers_alternating_with_skips_and_seeks_read_each_record_once(brok
 
     monkeypatch.setattr(readers, "SKIP_LIMIT", 30)  # force the seek path as well as the skip path
     topic = topic_factory(3)
-    committed = _transactional_log(broker.bootstrap, topic, 3, txns=120, seed=7)
+    committed = transactional_log(broker.bootstrap, topic, 3, txns=120, seed=7)
     ends = access.end_offsets(topic, "read_committed")
-    reference = _reference_read(broker.bootstrap, topic, 3, ends)
+    reference = reference_read(broker.bootstrap, topic, 3, ends)
     assert all(set(committed[q]) <= set(reference[q]) for q in range(3))
     conn = KafkaConnection(broker.bootstrap, (("isolation.level", "read_committed"),))
     workers = [readers.GroupReader(conn, readers.reader_conf(conn)) for _ in range(2)]

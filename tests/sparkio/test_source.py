@@ -227,11 +227,11 @@ def test_dozens_of_small_batches_across_markers_and_a_restart_each_record_once(
     # aborted records on the way; the query stopped mid-way and restarted from its checkpoint.
     import pyarrow.parquet as pq
 
-    from tests.sparkio.test_reader import _reference_read, _transactional_log
+    from tests.sparkio.helpers import reference_read, transactional_log
 
     topic = topic_factory(4)
-    committed = _transactional_log(broker.bootstrap, topic, 4, txns=16, seed=11)
-    reference = _reference_read(broker.bootstrap, topic, 4, access.end_offsets(topic, "read_committed"))
+    committed = transactional_log(broker.bootstrap, topic, 4, txns=16, seed=11)
+    reference = reference_read(broker.bootstrap, topic, 4, access.end_offsets(topic, "read_committed"))
     assert all(set(committed[q]) <= set(reference[q]) for q in range(4))
     total = sum(len(v) for v in reference.values())
     out, ckpt = tmp_path / "out", str(tmp_path / "ckpt")

@@ -1,0 +1,62 @@
+"""The embedded Kafka as a benchmark's runs see it: which of its nodes died during a run, and every
+node up again before the next one.
+
+A run during which a node of the embedded broker or cluster died measured the fault, not the job:
+it is invalid with that reason and runs again once the nodes are back (:mod:`.execution`). A single
+embedded broker that died cannot be started again under its clients (its storage and port are
+gone with it), so the execution stops there with one line; it resumes when run again.
+"""
+
+from __future__ import annotations
+
+from streamscale.errors import BrokerError
+
+
+class BrokerWatch:
+    """Watches an embedded :class:`~streamscale.broker.EmbeddedBroker` or
+    :class:`~streamscale.broker.cluster.EmbeddedCluster` (anything with ``nodes`` or ``proc``)."""
+
+    def __init__(self, kafka):
+        self.kafka = kafka
+
+    def _procs(self) -> dict[str, object]:
+        nodes = getattr(self.kafka, "nodes", None)
+        if nodes is not None:
+            return {f"node {i}": n.proc for i, n in sorted(nodes.items())}
+        return {"broker": self.kafka.proc}
+
+    def dead(self) -> list[str]:
+        """The nodes no longer running, each as "node 2 (pid 4711, exit -9)"."""
+        out = []
+        for name, proc in self._procs().items():
+            if proc is None:
+                out.append(f"{name} (stopped)")
+            elif proc.poll() is not None:
+                out.append(f"{name} (pid {proc.pid}, exit {proc.returncode})")
+        return out
+
+    def fault(self) -> str:
+        """What a run saw of the broker: "" when every node ran, else the note that makes it invalid."""
+        dead = self.dead()
+        if not dead:
+            return ""
+        what = "an embedded broker node" if len(dead) == 1 else "embedded broker nodes"
+        return f"{what} died during the run: {', '.join(dead)}"
+
+    def restore(self) -> list[str]:
+        """Start the nodes that died again and wait until every one answers; the names of those
+        started. A single broker cannot be: BrokerError, with what to do."""
+        dead = self.dead()
+        if not dead:
+            return []
+        if not hasattr(self.kafka, "restore"):
+            log = getattr(self.kafka, "log_path", None)
+            raise BrokerError(
+                f"the embedded broker died ({', '.join(dead)}; its log: {log}): the execution stops here; "
+                "run it again to resume where it stopped"
+            )
+        self.kafka.restore()
+        return [d.split(" (")[0] for d in dead]
+
+    def pids(self) -> list[int]:
+        return list(self.kafka.pids())

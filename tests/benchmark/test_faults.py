@@ -1,0 +1,209 @@
+"""A broker node that dies during a run: the run is invalid with the reason named, runs again on
+the nodes started again, and the answer says which runs the fault touched."""
+
+import os
+import signal
+
+import pytest
+
+from streamscale.benchmark.execution import FAULT_REP, Execution
+from streamscale.benchmark.experiment_runner import faulted
+from streamscale.benchmark.faults import BrokerWatch
+from streamscale.benchmark.spec import parse_spec
+from streamscale.errors import BrokerError
+from tests.benchmark.helpers import fake_result
+
+
+class Proc:
+    def __init__(self, pid, returncode=None):
+        self.pid, self.returncode = pid, returncode
+
+    def poll(self):
+        return self.returncode
+
+
+class Node:
+    def __init__(self, proc):
+        self.proc = proc
+
+
+class FakeCluster:
+    def __init__(self):
+        self.nodes = {0: Node(Proc(10)), 1: Node(Proc(11)), 2: Node(Proc(12))}
+        self.restored = 0
+
+    def restore(self):
+        self.restored += 1
+        for i, n in self.nodes.items():
+            if n.proc.poll() is not None:
+                n.proc = Proc(100 + i)
+
+    def pids(self):
+        return [n.proc.pid for n in self.nodes.values()]
+
+
+def test_the_watch_names_the_dead_node_and_starts_it_again():
+    cluster = FakeCluster()
+    watch = BrokerWatch(cluster)
+    assert (watch.dead(), watch.fault(), watch.restore()) == ([], "", [])
+    assert cluster.restored == 0  # nothing to start: the cluster is not touched
+    cluster.nodes[1].proc.returncode = -9
+    assert watch.dead() == ["node 1 (pid 11, exit -9)"]
+    assert watch.fault() == "an embedded broker node died during the run: node 1 (pid 11, exit -9)"
+    assert watch.restore() == ["node 1"] and watch.pids() == [10, 101, 12] and watch.dead() == []
+
+
+def test_a_single_broker_that_died_stops_the_execution_with_one_line():
+    class Broker:
+        proc, log_path = Proc(7, returncode=-9), "/tmp/kafka-1.log"
+
+    with pytest.raises(
+        BrokerError, match=r"the embedded broker died \(broker \(pid 7, exit -9\); its log: /tmp/kafka-1"
+    ):
+        BrokerWatch(Broker()).restore()
+
+
+def test_a_faulted_run_is_invalid_whatever_its_figures_said():
+    r = faulted(fake_result(1000, 1, 0, passed=True), "an embedded broker node died during the run: node 2")
+    assert (r.valid, r.passed, r.verdict) == (False, False, "invalid")
+    assert r.note == "an embedded broker node died during the run: node 2: experiment invalid"
+
+
+def _spec():
+    return parse_spec(
+        {
+            "name": "faults",
+            "benchmark": {"sut": "uc1", "params": {"sink": "none"}},
+            "execution": {
+                "load": {"type": "sensors", "values": [1000, 2000]},
+                "resources": {"type": "cores", "values": [1]},
+                "duration_s": 30,
+                "warmup_s": 5,
+                "repetitions": 1,
+                "strategy": {"name": "full", "lower_bound": False},
+            },
+        }
+    )
+
+
+def test_a_run_a_fault_made_invalid_runs_again_and_the_answer_names_it(tmp_path, capsys):
+    ran = []
+
+    def run(load, res, rep, on_lag=None):
+        ran.append((load, rep))
+        r = fake_result(load, res, rep, passed=True)
+        if (load, rep) == (2000, 0):  # a node died during the first run at 2,000
+            return faulted(r, "an embedded broker node died during the run: node 1")
+        return r
+
+    summary = Execution(_spec(), tmp_path, run).run()
+    assert ran == [(1000, 0), (2000, 0), (2000, FAULT_REP)]
+    assert summary["results"] == [{"load": 1000.0, "resources": 1}, {"load": 2000.0, "resources": 1}]
+    assert summary["fault_experiments"] == ["load2000_res1_rep0"]
+    assert summary["answer"]["sentence"].endswith(
+        "(1 run invalid where a broker node died, each run again: load2000_res1_rep0)"
+    )
+    assert "a broker fault made it invalid: run again once every node is up" in capsys.readouterr().out
+    # resumed: both runs at 2,000 are recalled, none is run again
+    ran.clear()
+    again = Execution(_spec(), tmp_path, run).run()
+    assert ran == [] and again["fault_experiments"] == ["load2000_res1_rep0"]
+
+
+def test_a_fault_that_touches_the_run_again_too_leaves_the_point_invalid(tmp_path):
+    def run(load, res, rep, on_lag=None):
+        r = fake_result(load, res, rep, passed=True)
+        return faulted(r, "node 1 died") if load == 2000 else r
+
+    summary = Execution(_spec(), tmp_path, run).run()
+    # run twice, invalid twice: no amount is said to hold 2,000, and no run is a third time
+    assert summary["results"] == [{"load": 1000.0, "resources": 1}, {"load": 2000.0, "resources": None}]
+    ids = sorted(r.exp_id for r in Execution(_spec(), tmp_path, run).done.values())
+    assert ids == ["load1000_res1_rep0", "load2000_res1_rep0", f"load2000_res1_rep{FAULT_REP}"]
+
+
+def test_a_real_cluster_node_killed_is_seen_dead_and_started_again(tmp_path):
+    from streamscale.broker.cluster import EmbeddedCluster
+
+    with EmbeddedCluster(3, log_dir=tmp_path / "logs") as cluster:
+        watch = BrokerWatch(cluster)
+        assert watch.dead() == []
+        victim = cluster.nodes[2].proc.pid
+        os.kill(victim, signal.SIGKILL)
+        cluster.nodes[2].proc.wait(30)
+        assert watch.dead() == [f"node 2 (pid {victim}, exit -9)"]
+        assert watch.restore() == ["node 2"]
+        assert watch.dead() == [] and victim not in watch.pids() and len(watch.pids()) == 3
+        # the node answers again: the cluster has its three brokers
+        admin = cluster.connection.admin()
+        assert sorted(admin.list_topics(timeout=10).brokers) == sorted(cluster.nodes)
+    assert all(not n.alive() for n in cluster.nodes.values())
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_node_killed_during_a_benchmark_run_makes_it_invalid_and_the_next_runs_on_three(tmp_path, monkeypatch):
+    import csv
+    import json
+
+    from streamscale.benchmark.execution import run_execution
+    from streamscale.broker.cluster import EmbeddedCluster
+
+    clusters = []
+    start = EmbeddedCluster.start
+
+    def spy(self):
+        clusters.append(self)
+        return start(self)
+
+    monkeypatch.setattr(EmbeddedCluster, "start", spy)
+
+    class KillAt15s:  # the live page's hooks: the lag sampler's seconds of the running experiment
+        def __init__(self):
+            self.experiment, self.killed = {}, None
+
+        def start_experiment(self, **info):
+            self.experiment = info
+
+        def add_sample(self, t_s, lag):
+            e = self.experiment
+            if self.killed is None and (e["load"], e["repetition"]) == (10_000, 0) and t_s >= 15:
+                self.killed = clusters[0].nodes[1].proc.pid
+                os.kill(self.killed, signal.SIGKILL)
+
+        def end_experiment(self, result):
+            pass
+
+    spec = parse_spec(
+        {
+            "name": "killed",
+            "broker": {"brokers": 3},
+            "benchmark": {
+                "sut": "uc1",
+                "params": {"sink": "none"},
+                "topics": {"partitions": 4, "replication_factor": 3, "min_insync_replicas": 2},
+            },
+            "execution": {
+                "load": {"type": "sensors", "values": [5_000, 10_000]},
+                "resources": {"type": "cores", "values": [1]},
+                "duration_s": 40,
+                "warmup_s": 10,
+                "repetitions": 1,
+                "strategy": {"name": "full", "lower_bound": False},
+            },
+        }
+    )
+    live = KillAt15s()
+    summary = run_execution(spec, tmp_path, live=live)
+    assert live.killed is not None
+    rows = {r["exp_id"]: r for r in csv.DictReader(open(tmp_path / "experiments.csv"))}
+    hit = rows["load10000_res1_rep0"]
+    assert (hit["valid"], hit["verdict"]) == ("False", "invalid")
+    assert hit["fault"] == f"an embedded broker node died during the run: node 1 (pid {live.killed}, exit -9)"
+    assert hit["note"].startswith(hit["fault"] + ": experiment invalid")
+    again = rows[f"load10000_res1_rep{FAULT_REP}"]
+    assert again["fault"] == ""  # on the three nodes again
+    assert summary["fault_experiments"] == ["load10000_res1_rep0"]
+    assert "each run again: load10000_res1_rep0" in summary["answer"]["sentence"]
+    assert json.loads((tmp_path / "summary.json").read_text())["fault_experiments"] == ["load10000_res1_rep0"]
+    assert all(not n.alive() for n in clusters[0].nodes.values())  # and nothing left running
