@@ -60,7 +60,7 @@ LONG_OR_WIDE = {
     "autoscaler/reproduce.py:reproduce": (76, 3),
     "benchmark/bracket.py:bracket_search": (49, 14),
     "benchmark/bracket.py:_search": (67, 9),
-    "benchmark/experiment_runner.py:ExperimentRunner._judged": (127, 6),
+    "benchmark/experiment_runner.py:ExperimentRunner._judged": (123, 6),
     "benchmark/plots.py:plot_metric": (72, 6),
     "benchmark/probe.py:probe_capacity": (75, 12),
     "benchmark/report.py:write_report": (84, 1),

@@ -34,7 +34,7 @@ from streamscale.experiment.processing import (
     processing_percentile_ms,
     processing_trend,
 )
-from streamscale.experiment.slo import lag_limit, lag_trend_estimate, median_batch_ms
+from streamscale.experiment.slo import lag_limit, lag_trend_estimate, median_batch_ms, stall
 
 
 def experiment_settings(spec: Spec, load: float, resources: int, config: str = "") -> dict:
@@ -92,6 +92,12 @@ def steady_from(trend, warmup_s: float) -> float:
     trend found the start-up backlog still draining (its fitted span's start). One span for all:
     a latency percentile that took in the backlog's records would fail a steady state that holds."""
     return trend.start_s if math.isfinite(trend.start_s) else warmup_s
+
+
+def _rounded(trend, name: str) -> float:
+    """A trend's figure to three decimals; NaN without a trend or a finite figure."""
+    x = getattr(trend, name) if trend is not None else float("nan")
+    return round(x, 3) if math.isfinite(x) else float("nan")
 
 
 def faulted(res: ExperimentResult, fault: str) -> ExperimentResult:
@@ -172,6 +178,8 @@ class ExperimentRunner:
         proc_limit = processing_limit_ms(self.spec, s["params"])
 
         def decided(lag, batches, t0_wall, topic) -> bool:
+            if stall(lag, batches, t0_wall or None, (median_batch_ms(batches, t0_wall or None) or 0) / 1000):
+                return True  # a stalled query fails its lag SLO: nothing after this decides more
             trend = lag_trend_estimate(lag, batches, t0_wall, ex.warmup_s, topic, period_s=period)
             verdict = trend.verdict(limit, looks.confidence())
             if verdict != "pass":
@@ -315,9 +323,14 @@ class ExperimentRunner:
         )
         slow = slowdown(self.reference_speed, speed_before, speed_after)
         lag_verdict, growth_fails, excuse = allow_for_slowdown(lag_verdict, growing, slope, delivered, slow)
+        stalled = stall(r.lag, r.batches, r.t0_wall or None, (batch_ms or 0) / 1000)
+        if stalled is not None:  # its trend is the one before it stalled: the lag after says more
+            lag_verdict, excuse = "fail", ""
         verdict = combined_verdict(valid, lag_verdict, dropped_ok and not growth_fails, worst(latency, processing))
         moved = drift(self.reference_speed, speed_before, speed_after)
         notes = [invalid_note] if invalid_note else []
+        if stalled is not None:
+            notes.append(stalled.note((batch_ms or 0) / 1000))
         if growing:
             notes.append(f"processing latency kept growing ({proc_trend.slope:,.0f} ms per s)")
         if excuse:
@@ -341,9 +354,6 @@ class ExperimentRunner:
 
         def nan(x):
             return float("nan") if x is None else x
-
-        def r3(x):
-            return round(x, 3) if x is not None and math.isfinite(x) else float("nan")
 
         longest = [b["processing_max_ms"] for b in r.batches if b.get("processing_max_ms") is not None]
 
@@ -392,15 +402,9 @@ class ExperimentRunner:
             processing_max_ms=max(longest) if longest else float("nan"),
             processing_limit_ms=nan(proc_limit),
             processing_slo=processing != "fail",
-            processing_trend=round(proc_trend.slope, 3)
-            if proc_trend and math.isfinite(proc_trend.slope)
-            else nan(None),
-            processing_trend_low=round(proc_trend.low, 3)
-            if proc_trend and math.isfinite(proc_trend.low)
-            else nan(None),
-            processing_trend_high=round(proc_trend.high, 3)
-            if proc_trend and math.isfinite(proc_trend.high)
-            else nan(None),
+            processing_trend=_rounded(proc_trend, "slope"),
+            processing_trend_low=_rounded(proc_trend, "low"),
+            processing_trend_high=_rounded(proc_trend, "high"),
             spark_cpu_pct=round(r.spark_cpu_pct, 1),
             broker_cpu_pct=round(r.broker_cpu_pct, 1),
             steal_pct=round(r.steal_pct, 2),

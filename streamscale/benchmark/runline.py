@@ -52,8 +52,8 @@ def run_line(r: ExperimentResult, latency_limit_ms: float | None = None) -> str:
         line += f" [yellow](machine speed moved {r.drift:.0%})[/]"
     if not r.valid:
         line += " [red]INVALID[/]"
-    if r.note and (r.verdict in ("undecided", "invalid") or not r.valid):
-        line += f": {escape(r.note)}"  # why it decided nothing
+    if r.note and (r.verdict in ("undecided", "invalid") or not r.valid or r.note.startswith("stalled:")):
+        line += f": {escape(r.note)}"  # why it decided nothing, or why a trend that held failed
     return line
 
 

@@ -354,3 +354,43 @@ def median_batch_ms(batches, t0_wall: float | None = None, warmup_s: float = 0.0
     records and ended after the warm-up; None when there is none."""
     ms = [float(_field(b, "batch_ms")) for b in after_warmup(batches, t0_wall, warmup_s) if _field(b, "input_rows")]
     return float(np.median(ms)) if ms else None
+
+
+# -- a query that stopped committing ---------------------------------------------------------------
+# The lag trend is fitted through batch commits; a query that stops committing (its broker gone, a
+# task hung) leaves no commit to fit, and its trend would be the one before it stalled. The lag
+# the sampler saw after the last commit is the evidence: no commit for STALL_BATCHES median batches
+# (at least STALL_MIN_S) while that lag grew is a stall, a failure of the lag SLO.
+STALL_BATCHES = 5
+STALL_MIN_S = 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Stall:
+    since_s: float  # the last commit, seconds since the sampler's start
+    for_s: float  # how long no batch committed until the last lag sample
+    lag_from: int  # the lag sampled at the last commit
+    lag_to: int  # and at the run's last sample
+
+    def note(self, median_batch_s: float) -> str:
+        batches = f" ({self.for_s / median_batch_s:.0f} median batches)" if median_batch_s > 0 else ""
+        return (
+            f"stalled: no batch committed for the last {self.for_s:.0f} s{batches}, "
+            f"the lag grew from {self.lag_from:,} to {self.lag_to:,}"
+        )
+
+
+def stall(samples, batches, t0_wall: float | None, median_batch_s: float | None) -> Stall | None:
+    """The run's stall at its end (see above), or None when it kept committing."""
+    if not samples or not t0_wall:
+        return None
+    ends = [e for b in batches if (e := _batch_end_s(b, t0_wall)) is not None]
+    last = max(ends, default=0.0)
+    for_s = samples[-1].t_s - last
+    if for_s < max(STALL_BATCHES * (median_batch_s or 0.0), STALL_MIN_S):
+        return None
+    before = [x for x in samples if x.t_s <= last]
+    lag_from = before[-1].lag if before else samples[0].lag
+    if samples[-1].lag <= lag_from:
+        return None  # nothing waited: no input arrived meanwhile
+    return Stall(round(last, 3), round(for_s, 3), int(lag_from), int(samples[-1].lag))

@@ -315,3 +315,66 @@ def test_every_pipeline_that_drops_late_records_is_held_to_the_dropped_records_s
     assert (few.dropped_slo, few.verdict) == (True, "pass"), few.note
     # UC1 drops nothing behind a watermark: whatever the count says, there is no such SLO
     assert judged("uc1", 10_000).dropped_slo
+
+
+def _stalled_run(stall_at: float = 35.0, seconds: int = 60):
+    """A query that keeps up with 20,000 records/s in 1 s batches until ``stall_at``, then commits
+    nothing more: its lag samples grow by the whole load from there."""
+    from types import SimpleNamespace
+
+    from tests.experiment.helpers import sawtooth_run
+
+    samples, batches, t0 = sawtooth_run(rate=20_000.0, batch_s=1.0, seconds=seconds)
+    kept = [b for b in batches if _batch_end(b, t0) <= stall_at]
+    last_end = max(_batch_end(b, t0) for b in kept)
+    done = sum(int(v) for v in kept[-1]["end_offsets"]["in"].values())
+    stalled = [
+        s if s.t_s <= last_end else SimpleNamespace(t_s=s.t_s, lag=s.end_total - done, end_total=s.end_total,
+                                                     committed_total=done)
+        for s in samples
+    ]  # fmt: skip
+    return stalled, kept, t0
+
+
+def _batch_end(b, t0):
+    from datetime import datetime
+
+    return datetime.fromisoformat(b["timestamp"].replace("Z", "+00:00")).timestamp() - t0 + b["batch_ms"] / 1000
+
+
+def test_a_query_that_stops_committing_fails_as_stalled_and_says_so(tmp_path, monkeypatch):
+    from streamscale.benchmark.runline import run_line
+    from streamscale.experiment.slo import stall
+
+    samples, batches, t0 = _stalled_run()
+    s = stall(samples, batches, t0, 1.0)
+    assert s is not None and s.since_s == pytest.approx(35.0, abs=1.0) and s.for_s == pytest.approx(25.0, abs=1.0)
+    assert s.lag_to - s.lag_from == pytest.approx(20_000 * s.for_s, rel=0.05)
+    # the commits before the stall alone hold the limit: the lag after them decides
+    *_, res = _judge_synthetic(tmp_path, monkeypatch, (samples, batches, t0), 20_000, 60)
+    assert (res.verdict, res.lag_verdict, res.lag_slo) == ("fail", "fail", False)
+    assert res.note.startswith("stalled: no batch committed for the last 25 s (25 median batches), the lag grew from")
+    assert "stalled: no batch committed" in run_line(res)
+    # a pause shorter than five median batches (and 10 s) is no stall; nor is one with nothing arriving
+    assert stall(*_stalled_run(stall_at=52.0), 1.0) is None
+    flat = [type(x)(t_s=x.t_s, lag=0, end_total=x.end_total, committed_total=x.end_total) for x in samples]
+    assert stall(flat, batches, t0, 1.0) is None
+
+
+def test_a_look_at_a_stalled_query_decides_the_run(tmp_path, monkeypatch):
+    from streamscale.experiment.slo import stall
+
+    samples, batches, t0 = _stalled_run()
+    runner, s, *_ = _judge_synthetic(tmp_path, monkeypatch, (samples, batches, t0), 20_000, 60)
+    import streamscale.benchmark.experiment_runner as er
+
+    fitted = []  # a look that fits the trend: the stall did not decide it
+    trend = er.lag_trend_estimate
+    monkeypatch.setattr(er, "lag_trend_estimate", lambda *a, **k: fitted.append(1) or trend(*a, **k))
+    decided = runner.judge(s, limit=200.0)
+    at = lambda t: [x for x in samples if x.t_s <= t]  # noqa: E731 - the samples a look at t sees
+    assert stall(at(40), batches, t0, 1.0) is None  # 5 s after the last commit: not yet a stall
+    decided(at(40), batches, t0, "in")
+    assert fitted == [1]
+    assert stall(at(50), batches, t0, 1.0) is not None  # 15 s: a stall, which decides the look alone
+    assert decided(at(50), batches, t0, "in") and fitted == [1]
