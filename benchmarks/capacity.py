@@ -51,9 +51,8 @@ import math
 import time
 from pathlib import Path
 
-from _long import end_holds, long_spec, refine
-
 from streamscale.benchmark.bracket import between
+from streamscale.benchmark.confirm import end_holds, long_spec, refine
 from streamscale.benchmark.execution import run_execution
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import parse_spec

@@ -36,8 +36,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("results/demo-truth"))
     args = ap.parse_args()
 
-    from _long import end_holds, long_spec
-
+    from streamscale.benchmark.confirm import end_holds, long_spec
     from streamscale.benchmark.execution import run_execution
     from streamscale.benchmark.results import read_results
     from streamscale.benchmark.spec import parse_spec

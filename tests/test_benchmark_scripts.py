@@ -173,98 +173,9 @@ def test_capacity_confirms_each_amounts_ends_with_whole_long_runs(capsys):
     assert (ex.duration_s, ex.warmup_s, ex.shortest_s, ex.repetitions) == (300.0, 60.0, None, 1)
     assert (ex.strategy.name, ex.metric, ex.stop_at_majority, ex.extra_repetitions) == ("full", "demand", False, 0)
     assert raw["execution"]["strategy"]["name"] == "bracket"  # the search's spec is left as it was
-    decided, undecided = {"failed_undecided": False}, {"failed_undecided": True}
-    assert capacity.end_holds(decided, "pass", "fail") and not capacity.end_holds(decided, "pass", "undecided")
-    assert not capacity.end_holds(decided, "pass", "pass") and not capacity.end_holds(decided, "undecided", "fail")
-    assert not capacity.end_holds(decided, "pass", "invalid")  # a failure nobody measured is none
-    assert capacity.end_holds(undecided, "pass", "pass")  # an undecided upper end claimed no failure
-    assert capacity.end_holds(decided, None, "fail")  # nothing held: only the failure is checked
     with pytest.raises(SystemExit):
         capacity.parse_args(["--uc", "uc2", "--confirm", "30", "--confirm-warmup", "60"])
     assert "--confirm" in capsys.readouterr().err
-
-
-def _search(held: float, failed: float, failed_undecided: bool, verdicts: dict) -> dict:
-    """A search's bracket as capacity.py hands it to ``refine``: its ends and each load's verdict."""
-    return {
-        "held": held,
-        "failed": failed,
-        "failed_undecided": failed_undecided,
-        "verdicts": {str(x): v for x, v in verdicts.items()},
-    }
-
-
-def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
-    from _long import refine
-
-    from streamscale.benchmark.bracket import between
-
-    def truth(capacity):  # the long runs' verdicts on a machine holding below ``capacity``
-        tried = []
-
-        def long(x):
-            tried.append(x)
-            return "pass" if x < capacity else "fail"
-
-        return long, tried
-
-    # a held end that failed its long run (UC1 on 2 cores): the held end walks down to the next
-    # load the search held, then sqrt(190k*380k) = 268.7k -> 270k passes, sqrt(270k*380k) =
-    # 320.3k -> 320k fails; 320/270 - 1 = 18.5 % > 15 %, but the 3 long runs allowed are spent
-    search = _search(380_000.0, 400_000.0, True, {190_000: "pass", 380_000: "pass", 400_000: "undecided"})
-    long, tried = truth(300_000)
-    r = refine(search, long, {380_000.0: "fail", 400_000.0: "invalid"}, 0.15, 3, between)
-    assert tried == [190_000, 270_000, 320_000]
-    assert (r["held"], r["failed"], r["failed_undecided"]) == (270_000, 320_000, False)
-    assert r["width"] == pytest.approx(320 / 270 - 1)
-    assert r["long"] == {190_000: "pass", 270_000: "pass", 320_000: "fail", 380_000: "fail", 400_000: "invalid"}
-
-    # a decided failed end that passed its long run: the upper end moves to the next load the search
-    # did not hold (200k), then sqrt(140k*200k) = 167.3k -> 170k fails, sqrt(140k*170k) = 154.3k ->
-    # 150k passes: 170/150 - 1 = 13.3 % <= 15 %
-    search = _search(130_000.0, 140_000.0, False, {100_000: "pass", 130_000: "pass", 140_000: "fail", 200_000: "fail"})
-    long, tried = truth(160_000)
-    r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
-    assert tried == [200_000, 170_000, 150_000]
-    assert (r["held"], r["failed"], r["failed_undecided"]) == (150_000, 170_000, False)
-
-    # an upper end the search left undecided passed its long run (UC2 on 1 core): the held end rises
-    # through it and the next load the search tried (160k), then a resolution's step up: sqrt(160k *
-    # 160k * 1.15^2) = 184k -> 180k fails; 180/160 - 1 = 12.5 %
-    search = _search(
-        130_000.0, 140_000.0, True, {40_000: "pass", 130_000: "pass", 140_000: "undecided", 160_000: "undecided"}
-    )
-    long, tried = truth(170_000)
-    r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
-    assert tried == [160_000, 180_000]
-    assert (r["held"], r["failed"], r["failed_undecided"]) == (160_000, 180_000, False)
-    # every step up passes until the long runs allowed are spent: held there, no upper end
-    long, tried = truth(10**9)
-    r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
-    assert tried == [160_000, 180_000, 210_000] and (r["held"], r["failed"], r["width"]) == (210_000, None, None)
-    # a load between the held end and an upper end that passed long (UC3 on 1 core: 94k undecided in
-    # the search, 100k passed over 300 s) is not run long: 110k next, fails; 110/100 - 1 = 10 %
-    search = _search(
-        80_000.0, 100_000.0, True, {80_000: "pass", 94_000: "undecided", 100_000: "undecided", 110_000: "fail"}
-    )
-    long, tried = truth(105_000)
-    r = refine(search, long, {80_000.0: "pass", 100_000.0: "pass"}, 0.15, 3, between)
-    assert tried == [110_000] and (r["held"], r["failed"], r["failed_undecided"]) == (100_000, 110_000, False)
-    # a load the search's generator could not produce is not run long, nor any above it (UC1 on 2
-    # cores: 280k passed long, 320k passes, 400k fell short in the search; 1.15 x 320k = 368k -> 370k
-    # lies below it and passes; 1.15 x 370k = 425.5k -> 430k does not)
-    search = _search(
-        250_000.0, 280_000.0, True, {250_000: "pass", 280_000: "undecided", 320_000: "undecided", 400_000: "invalid"}
-    )
-    long, tried = truth(10**9)
-    r = refine(search, long, {250_000.0: "pass", 280_000.0: "pass"}, 0.15, 3, between)
-    assert tried == [320_000, 370_000] and (r["held"], r["failed"]) == (370_000, None)
-
-    # no load the search held passes a long run: nothing held, the lowest long failure is the upper end
-    search = {"held": 50_000.0, "failed": 60_000.0, "verdicts": {"50000": "pass", "60000": "fail"}}
-    long, tried = truth(10_000)
-    r = refine(search, long, {50_000.0: "fail", 60_000.0: "fail"}, 0.15, 3, between)
-    assert tried == [] and (r["held"], r["failed"], r["width"]) == (None, 50_000, None)
 
 
 def _fake_long_runs(monkeypatch, capacity, truth: float) -> list:

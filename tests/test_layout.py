@@ -59,6 +59,7 @@ LONG_OR_WIDE = {
     "autoscaler/figures.py:evaluate": (120, 7),
     "autoscaler/reproduce.py:reproduce": (76, 3),
     "benchmark/bracket.py:bracket_search": (49, 14),
+    "benchmark/confirm.py:refine": (94, 6),  # moved from benchmarks/ with its tests, as it was
     "benchmark/bracket.py:_search": (67, 9),
     "benchmark/experiment_runner.py:ExperimentRunner._judged": (123, 6),
     "benchmark/plots.py:plot_metric": (72, 6),

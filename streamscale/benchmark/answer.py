@@ -183,7 +183,9 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         text += f" and {verb} {_amount(axes, failed)}"
     if row.get("out_of_time") and row.get("width") is not None:
         text += f" (the time budget ended the search {row['width']:.0%} apart)"
-    if row.get("confirmed"):
+    if row.get("long_s"):
+        text += f" (ends decided by {row['long_s']:g} s runs)"
+    elif row.get("confirmed"):
         text += " (its ends run again after a drift)"
     elif row.get("ends_drifted"):
         text += f" ({row['ends_drifted']} deciding run{'s' if row['ends_drifted'] > 1 else ''} on a drifting machine)"

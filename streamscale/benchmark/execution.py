@@ -13,6 +13,7 @@ An interrupted execution resumes: experiments already in experiments.csv are not
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import time
@@ -63,13 +64,24 @@ def _saved(spec: Spec) -> dict:
 CONFIRM_REP = 100
 # a run that a broker fault made invalid runs again as repetition FAULT_REP + its own
 FAULT_REP = 200
+# the repetition number of a bracket end's long run (strategy.confirm)
+LONG_REP = 300
 
 
 class Execution:
     """One benchmark execution: search, repetitions, resume, files."""
 
-    def __init__(self, spec: Spec, out_dir: Path, run_experiment: Callable[..., ExperimentResult], live=None):
+    def __init__(
+        self,
+        spec: Spec,
+        out_dir: Path,
+        run_experiment: Callable[..., ExperimentResult],
+        live=None,
+        long_experiment: Callable[..., ExperimentResult] | None = None,
+    ):
         self.live = live  # streamscale.observe.live.LiveState, for `benchmark run --serve`
+        # the long runs of strategy.confirm (streamscale.benchmark.confirm.long_execution's runner)
+        self.long_experiment = long_experiment or run_experiment
         self.spec = spec
         self.out_dir = out_dir
         self.run_experiment = run_experiment
@@ -154,22 +166,28 @@ class Execution:
     def _run(self, load, res, rep: int, of: int | None) -> ExperimentResult:
         """Repetition ``rep`` of ``of`` at a point (None: run again), recalled or run now; a run
         that a broker fault made invalid runs once more, on the nodes started again."""
-        r = self._run_once(load, res, rep, of)
+        r = self._run_once(load, res, rep, "run again" if of is None else f"repetition {rep + 1}/{of}")
         if r.fault and rep < FAULT_REP:
             if (float(load), int(res), FAULT_REP + rep, self.config) not in self.done:
                 console.print("  a broker fault made it invalid: run again once every node is up")
-            return self._run_once(load, res, FAULT_REP + rep, None)
+            return self._run_once(load, res, FAULT_REP + rep, "run again")
         return r
 
-    def _run_once(self, load, res, rep: int, of: int | None) -> ExperimentResult:
+    def long_verdict(self, load, res, end: str) -> str:
+        """A long run of ``load`` on ``res`` (strategy.confirm): its verdict; ``end``: which end of
+        the bracket it decides (held, failed, or "" for a load between them)."""
+        st = self.spec.execution.strategy
+        what = f"{st.confirm_s:g} s run of the {end} end" if end else f"{st.confirm_s:g} s run between the ends"
+        return self._run_once(load, res, LONG_REP, what, self.long_experiment, end or "between").verdict
+
+    def _run_once(self, load, res, rep: int, label: str, run_experiment=None, confirms: str = "") -> ExperimentResult:
         key = (float(load), int(res), rep, self.config)
         r = self.done.get(key)
         if r is not None:
             self.resumed += 1
             return r
         which = f" with {self.config}" if self.config else ""
-        run = "run again" if of is None else f"repetition {rep + 1}/{of}"
-        console.print(f"[bold]experiment[/] load {load:g} x resources {res}{which} ({run}) {self._progress()}")
+        console.print(f"[bold]experiment[/] load {load:g} x resources {res}{which} ({label}) {self._progress()}")
         t0 = time.monotonic()
         if self.live is not None:
             eid = exp_id(load, res, rep, self.config)
@@ -182,7 +200,10 @@ class Execution:
                     self.live.add_sample(sample.t_s, sample.lag)
 
             # a configuration is named only where the spec has some (a caller's runner may not know of them)
-            r = self.run_experiment(load, res, rep, on_lag=on_lag, **({"config": self.config} if self.config else {}))
+            run = run_experiment or self.run_experiment
+            r = run(load, res, rep, on_lag=on_lag, **({"config": self.config} if self.config else {}))
+        if confirms:
+            r = dataclasses.replace(r, confirms=confirms)
         if self.live is not None:
             self.live.end_experiment(asdict(r))
         if math.isfinite(r.ran_s):
@@ -284,8 +305,9 @@ class Execution:
                 deadline=deadline,
                 run_cost_s=lambda: ex.repetitions * run_cost(ex.duration_s, self.overheads),  # a load's runs
             )
-            table += [{**b.as_dict(), **({"config": name} if name else {})} for b in brackets]
-            assumed |= {(name, b.resources) for b in brackets if b.held_assumed}
+            rows = [self._confirmed(b.as_dict(), whole) if st.confirm else b.as_dict() for b in brackets]
+            table += [{**b, **({"config": name} if name else {})} for b in rows]
+            assumed |= {(name, b["resources"]) for b in rows if b["held_assumed"]}
         metric = {(b.get("config", ""), b["resources"]): b["held"] for b in table}
         summary = self._write_summary(metric, assumed, brackets=table)
         if names == [""]:
@@ -295,6 +317,21 @@ class Execution:
 
             plot_config_brackets(summary["answer"]["brackets"], Axes.of(self.spec), self.out_dir / "capacity.png")
         return summary
+
+    def _confirmed(self, b: dict, whole: bool) -> dict:
+        """An amount's bracket with its ends decided by long runs (streamscale.benchmark.confirm)."""
+        from streamscale.benchmark.confirm import confirm_bracket
+
+        st = self.spec.execution.strategy
+        ends = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None]
+        if not ends:
+            return b
+        console.print(f"  {b['resources']} x: the bracket's ends ({', '.join(ends)}) over {st.confirm_s:g} s each")
+        res = b["resources"]
+        out = confirm_bracket(b, lambda x, end: self.long_verdict(x, res, end), st.resolution, st.confirm_runs, whole)
+        said = "held as found" if out["long_confirmed"] else "decided anew by long runs"
+        console.print(f"  {res} x: {said}: held {out['held']}, failed {out['failed']}", highlight=False)
+        return {**out, "long_s": st.confirm_s, "long": {f"{k:g}": v for k, v in sorted(out["long"].items())}}
 
     def _write_summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
         ex = self.spec.execution
@@ -375,6 +412,17 @@ class Execution:
         return summary
 
 
+def _long_runner(spec: Spec, runner: ExperimentRunner) -> ExperimentRunner:
+    """The runner of strategy.confirm's long runs: the spec's long execution, the same Kafka,
+    sessions and broker processes as the search's runner."""
+    from streamscale.benchmark.confirm import long_execution
+
+    return ExperimentRunner(
+        long_execution(spec), runner.out_dir, runner.bootstrap, runner.sessions, runner.broker_pids,
+        runner.replication_factor,
+    )  # fmt: skip
+
+
 def _duration(seconds: float) -> str:
     """A span as a person reads it: 45 s, 3 min 05 s, 1 h 02 min."""
     s = int(round(seconds))
@@ -420,12 +468,15 @@ def run_execution(
         if note:
             console.print(f"note: {note}", highlight=False)
         runner = ExperimentRunner(spec, out_dir, conn, sessions, broker_pids, spec.replication_factor(embedded))
+        long = _long_runner(spec, runner) if spec.execution.strategy.confirm else None
         if embedded:
             from streamscale.benchmark.faults import BrokerWatch
 
             runner.watch = BrokerWatch(broker)
+            if long is not None:
+                long.watch = runner.watch
         stack.callback(runner.close)  # a kept session stops before the broker it reads
-        execution = Execution(spec, out_dir, runner, live=live)
+        execution = Execution(spec, out_dir, runner, live=live, long_experiment=long)
         env = environment(spec, conn.bootstrap, embedded)
         env["topics"] = f"{spec.benchmark.topics.partitions} partitions, replication factor {runner.replication_factor}"
         props = dict(conn.properties)

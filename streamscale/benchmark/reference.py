@@ -49,6 +49,8 @@ _MEANING: dict[str, tuple[str, str]] = {
     ),
     "execution.slos.processing_latency_p95_ms": ("", "ms"),  # the model's description, with its unit
     "execution.strategy.resolution": ("bracket: how far apart held and failed loads may end", "fraction"),
+    "execution.strategy.confirm_s": ("", "s"),
+    "execution.strategy.confirm_warmup_s": ("", "s"),
     "execution.strategy.factor": ("bracket: the load's step while the search goes outwards", "factor"),
     "execution.warmup_s": ("start of an experiment left out of its SLO checks", "s"),
     "execution.repetitions": (

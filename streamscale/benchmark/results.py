@@ -88,6 +88,7 @@ class ExperimentResult:
     processing_growing: bool = False  # the processing latency kept growing (a fail)
     cpu_s_per_million: float = float("nan")  # Spark's CPU-seconds per million records processed
     fault: str = ""  # what of the environment failed during the run (a broker node died): invalid
+    confirms: str = ""  # a long run of a bracket's end (strategy.confirm): held, failed, or between
 
     def __post_init__(self):
         if not self.verdict:  # a row of an older streamscale: its verdict as it was decided then

@@ -172,6 +172,16 @@ class StrategySpec(_Model):
     resolution: float = Field(0.15, gt=0, le=1, description="bracket: failed / held - 1 to reach")
     factor: float = Field(2.0, gt=1, le=10, description="bracket: load step while searching outwards")
     max_runs: int = Field(12, ge=2, le=50, description="bracket: most experiments per resource amount")
+    confirm: bool = Field(
+        False,
+        description="bracket: decide each end by a long run (confirm_s long after confirm_warmup_s, no early "
+        "stop), and where the search's ends do not hold, the bracket anew by long runs (benchmark run --confirm)",
+    )
+    confirm_s: float = Field(300.0, gt=0, description="confirm: each long run's length")
+    confirm_warmup_s: float = Field(60.0, ge=0, description="confirm: each long run's warm-up")
+    confirm_runs: int = Field(
+        4, ge=0, le=20, description="confirm: most long runs more per resource amount where its ends do not hold"
+    )
     time_budget_s: float | None = Field(
         None,
         gt=0,
@@ -244,6 +254,13 @@ class ExecutionSpec(_Model):
             raise ValueError(f"master '{self.master}': use local[k], spark://host:port or k8s://https://host:port")
         if self.strategy.name == "bracket" and self.metric != "capacity":
             raise ValueError("strategy 'bracket' searches a capacity per resource amount: set metric: capacity")
+        st = self.strategy
+        if st.confirm and st.name != "bracket":
+            raise ValueError("strategy.confirm decides a bracket's ends: it needs strategy 'bracket'")
+        if st.confirm_warmup_s >= st.confirm_s:
+            raise ValueError(
+                f"strategy.confirm_warmup_s ({st.confirm_warmup_s:g}) must be shorter than confirm_s ({st.confirm_s:g})"
+            )
         if isinstance(self.min_duration_s, (int, float)) and not self.warmup_s < self.min_duration_s <= self.duration_s:
             raise ValueError(
                 f"min_duration_s ({self.min_duration_s:g}) must lie after warmup_s ({self.warmup_s:g}) "
@@ -333,3 +350,14 @@ def load_spec(path: str | Path) -> Spec:
 
 def parse_spec(data, source: str = "spec", folder: Path | None = None) -> Spec:
     return validate(Spec, data, source, "name, benchmark and execution", folder)
+
+
+def with_confirm(spec: Spec) -> Spec:
+    """``spec`` with strategy.confirm on (`benchmark run --confirm`); ConfigError where it cannot be."""
+    if spec.execution.strategy.name != "bracket":
+        raise ConfigError(
+            f"--confirm decides a bracket's ends: {spec.name}'s strategy is {spec.execution.strategy.name!r}, "
+            "set execution.strategy.name: bracket (with metric: capacity)"
+        )
+    st = spec.execution.strategy.model_copy(update={"confirm": True})
+    return spec.model_copy(update={"execution": spec.execution.model_copy(update={"strategy": st})})

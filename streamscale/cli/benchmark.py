@@ -148,13 +148,18 @@ def bench_run(
     kafka_property: list[str] = KafkaProperty,
     kafka_config: Path = KafkaConfig,
     security: str = Security,
+    confirm: bool = typer.Option(
+        False, "--confirm", help="Decide each bracket end by a long run (strategy.confirm_s, default 300 s)"
+    ),
 ):
     """Run an execution: isolated experiments chosen by the search strategy; resumes if interrupted."""
-    metrics_endpoint()
     from streamscale.benchmark.execution import run_execution
-    from streamscale.benchmark.spec import load_spec
+    from streamscale.benchmark.spec import load_spec, with_confirm
 
     spec = with_security(load_spec(spec_file), security)
+    if confirm:
+        spec = with_confirm(spec)
+    metrics_endpoint()
     out_dir = out_dir or Path("results") / spec.name
     conn, props = external_kafka(bootstrap, kafka_property, kafka_config, spec.kafka_section())
     live = server = None

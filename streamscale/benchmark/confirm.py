@@ -1,9 +1,19 @@
-"""Theodolite's run lengths for re-checking a search's answer: the same spec at given loads on one
-resource amount, every run whole and once (no early stop, no added runs, a session of its own)."""
+"""Confirmation: a bracket's ends decided by long runs (Theodolite's 300 s, a 60 s warm-up, no
+early stop), for any system under test and configuration.
+
+The search's short runs find a bracket fast; a long run at each of its ends says whether it holds.
+Where one does not (a held end that fails long, a failed end that passes, or an undecided upper
+end that passes), long runs decide the bracket anew from the loads the search tried
+(:func:`refine`), at most ``confirm_runs`` of them more per resource amount.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
+
+from streamscale.benchmark.bracket import between
 
 
 def long_spec(spec: dict, resources: int, loads: list[float], seconds: float, warmup: float, name: str) -> dict:
@@ -129,3 +139,40 @@ def refine(
         "width": None if lo is None or hi is None else hi / lo - 1,
         "long": dict(sorted(runs.items())),
     }
+
+
+def confirm_bracket(
+    b: dict, long_verdict: Callable[[float, str], str], resolution: float, max_runs: int, whole: bool = False
+) -> dict:
+    """``b`` (a bracket's dict, :meth:`~streamscale.benchmark.bracket.Bracket.as_dict`) with its ends
+    decided by long runs: ``long_verdict(load, end)`` runs one (``end``: "held", "failed" or "" for
+    a load between). Adds ``long`` (load -> long verdict) and ``long_confirmed`` (the search's ends
+    held over long runs as they were)."""
+    first: dict[float, str] = {}
+    for end in ("held", "failed"):
+        if b.get(end) is not None and float(b[end]) not in first:
+            first[float(b[end])] = long_verdict(float(b[end]), end)
+    held = None if b.get("held") is None else first[float(b["held"])]
+    failed = None if b.get("failed") is None else first[float(b["failed"])]
+    ok = end_holds(b, held, failed)
+    higher = ok and failed == "pass" and bool(b.get("failed_undecided"))  # the capacity lies above
+    if ok and not higher:
+        return {**b, "long": first, "long_confirmed": True, "held_assumed": False}
+    r = refine(b, lambda x: long_verdict(x, ""), first, resolution, max_runs, functools.partial(between, whole=whole))
+    return {**b, **r, "long_confirmed": False, "held_assumed": False}
+
+
+def long_execution(spec):
+    """``spec`` (a :class:`~streamscale.benchmark.spec.Spec`) as its long runs run: each
+    ``confirm_s`` long after ``confirm_warmup_s``, whole (no early stop), once."""
+    st = spec.execution.strategy
+    ex = spec.execution.model_copy(
+        update={
+            "duration_s": st.confirm_s,
+            "warmup_s": st.confirm_warmup_s,
+            "min_duration_s": None,
+            "repetitions": 1,
+            "extra_repetitions": 0,
+        }
+    )
+    return spec.model_copy(update={"execution": ex})

@@ -1,0 +1,201 @@
+"""Confirmation as a strategy of the product: each bracket end decided by a long run, and a bracket
+whose ends do not hold decided anew by long runs, for any SUT and configuration."""
+
+import dataclasses
+
+import pytest
+
+from streamscale.benchmark.bracket import between
+from streamscale.benchmark.confirm import confirm_bracket, end_holds, long_execution, refine
+from streamscale.benchmark.execution import LONG_REP, Execution
+from streamscale.benchmark.results import read_results
+from streamscale.benchmark.spec import parse_spec, with_confirm
+from streamscale.errors import ConfigError
+from tests.benchmark.helpers import fake_result
+
+
+def _spec(confirm=True, configs=None, **strategy):
+    st = {"name": "bracket", "resolution": 0.2, "max_runs": 10, "confirm": confirm, **strategy}
+    ex = {
+        "metric": "capacity",
+        "load": {"type": "rate", "values": [20_000]},
+        "resources": {"type": "cores", "values": [1]},
+        "duration_s": 40,
+        "warmup_s": 10,
+        "repetitions": 1,
+        "strategy": st,
+    }
+    if configs:
+        ex["configs"] = configs
+    return parse_spec({"name": "long", "benchmark": {"sut": "uc1", "params": {"sink": "none"}}, "execution": ex})
+
+
+def runner(capacity: float, ran: list, kind: str):
+    def run(load, res, rep, on_lag=None, config=""):
+        ran.append((kind, load, rep, config))
+        r = fake_result(load, res, rep, passed=load <= capacity * res)
+        return dataclasses.replace(r, config=config)
+
+    return run
+
+
+def test_a_held_end_that_fails_long_is_decided_anew_by_long_runs(tmp_path):
+    # the short runs hold up to 60,000 records/s, the long ones only up to 50,000
+    ran = []
+    ex = Execution(_spec(), tmp_path, runner(60_000, ran, "short"), long_experiment=runner(50_000, ran, "long"))
+    summary = ex.run()
+    [b] = summary["answer"]["brackets"]
+    # the search: 20k, 40k pass, 80k fails, 57k passes, 68k fails (68/57 - 1 = 19 % <= 20 %)
+    assert [x[1] for x in ran if x[0] == "short"] == [20_000, 40_000, 80_000, 57_000, 68_000]
+    # long: both ends (57k fails: not confirmed), then the held end walks down to 40k, then
+    # sqrt(40k x 57k) = 47.7k -> 48k passes: 57/48 - 1 = 18.75 % <= 20 %
+    assert [x[1:3] for x in ran if x[0] == "long"] == [(57_000, LONG_REP), (68_000, LONG_REP), (40_000, LONG_REP),
+                                                       (48_000, LONG_REP)]  # fmt: skip
+    assert (b["held"], b["failed"], b["long_confirmed"], b["long_s"]) == (48_000, 57_000, False, 300.0)
+    assert b["long"] == {"40000": "pass", "48000": "pass", "57000": "fail", "68000": "fail"}
+    assert summary["answer"]["sentence"].endswith(
+        "1 core held ~48,000 records/s and failed ~57,000 records/s (ends decided by 300 s runs)"
+    )
+    # experiments.csv says which runs were long and which end each decided
+    confirms = {(r.load, r.repetition): r.confirms for r in read_results(tmp_path)}
+    assert {k: v for k, v in confirms.items() if k[1] == LONG_REP} == {
+        (57_000, LONG_REP): "held", (68_000, LONG_REP): "failed", (40_000, LONG_REP): "between",
+        (48_000, LONG_REP): "between",
+    }  # fmt: skip
+    assert all(v == "" for k, v in confirms.items() if k[1] != LONG_REP)
+    # resumed: every run recalled, nothing run again, the same answer
+    ran.clear()
+    again = Execution(_spec(), tmp_path, runner(60_000, ran, "short"), long_experiment=runner(50_000, ran, "long"))
+    assert ran == [] and again.run()["answer"]["brackets"][0]["held"] == 48_000
+
+
+def test_ends_that_hold_long_are_kept_and_each_configuration_is_confirmed(tmp_path):
+    ran = []
+    configs = {"a": {}, "b": {"spark.sql.shuffle.partitions": 2}}
+    spec = _spec(configs=configs)
+    summary = Execution(spec, tmp_path, runner(60_000, ran, "short"), long_experiment=runner(60_000, ran, "long")).run()
+    longs = [(x[1], x[3]) for x in ran if x[0] == "long"]
+    assert longs == [(57_000, "a"), (68_000, "a"), (57_000, "b"), (68_000, "b")]  # two per configuration
+    for b in summary["answer"]["brackets"]:
+        assert (b["held"], b["failed"], b["long_confirmed"]) == (57_000, 68_000, True)
+
+
+def test_the_long_execution_is_the_spec_run_whole_at_the_confirmation_length():
+    ex = long_execution(_spec(confirm_s=200, confirm_warmup_s=40)).execution
+    assert (ex.duration_s, ex.warmup_s, ex.shortest_s, ex.repetitions, ex.extra_repetitions) == (200, 40, None, 1, 0)
+    assert _spec(confirm=False).execution.strategy.confirm_s == 300.0  # the default length
+
+
+def test_confirmation_refuses_what_it_cannot_do():
+    with pytest.raises(ConfigError, match="confirm_warmup_s \\(300\\) must be shorter than confirm_s"):
+        _spec(confirm_s=300, confirm_warmup_s=300)
+    spec = _spec(confirm=False)
+    assert with_confirm(spec).execution.strategy.confirm and not spec.execution.strategy.confirm
+    linear = spec.model_copy(
+        update={"execution": spec.execution.model_copy(update={"strategy": spec.execution.strategy.model_copy(
+            update={"name": "linear"})})}
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="--confirm decides a bracket's ends"):
+        with_confirm(linear)
+
+
+def test_a_held_end_and_a_failed_end_that_hold_long_confirm_the_bracket_as_it_was():
+    asked = []
+
+    def long(x, end):
+        asked.append((x, end))
+        return "pass" if x <= 100 else "fail"
+
+    b = {"resources": 1, "held": 100.0, "failed": 120.0, "failed_undecided": False, "verdicts": {}}
+    out = confirm_bracket(b, long, 0.2, 4)
+    assert asked == [(100.0, "held"), (120.0, "failed")]
+    assert (out["held"], out["failed"], out["long_confirmed"], out["long"]) == (100.0, 120.0, True, {
+        100.0: "pass", 120.0: "fail"})  # fmt: skip
+
+
+def test_end_holds():
+    decided, undecided = {"failed_undecided": False}, {"failed_undecided": True}
+    assert end_holds(decided, "pass", "fail") and not end_holds(decided, "pass", "undecided")
+    assert not end_holds(decided, "pass", "pass") and not end_holds(decided, "undecided", "fail")
+    assert not end_holds(decided, "pass", "invalid")  # a failure nobody measured is none
+    assert end_holds(undecided, "pass", "pass")  # an undecided upper end claimed no failure
+    assert end_holds(decided, None, "fail")  # nothing held: only the failure is checked
+
+
+def _search(held: float, failed: float, failed_undecided: bool, verdicts: dict) -> dict:
+    """A search's bracket as ``refine`` gets it: its ends and each load's verdict."""
+    return {
+        "held": held,
+        "failed": failed,
+        "failed_undecided": failed_undecided,
+        "verdicts": {str(x): v for x, v in verdicts.items()},
+    }
+
+
+def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
+    def truth(capacity):  # the long runs' verdicts on a machine holding below ``capacity``
+        tried = []
+
+        def long(x):
+            tried.append(x)
+            return "pass" if x < capacity else "fail"
+
+        return long, tried
+
+    # a held end that failed its long run (UC1 on 2 cores): the held end walks down to the next
+    # load the search held, then sqrt(190k*380k) = 268.7k -> 270k passes, sqrt(270k*380k) =
+    # 320.3k -> 320k fails; 320/270 - 1 = 18.5 % > 15 %, but the 3 long runs allowed are spent
+    search = _search(380_000.0, 400_000.0, True, {190_000: "pass", 380_000: "pass", 400_000: "undecided"})
+    long, tried = truth(300_000)
+    r = refine(search, long, {380_000.0: "fail", 400_000.0: "invalid"}, 0.15, 3, between)
+    assert tried == [190_000, 270_000, 320_000]
+    assert (r["held"], r["failed"], r["failed_undecided"]) == (270_000, 320_000, False)
+    assert r["width"] == pytest.approx(320 / 270 - 1)
+    assert r["long"] == {190_000: "pass", 270_000: "pass", 320_000: "fail", 380_000: "fail", 400_000: "invalid"}
+
+    # a decided failed end that passed its long run: the upper end moves to the next load the search
+    # did not hold (200k), then sqrt(140k*200k) = 167.3k -> 170k fails, sqrt(140k*170k) = 154.3k ->
+    # 150k passes: 170/150 - 1 = 13.3 % <= 15 %
+    search = _search(130_000.0, 140_000.0, False, {100_000: "pass", 130_000: "pass", 140_000: "fail", 200_000: "fail"})
+    long, tried = truth(160_000)
+    r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
+    assert tried == [200_000, 170_000, 150_000]
+    assert (r["held"], r["failed"], r["failed_undecided"]) == (150_000, 170_000, False)
+
+    # an upper end the search left undecided passed its long run (UC2 on 1 core): the held end rises
+    # through it and the next load the search tried (160k), then a resolution's step up: sqrt(160k *
+    # 160k * 1.15^2) = 184k -> 180k fails; 180/160 - 1 = 12.5 %
+    search = _search(
+        130_000.0, 140_000.0, True, {40_000: "pass", 130_000: "pass", 140_000: "undecided", 160_000: "undecided"}
+    )
+    long, tried = truth(170_000)
+    r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
+    assert tried == [160_000, 180_000]
+    assert (r["held"], r["failed"], r["failed_undecided"]) == (160_000, 180_000, False)
+    # every step up passes until the long runs allowed are spent: held there, no upper end
+    long, tried = truth(10**9)
+    r = refine(search, long, {130_000.0: "pass", 140_000.0: "pass"}, 0.15, 3, between)
+    assert tried == [160_000, 180_000, 210_000] and (r["held"], r["failed"], r["width"]) == (210_000, None, None)
+    # a load between the held end and an upper end that passed long (UC3 on 1 core: 94k undecided in
+    # the search, 100k passed over 300 s) is not run long: 110k next, fails; 110/100 - 1 = 10 %
+    search = _search(
+        80_000.0, 100_000.0, True, {80_000: "pass", 94_000: "undecided", 100_000: "undecided", 110_000: "fail"}
+    )
+    long, tried = truth(105_000)
+    r = refine(search, long, {80_000.0: "pass", 100_000.0: "pass"}, 0.15, 3, between)
+    assert tried == [110_000] and (r["held"], r["failed"], r["failed_undecided"]) == (100_000, 110_000, False)
+    # a load the search's generator could not produce is not run long, nor any above it (UC1 on 2
+    # cores: 280k passed long, 320k passes, 400k fell short in the search; 1.15 x 320k = 368k -> 370k
+    # lies below it and passes; 1.15 x 370k = 425.5k -> 430k does not)
+    search = _search(
+        250_000.0, 280_000.0, True, {250_000: "pass", 280_000: "undecided", 320_000: "undecided", 400_000: "invalid"}
+    )
+    long, tried = truth(10**9)
+    r = refine(search, long, {250_000.0: "pass", 280_000.0: "pass"}, 0.15, 3, between)
+    assert tried == [320_000, 370_000] and (r["held"], r["failed"]) == (370_000, None)
+
+    # no load the search held passes a long run: nothing held, the lowest long failure is the upper end
+    search = {"held": 50_000.0, "failed": 60_000.0, "verdicts": {"50000": "pass", "60000": "fail"}}
+    long, tried = truth(10_000)
+    r = refine(search, long, {50_000.0: "fail", 60_000.0: "fail"}, 0.15, 3, between)
+    assert tried == [] and (r["held"], r["failed"], r["width"]) == (None, 50_000, None)
