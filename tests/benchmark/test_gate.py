@@ -108,10 +108,36 @@ def execute(out: Path, per_core: float, strategy=None, configs=None, loads=(20_0
 
 
 def check(*args):
+    """The console script's entry point in this process, as `streamscale benchmark check ARGS` runs it."""
+    import contextlib
+    import io
+
+    from streamscale.cli.main import app
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = sys.argv
+    sys.argv = ["streamscale", "--metrics-port", "-1", "benchmark", "check", *map(str, args)]
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            app()
+    except SystemExit as exc:
+        code = exc.code or 0
+    finally:
+        sys.argv = argv
+    return subprocess.CompletedProcess(sys.argv, code, out.getvalue(), err.getvalue())
+
+
+def test_the_console_script_gives_the_gates_exit_codes(tmp_path):
+    good = execute(tmp_path / "good", 60_000)
     env = {**os.environ, "STREAMSCALE_METRICS_PORT": "-1"}
-    return subprocess.run(
-        [EXE, "benchmark", "check", *map(str, args)], capture_output=True, text=True, env=env, timeout=60
+    cmd = [EXE, "benchmark", "check", str(good), "--baseline", str(good)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    assert (p.returncode, p.stdout.strip()) == (0, f"no capacity fell: 2 entries compared with {good}")
+    p = subprocess.run(
+        [*cmd[:3], str(tmp_path / "none"), *cmd[4:]], capture_output=True, text=True, env=env, timeout=60
     )
+    assert (p.returncode, p.stderr.strip()) == (2, f"error: {tmp_path / 'none'}: no such results folder")
 
 
 def test_a_job_ten_times_as_expensive_fails_the_gate_and_the_cheaper_one_passes(tmp_path):
