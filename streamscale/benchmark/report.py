@@ -25,7 +25,7 @@ def _answer(summary: dict) -> list[str]:
     """The opening: the sentence, demand per load and capacity per resource amount."""
     a = summary.get("answer")
     if not a:
-        return ["<p><em>no answer recorded (results of an older streamscale or an unfinished execution)</em></p>"]
+        return ["<p><em>no answer recorded (an unfinished execution, or results without summary.json)</em></p>"]
     load_col = summary.get("load_label", "load")
     res_col = summary.get("resource_label", "resources")
 
@@ -265,7 +265,7 @@ def write_report(results_dir: Path) -> Path:
         "<h2>Environment</h2>",
         html_table([{"key": k, "value": v} for k, v in env.items()], "environment")
         if env
-        else "<p><em>environment.json missing (execution from an older streamscale)</em></p>",
+        else "<p><em>environment.json missing: where it ran was not recorded</em></p>",
         "<h2>Spec</h2>",
         f"<pre>{html.escape(spec_text)}</pre>",
         page_tail(),

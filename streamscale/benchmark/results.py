@@ -135,7 +135,7 @@ def older_rows_note(rows: list[ExperimentResult], missing: set[str]) -> str | No
         "speed_before": "what they competed with or the machine's speed",
     }
     return (
-        f"{len(rows)} experiments were run by an older streamscale, without "
+        f"{len(rows)} experiments were written without "
         + ", ".join(what[c] for c in named)
         + "; they are read with those figures empty"
         if named
