@@ -221,6 +221,7 @@ class Execution:
         per_point = ex.repetitions + ex.extra_repetitions
         if ex.strategy.name == "bracket":
             per_amount = ex.strategy.max_runs * per_point + 2
+            per_amount += 2 + ex.strategy.confirm_runs if ex.strategy.confirm else 0
         else:
             per_amount = len(ex.load.values) * per_point
         return len(self.spec.config_names()) * len(ex.resources.values) * per_amount
@@ -329,8 +330,11 @@ class Execution:
         console.print(f"  {b['resources']} x: the bracket's ends ({', '.join(ends)}) over {st.confirm_s:g} s each")
         res = b["resources"]
         out = confirm_bracket(b, lambda x, end: self.long_verdict(x, res, end), st.resolution, st.confirm_runs, whole)
-        said = "held as found" if out["long_confirmed"] else "decided anew by long runs"
-        console.print(f"  {res} x: {said}: held {out['held']}, failed {out['failed']}", highlight=False)
+        said = "the ends hold" if out["long_confirmed"] else "decided anew by long runs"
+        held = "none" if out["held"] is None else f"{out['held']:,.0f}"
+        upper = "none" if out["failed"] is None else f"{out['failed']:,.0f}"
+        upper = f"{'stayed undecided at' if out['failed_undecided'] else 'failed'} {upper}"
+        console.print(f"  {res} x: {said}: held {held}, {upper}", highlight=False)
         return {**out, "long_s": st.confirm_s, "long": {f"{k:g}": v for k, v in sorted(out["long"].items())}}
 
     def _write_summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
