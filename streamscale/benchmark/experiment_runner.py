@@ -235,7 +235,6 @@ class ExperimentRunner:
         if started:
             from streamscale import terminal
 
-            self.broker_pids = self.watch.pids()
             terminal.console().print(f"  {' and '.join(started)} of the embedded broker started again", highlight=False)
 
     def first_look_s(self, s: dict, period: float | None = None) -> float:
@@ -286,7 +285,7 @@ class ExperimentRunner:
             sessions=self.sessions,
             judge=judge,
             min_duration_s=self.looks.first_s if judge is not None else None,
-            broker_pids=self.broker_pids,
+            broker_pids=self.watch.pids() if self.watch is not None else self.broker_pids,  # a node started again
             replication_factor=self.replication_factor,
             topic_config=spec.benchmark.topics.config(),
             records=spec.benchmark.records,
