@@ -41,3 +41,21 @@ def spec_dict(**execution):
         "benchmark": {"sut": "uc1", "params": {"sink": "none"}, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
         "execution": ex,
     }
+
+
+def capacity_spec(name, strategy, resources=(1,), loads=(20_000,), configs=None):
+    """A UC1 capacity spec at load type rate (30 s runs, 5 s warm-up, one repetition): the shape of
+    the executions the tests of what reads their results write with a fake experiment."""
+    from streamscale.benchmark.spec import parse_spec
+
+    ex = {
+        "metric": "capacity",
+        "load": {"type": "rate", "values": list(loads)},
+        "resources": {"type": "cores", "values": list(resources)},
+        "duration_s": 30,
+        "warmup_s": 5,
+        "repetitions": 1,
+        "strategy": strategy,
+        **({"configs": configs} if configs else {}),
+    }
+    return parse_spec({"name": name, "benchmark": {"sut": "uc1", "params": {"sink": "none"}}, "execution": ex})

@@ -9,25 +9,14 @@ from streamscale.benchmark.bracket import between
 from streamscale.benchmark.confirm import confirm_bracket, end_holds, long_execution, refine
 from streamscale.benchmark.execution import LONG_REP, Execution
 from streamscale.benchmark.results import read_results
-from streamscale.benchmark.spec import parse_spec, with_confirm
+from streamscale.benchmark.spec import with_confirm
 from streamscale.errors import ConfigError
-from tests.benchmark.helpers import fake_result
+from tests.benchmark.helpers import capacity_spec, fake_result
 
 
 def _spec(confirm=True, configs=None, **strategy):
     st = {"name": "bracket", "resolution": 0.2, "max_runs": 10, "confirm": confirm, **strategy}
-    ex = {
-        "metric": "capacity",
-        "load": {"type": "rate", "values": [20_000]},
-        "resources": {"type": "cores", "values": [1]},
-        "duration_s": 40,
-        "warmup_s": 10,
-        "repetitions": 1,
-        "strategy": st,
-    }
-    if configs:
-        ex["configs"] = configs
-    return parse_spec({"name": "long", "benchmark": {"sut": "uc1", "params": {"sink": "none"}}, "execution": ex})
+    return capacity_spec("long", st, configs=configs)
 
 
 def runner(capacity: float, ran: list, kind: str):

@@ -13,9 +13,8 @@ import pytest
 
 from streamscale.benchmark.execution import Execution
 from streamscale.benchmark.gate import Ends, Entry, Folder, compare, point_verdicts, read_folder
-from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError, ResultsError
-from tests.benchmark.helpers import fake_result
+from tests.benchmark.helpers import capacity_spec, fake_result
 
 EXE = str(Path(sys.executable).parent / "streamscale")
 
@@ -81,18 +80,7 @@ def test_a_loads_verdict_is_the_majority_of_its_runs():
 
 
 def spec(strategy, configs=None, loads=(20_000,)):
-    ex = {
-        "metric": "capacity",
-        "load": {"type": "rate", "values": list(loads)},
-        "resources": {"type": "cores", "values": [1, 2]},
-        "duration_s": 30,
-        "warmup_s": 5,
-        "repetitions": 1,
-        "strategy": strategy,
-    }
-    if configs:
-        ex["configs"] = configs
-    return parse_spec({"name": "gate", "benchmark": {"sut": "uc1", "params": {"sink": "none"}}, "execution": ex})
+    return capacity_spec("gate", strategy, (1, 2), loads, configs)
 
 
 def execute(out: Path, per_core: float, strategy=None, configs=None, loads=(20_000,)) -> Path:
