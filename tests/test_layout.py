@@ -134,3 +134,12 @@ def test_no_test_module_imports_another():
                 if node.module.split(".")[-1].startswith("test_") and node.module.startswith("tests"):
                     found.append(f"{path.relative_to(tests)}: {node.module}")
     assert found == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("streamscale"):
+                found += [f"{name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert found == []

@@ -75,7 +75,7 @@ def kafka_log_path() -> Path | None:
 
 
 @functools.cache
-def _client_logger() -> logging.Logger:
+def client_logger() -> logging.Logger:
     """The Python logger every client gets as ``logger``: without one, librdkafka prints its lines
     (``%3|...|FAIL|...``) on the process's stderr, which in the driver is the user's terminal."""
     log = logging.getLogger("streamscale.librdkafka")
@@ -97,7 +97,7 @@ def _client_logger() -> logging.Logger:
 
 
 def _with_logger(conf: dict) -> dict:
-    conf.setdefault("logger", _client_logger())
+    conf.setdefault("logger", client_logger())
     return conf
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from streamscale.broker.connection import KafkaConnection, _client_logger
+from streamscale.broker.connection import KafkaConnection, client_logger
 
 # librdkafka property -> kafka-python KafkaAdminClient argument
 _ARGUMENTS = {
@@ -53,7 +53,7 @@ def quiet_kafka_python() -> None:
     """kafka-python logs under "kafka": to the Kafka clients' log file, never the terminal."""
     log = logging.getLogger("kafka")
     if not log.handlers:
-        for handler in _client_logger().handlers:
+        for handler in client_logger().handlers:
             log.addHandler(handler)
         log.propagate = False
         log.setLevel(logging.WARNING)

@@ -63,7 +63,7 @@ def pin_tree(root: int, cpus: set[int]) -> int:
     return len(pinned)
 
 
-def _jvm_pid(spark=None) -> int | None:
+def jvm_pid(spark=None) -> int | None:
     from pyspark import SparkContext
 
     gateway = getattr(spark.sparkContext, "_gateway", None) if spark is not None else SparkContext._gateway
@@ -74,7 +74,7 @@ def _jvm_pid(spark=None) -> int | None:
 def release_spark() -> None:
     """This process's Spark JVM (and what it started) back onto every CPU: the JVM outlives a
     stopped session and serves the next one."""
-    pid = _jvm_pid()
+    pid = jvm_pid()
     cpus = available_cpus()
     if pid is not None and cpus and os.path.isdir("/proc"):
         pin_tree(pid, set(cpus))
@@ -85,7 +85,7 @@ def confine_spark(spark, cores: int) -> set[int] | None:
     the likelier home of the broker and the load generator); all CPUs back when ``cores`` is at
     least their number. None where CPUs cannot be pinned (not Linux, or not a local JVM)."""
     cpus = available_cpus()
-    pid = _jvm_pid(spark)
+    pid = jvm_pid(spark)
     if not cpus or pid is None or not os.path.isdir("/proc"):
         return None
     chosen = set(cpus[-cores:]) if cores < len(cpus) else set(cpus)

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from streamscale.experiment.slo import Trend, _batch_end_s, _field, after_warmup, fit
+from streamscale.experiment.slo import Trend, after_warmup, batch_end_s, fit, progress_field
 
 
 def _quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -31,7 +31,9 @@ def processing_bounds(
 ) -> tuple[float, float] | None:
     """The run's q-quantile of every record's processing latency lies above the first and at most
     at the second (ms); batches ending before the warm-up are left out. None: no records."""
-    spans = [s for b in after_warmup(batches, t0_wall, warmup_s) for s in (_field(b, "processing_latency") or ())]
+    spans = [
+        s for b in after_warmup(batches, t0_wall, warmup_s) for s in (progress_field(b, "processing_latency") or ())
+    ]
     if not spans:
         return None
     a = np.asarray(spans, dtype=float)
@@ -59,7 +61,7 @@ def batch_processing_ms(batches, t0_wall: float, q: float = 0.95) -> list[tuple[
     its high bound) for every batch that read records."""
     out = []
     for b in batches:
-        end = _batch_end_s(b, t0_wall)
+        end = batch_end_s(b, t0_wall)
         p = processing_percentile_ms([b], q) if end is not None else None
         if p is not None and math.isfinite(p):
             out.append((end, p))

@@ -217,19 +217,19 @@ def _end_total(end_offsets, topic: str | None) -> int | None:
     return sum(int(v) for v in parts.values())
 
 
-def _field(batch, name: str):
+def progress_field(batch, name: str):
     """A batch's field, from BatchMetrics or from its dict (asdict, or read back from CSV)."""
     return batch.get(name) if isinstance(batch, dict) else getattr(batch, name, None)
 
 
-def _batch_end_s(batch, t0_wall: float) -> float | None:
+def batch_end_s(batch, t0_wall: float) -> float | None:
     """When a batch ended, in seconds since ``t0_wall``: its progress timestamp (its start, UTC ISO)
     plus its triggerExecution time; None when the timestamp cannot be read."""
     try:
-        start = datetime.fromisoformat(str(_field(batch, "timestamp")).replace("Z", "+00:00")).timestamp()
+        start = datetime.fromisoformat(str(progress_field(batch, "timestamp")).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
-    return start + int(_field(batch, "batch_ms") or 0) / 1000 - t0_wall
+    return start + int(progress_field(batch, "batch_ms") or 0) / 1000 - t0_wall
 
 
 def batch_boundary_lags(batches, samples, t0_wall: float, topic: str | None = None):
@@ -241,10 +241,10 @@ def batch_boundary_lags(batches, samples, t0_wall: float, topic: str | None = No
     se = np.array([s.end_total for s in samples], dtype=float)
     times, lags = [], []
     for b in batches:
-        if not _field(b, "input_rows"):
+        if not progress_field(b, "input_rows"):
             continue
-        done = _end_total(_field(b, "end_offsets"), topic)
-        t = _batch_end_s(b, t0_wall)
+        done = _end_total(progress_field(b, "end_offsets"), topic)
+        t = batch_end_s(b, t0_wall)
         if done is None or t is None:
             continue
         if t < st[0] or t > st[-1]:
@@ -321,7 +321,7 @@ def after_warmup(batches, t0_wall: float | None, warmup_s: float):
     """The batches that ended after the warm-up (all of them without ``t0_wall``)."""
     for b in batches:
         if t0_wall is not None:
-            end = _batch_end_s(b, t0_wall)
+            end = batch_end_s(b, t0_wall)
             if end is None or end < warmup_s:
                 continue
         yield b
@@ -338,7 +338,7 @@ def latency_percentile_ms(
 
     total, cum = 0, np.zeros(len(LATENCY_EDGES_MS))
     for b in after_warmup(batches, t0_wall, warmup_s):
-        counts, n = _field(b, "latency_cdf"), _field(b, "output_records")
+        counts, n = progress_field(b, "latency_cdf"), progress_field(b, "output_records")
         if not counts or not n:
             continue
         total += int(n)
@@ -352,7 +352,11 @@ def latency_percentile_ms(
 def median_batch_ms(batches, t0_wall: float | None = None, warmup_s: float = 0.0) -> float | None:
     """Median duration (``batch_ms``, Spark's triggerExecution) of the micro-batches that read
     records and ended after the warm-up; None when there is none."""
-    ms = [float(_field(b, "batch_ms")) for b in after_warmup(batches, t0_wall, warmup_s) if _field(b, "input_rows")]
+    ms = [
+        float(progress_field(b, "batch_ms"))
+        for b in after_warmup(batches, t0_wall, warmup_s)
+        if progress_field(b, "input_rows")
+    ]
     return float(np.median(ms)) if ms else None
 
 
@@ -384,7 +388,7 @@ def stall(samples, batches, t0_wall: float | None, median_batch_s: float | None)
     """The run's stall at its end (see above), or None when it kept committing."""
     if not samples or not t0_wall:
         return None
-    ends = [e for b in batches if (e := _batch_end_s(b, t0_wall)) is not None]
+    ends = [e for b in batches if (e := batch_end_s(b, t0_wall)) is not None]
     last = max(ends, default=0.0)
     for_s = samples[-1].t_s - last
     if for_s < max(STALL_BATCHES * (median_batch_s or 0.0), STALL_MIN_S):

@@ -22,7 +22,7 @@ from pathlib import Path
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import SparkDied, SparkError
-from streamscale.experiment.cpus import _jvm_pid, busy_pct, machine_ticks
+from streamscale.experiment.cpus import busy_pct, jvm_pid, machine_ticks
 from streamscale.experiment.lagsampler import LagSample, LagSampler  # noqa: F401 - re-exported
 from streamscale.experiment.noise import CpuMeter
 from streamscale.experiment.sessions import SparkSessions
@@ -194,7 +194,7 @@ def run_sut(
                 )
                 sampler = LagSampler(bootstrap, group, input_topic, on_sample=on_lag).start()
                 ticks0 = machine_ticks()
-                meter = CpuMeter(_jvm_pid(spark), broker_pids).start()
+                meter = CpuMeter(jvm_pid(spark), broker_pids).start()
                 # lag is sampled while load is generated; after that it only shows the drain
                 t_load = time.monotonic()
                 deadline = t_load + duration_s

@@ -28,7 +28,7 @@ from streamscale.loadgen.config import (  # noqa: F401 - re-exported: the genera
     GeneratorResult,
     delivery_kept_up,
 )
-from streamscale.loadgen.worker import _worker, _worker_quota, _worker_sensors  # noqa: F401
+from streamscale.loadgen.worker import worker_process
 from streamscale.observe import prometheus
 
 
@@ -89,7 +89,7 @@ class LoadGenerator:
         self._t0 = time.monotonic() + 1.0
         for w in range(self.cfg.workers):
             p = self._ctx.Process(
-                target=_worker,
+                target=worker_process,
                 name=f"streamscale-loadgen-{w}",
                 daemon=True,
                 args=(

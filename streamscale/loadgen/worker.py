@@ -29,17 +29,17 @@ BULK_SLEEP_S = 0.05
 CHUNK = 10_000  # records formatted and handed over per step, at most
 
 
-def _worker_sensors(cfg: GeneratorConfig, w: int) -> list[int]:
+def worker_sensors(cfg: GeneratorConfig, w: int) -> list[int]:
     return list(range(w, cfg.sensors, cfg.workers))
 
 
-def _worker_quota(cfg: GeneratorConfig, w: int) -> int | None:
+def worker_quota(cfg: GeneratorConfig, w: int) -> int | None:
     if cfg.records is None:
         return None
     return cfg.records // cfg.workers + (1 if w < cfg.records % cfg.workers else 0)
 
 
-def _worker(cfg: GeneratorConfig, w: int, *args) -> None:
+def worker_process(cfg: GeneratorConfig, w: int, *args) -> None:
     """A worker process (``args``: :func:`_work`'s after ``w``): its failure is reported as one
     line on the error queue and its exit code, not a traceback on the user's console; the run sees
     the worker gone (LoadGenerator.worker_failure)."""
@@ -73,9 +73,9 @@ def _work(
 
     n = len(range(w, cfg.sensors, cfg.workers))  # this worker's sensors (its share of the rate)
     rate_w = n / cfg.period_s
-    quota = _worker_quota(cfg, w)
+    quota = worker_quota(cfg, w)
     if cfg.records_spec is None:
-        sensors = _worker_sensors(cfg, w)
+        sensors = worker_sensors(cfg, w)
         keys = [sensor_id(i).encode() for i in sensors]
         enc = Encoder(cfg.encoding)
         prefixes = [enc.prefix(sensor_id(i)) for i in sensors]

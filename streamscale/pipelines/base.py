@@ -8,7 +8,6 @@ and writes results through the Kafka sink (or, for UC1, a side effect). ``start(
 
 from __future__ import annotations
 
-import tempfile
 import time
 from abc import ABC, abstractmethod
 from typing import Literal
@@ -19,15 +18,13 @@ from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
 from streamscale.pipelines.progress import CREATED_BIN_MS, CREATED_BINS
 from streamscale.pipelines.run import (  # noqa: F401 - re-exported: the pipelines' API
-    _REMOVED_CHECKPOINTS,
-    _TEMP_CHECKPOINTS,
     BatchMetrics,
     PipelineRun,
     count_shuffles,
     remove_checkpoint,
     remove_stopped_checkpoints,
+    temporary_checkpoint,
 )
-from streamscale.processes import remove_at_exit
 from streamscale.sparkio.io import read_records
 
 MIN_EVENT_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: Spark's timestamp range, in epoch ms
@@ -230,9 +227,7 @@ class Pipeline(ABC):
         Without a checkpoint the run gets a temporary one, removed when the run stops (a named
         checkpoint is the user's and stays, to restart from)."""
         if not checkpoint:
-            checkpoint = tempfile.mkdtemp(prefix=f"streamscale-{self.name}-")
-            _TEMP_CHECKPOINTS.add(checkpoint)
-            remove_at_exit(checkpoint)
+            checkpoint = temporary_checkpoint(f"streamscale-{self.name}-")
         trigger = (
             {"availableNow": True} if available_now else {"processingTime": f"{self.params.trigger_interval_s} seconds"}
         )

@@ -9,12 +9,14 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 
 from streamscale.errors import SparkError, WaitTimeout
 from streamscale.pipelines.progress import CREATED_BIN_MS, commit_ms, processing_latencies, progress_offsets
+from streamscale.processes import remove_at_exit
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +57,24 @@ class BatchMetrics:
     processing_max_ms: float | None = None  # the batch's longest such latency
 
 
-_TEMP_CHECKPOINTS: set[str] = set()  # checkpoints query_settings created, removed when their run stops
+_TEMP_CHECKPOINTS: set[str] = set()  # checkpoints temporary_checkpoint made, removed when their run stops
 # Removed when their run stopped; until its Spark session stops, the state-store maintenance thread
 # may still write a snapshot into one (the demo's test found state/0/0/.11.snapshot.crc left behind)
 _REMOVED_CHECKPOINTS: set[str] = set()
+
+
+def temporary_checkpoint(prefix: str, where: str | None = None) -> str:
+    """A checkpoint directory of streamscale's own (in ``where``, default the temporary folder),
+    removed when the run that uses it stops (and at exit at the latest)."""
+    path = tempfile.mkdtemp(prefix=prefix, dir=where)
+    _TEMP_CHECKPOINTS.add(path)
+    remove_at_exit(path)
+    return path
+
+
+def removal_pending(path: str) -> bool:
+    """Whether a stopped run's checkpoint still waits to be removed (remove_stopped_checkpoints)."""
+    return str(path) in _REMOVED_CHECKPOINTS
 
 
 def settle_jobs(queries, timeout: float = 30.0) -> None:
