@@ -105,12 +105,35 @@ class EmbeddedCluster(SecuredKafka):
         kafka_server.kafka_libs()  # one clear error before anything is made
         kafka_server.java_binary()
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        # the ports are free when picked, and another process may bind one before its node does:
+        # such a start is tried again on other ports, in fresh storage (stop removed the first's;
+        # a kept cluster's storage is the user's and is not tried again)
+        for attempt in range(3):
+            self._make_root()
+            try:
+                return self._start_nodes(t0)
+            except BrokerError:
+                if attempt == 2 or self.keep_data or self.network is not None or not self._port_taken():
+                    raise
+                self.nodes = {}
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _make_root(self) -> None:
         if self.root is None:
             self.root = Path(tempfile.mkdtemp(prefix="streamscale-kafka-cluster-"))
             if self.guardian is not None:
                 self.guardian.remove(self.root)
             elif not self.daemon:
                 remove_at_exit(self.root)
+
+    def _port_taken(self) -> bool:
+        """Whether a node failed because its port was bound by another process meanwhile."""
+        return any(
+            n.log_path.exists() and "Address already in use" in n.log_path.read_text(errors="replace")
+            for n in self.nodes.values()
+        )
+
+    def _start_nodes(self, t0: float) -> EmbeddedCluster:
         try:
             self._make_nodes()
             cluster_id = kafka_server.new_cluster_id()

@@ -191,3 +191,25 @@ def test_a_stop_waits_for_a_node_that_is_still_exiting(monkeypatch):
     assert next(looks, "spent") == "spent"
     monkeypatch.setattr(daemon, "_exiting", lambda pid: True)
     assert not daemon._wait_gone(node, timeout=0.2)
+
+
+def test_a_port_another_process_took_before_its_node_bound_it_is_tried_again_elsewhere(tmp_path, monkeypatch):
+    import socket
+
+    from streamscale.broker import cluster as cluster_module
+    from streamscale.broker.cluster import EmbeddedCluster
+    from streamscale.ports import free_port
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    handed = iter([port])  # the first port handed out is one another process holds by then
+    monkeypatch.setattr(cluster_module, "free_port", lambda: next(handed, None) or free_port())
+    try:
+        with EmbeddedCluster(3, log_dir=tmp_path / "logs") as c:
+            assert port not in {n.port for n in c.nodes.values()} and len(c.pids()) == 3
+            assert sorted(c.connection.admin().list_topics(timeout=10).brokers) == [1, 2, 3]
+        assert "Address already in use" in (tmp_path / "logs" / f"kafka-node1-{port}.log").read_text()
+    finally:
+        taken.close()
