@@ -385,11 +385,14 @@ class Stall:
 
 
 def stall(samples, batches, t0_wall: float | None, median_batch_s: float | None) -> Stall | None:
-    """The run's stall at its end (see above), or None when it kept committing."""
+    """The run's stall at its end (see above), or None when it kept committing (or has not
+    committed yet)."""
     if not samples or not t0_wall:
         return None
     ends = [e for b in batches if (e := batch_end_s(b, t0_wall)) is not None]
-    last = max(ends, default=0.0)
+    if not ends:
+        return None  # no commit yet: a cold start's first batch, judged by the samples' trend
+    last = max(ends)
     for_s = samples[-1].t_s - last
     if for_s < max(STALL_BATCHES * (median_batch_s or 0.0), STALL_MIN_S):
         return None

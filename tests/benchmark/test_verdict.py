@@ -359,6 +359,7 @@ def test_a_query_that_stops_committing_fails_as_stalled_and_says_so(tmp_path, mo
     assert stall(*_stalled_run(stall_at=52.0), 1.0) is None
     flat = [type(x)(t_s=x.t_s, lag=0, end_total=x.end_total, committed_total=x.end_total) for x in samples]
     assert stall(flat, batches, t0, 1.0) is None
+    assert stall(samples, [], t0, 1.0) is None  # nothing committed yet: a cold start, not a stall
 
 
 def test_a_look_at_a_stalled_query_decides_the_run(tmp_path, monkeypatch):
