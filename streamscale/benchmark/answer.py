@@ -11,19 +11,13 @@ from __future__ import annotations
 import math
 import statistics
 
-from streamscale.benchmark.units import Axes, approx
+from streamscale.benchmark.units import Axes
 from streamscale.benchmark.verdict import majority_verdict
 
 
 def _who(sut: str) -> str:
     """A task sample in capitals (UC2), a user's job by its function's name as written."""
     return sut.upper() if sut.lower() in ("uc1", "uc2", "uc3", "uc4", "the sut") else sut
-
-
-def _amount(axes: Axes, load: float) -> str:
-    if axes.load_type == "window_s":
-        return f"~{approx(axes.rate(load))} s windows"
-    return f"~{approx(axes.rate(load))} records/s"
 
 
 def answer(
@@ -67,7 +61,7 @@ def answer(
     # a resource amount whose capacity equals a smaller amount's adds nothing to the sentence
     steps = [(r, v) for i, (r, v) in enumerate(held) if i == 0 or held[i - 1][1] != v]
     if steps:
-        parts = [f"{axes.resources(r)} up to {_amount(axes, v)}" for r, v in steps]
+        parts = [f"{axes.resources(r)} up to {axes.amount(v)}" for r, v in steps]
         sentence = f"{_who(sut)} needs " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
     else:
         sentence = f"{_who(sut)} met its SLOs at none of the tested points"
@@ -77,8 +71,8 @@ def answer(
         unsure = _not_failed(beyond, rows, most_resources, config)
         failed = [k for k in beyond if k not in unsure]
         said = {"invalid": "was not delivered (the generator fell short)", "undecided": f"stayed undecided on {most}"}
-        words = [f"{_amount(axes, k)} {said[unsure[k]]}" for k in beyond[:1] if k in unsure]
-        words += [f"{_amount(axes, k)} needs more than {most}" for k in failed[:1]]
+        words = [f"{axes.amount(k)} {said[unsure[k]]}" for k in beyond[:1] if k in unsure]
+        words += [f"{axes.amount(k)} needs more than {most}" for k in failed[:1]]
         sentence += "; " + " and ".join(words)
     return {"sentence": sentence + " on this machine", "demand": demand_rows, "capacity": capacity_rows}
 
@@ -162,7 +156,7 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
 
 def _bracket_words(row: dict, axes: Axes) -> str:
     who = axes.resources(row["resources"])
-    if row.get("spark_cpus") is not None and axes.resource_type == "cores":
+    if row.get("spark_cpus") is not None and axes.resource.cpus_per_amount:
         who += f" (Spark used {row['spark_cpus']:.1f} CPUs)"
     held, failed = row["held"], row["failed"]
     if held is None:
@@ -170,8 +164,8 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         if failed is None:  # every run it had was invalid (the load fell short): nothing judged
             why = f" ({row['ceiling']})" if row.get("ceiling") else ""
             return f"{who} could not be judged at any load tried{ended}{why}"
-        return f"{who} held none of the loads tried{ended} (down to {_amount(axes, failed)})"
-    text = f"{who} held {_amount(axes, held)}" + (" (as fewer resources did; not run)" if row["held_assumed"] else "")
+        return f"{who} held none of the loads tried{ended} (down to {axes.amount(failed)})"
+    text = f"{who} held {axes.amount(held)}" + (" (as fewer resources did; not run)" if row["held_assumed"] else "")
     if failed is None:
         if row.get("ceiling"):
             return text + f", higher untested: {row['ceiling']}"
@@ -180,7 +174,7 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         text += f", higher untested ({why})"
     else:
         verb = "stayed undecided at" if row["failed_undecided"] else "failed"
-        text += f" and {verb} {_amount(axes, failed)}"
+        text += f" and {verb} {axes.amount(failed)}"
     if row.get("out_of_time") and row.get("width") is not None:
         text += f" (the time budget ended the search {row['width']:.0%} apart)"
     if row.get("long_s"):

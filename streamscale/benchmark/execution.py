@@ -83,6 +83,7 @@ class Execution:
         # the long runs of strategy.confirm (streamscale.benchmark.confirm.long_execution's runner)
         self.long_experiment = long_experiment or run_experiment
         self.spec = spec
+        self.plan = spec.resolve()
         self.out_dir = out_dir
         self.run_experiment = run_experiment
         self.results = ResultsFile(out_dir)
@@ -278,11 +279,9 @@ class Execution:
 
         ex = self.spec.execution
         st, values = ex.strategy, [float(v) for v in ex.load.values]
-        whole = ex.load.type == "nested_groups"  # UC4's levels: 4^n sensors, stepped one level at a time
-        if whole:
-            low, high = 1.0, values[-1] if len(values) > 1 else 10.0
-        else:
-            low, high = values[0] / 64, values[-1] if len(values) > 1 else values[0] * 64
+        dim = self.plan.load
+        whole = dim.whole  # UC4's levels: 4^n sensors, stepped one level at a time
+        low, high = dim.search_range(values)
         table, assumed = [], set()
         names = self.spec.config_names()
         deadline = self.deadline = time.monotonic() + st.time_budget_s if st.time_budget_s else None

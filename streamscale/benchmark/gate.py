@@ -26,7 +26,7 @@ from xml.etree import ElementTree
 import yaml
 
 from streamscale.benchmark.results import ExperimentResult, read_results
-from streamscale.benchmark.units import approx
+from streamscale.benchmark.units import LOADS, RESOURCES, approx
 from streamscale.benchmark.verdict import majority_verdict
 from streamscale.errors import ConfigError, ResultsError
 
@@ -39,8 +39,7 @@ class Entry:
     resources: int
 
     def label(self, resource_type: str) -> str:
-        word = "core" if resource_type == "cores" else "executor"
-        amount = f"{self.resources} {word}{'' if self.resources == 1 else 's'}"
+        amount = RESOURCES.get(resource_type, RESOURCES["cores"])().amount(self.resources)
         return f"{self.config}, {amount}" if self.config else amount
 
 
@@ -167,7 +166,7 @@ def compare(baseline: Folder, new: Folder, tolerance: float = 0.0) -> Comparison
 
 
 # how a load value reads, by the spec's load type
-UNITS = {"rate": "records/s", "sensors": "sensors", "nested_groups": "levels", "window_s": "s windows"}
+UNITS = {t: d.count_unit for t, d in LOADS.items()}
 
 
 def _regression(base: Ends, new: Ends, tolerance: float, unit: str = "") -> str | None:

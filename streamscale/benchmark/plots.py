@@ -82,7 +82,7 @@ def fit_label(xs, ys, kind: str, axes: Axes) -> tuple[float, float, str] | None:
 
 
 def _unit(axes: Axes) -> str:
-    return "s of window" if axes.load_type == "window_s" else "records/s"
+    return axes.unit
 
 
 def plot_metric(

@@ -89,6 +89,7 @@ class ExperimentResult:
     cpu_s_per_million: float = float("nan")  # Spark's CPU-seconds per million records processed
     fault: str = ""  # what of the environment failed during the run (a broker node died): invalid
     confirms: str = ""  # a long run of a bracket's end (strategy.confirm): held, failed, or between
+    slo_verdicts: str = ""  # each SLO checker's verdict, "name=verdict" apart by spaces (streamscale.benchmark.slos)
 
     def __post_init__(self):
         if not self.verdict:  # a row of an older streamscale: its verdict as it was decided then

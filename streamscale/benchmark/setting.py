@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from streamscale.benchmark.experiment_runner import emission_period_s
 from streamscale.benchmark.spec import Spec
 from streamscale.errors import ConfigError
 from streamscale.pipelines.jobref import display_name
@@ -45,10 +44,10 @@ def short_for_windows(spec: Spec) -> str | None:
     """Why the runs are too short for their pipeline's windows, if they are: windows that close
     within a run make the lag jump once per window slide, which the trend fits out only over two
     whole periods after the warm-up (streamscale.experiment.slo.fit_periodic)."""
-    ex = spec.execution
-    if ex.load.type == "window_s":
+    ex, plan = spec.execution, spec.resolve()
+    if plan.load.sets_window:
         return None  # the window is the load: one period per load, no single rule
-    period = emission_period_s(spec, dict(spec.benchmark.params))
+    period = plan.window_period_s
     if not period or period > ex.duration_s or ex.duration_s - ex.warmup_s >= 2 * period:
         return None
     return (

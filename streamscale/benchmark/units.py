@@ -5,6 +5,191 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What a load value sets for one experiment: the pipeline's parameters, the generator's keys
+    ("sensors") and its rate, records/s (``load_rate``: the load itself where it is a rate)."""
+
+    params: dict
+    sensors: int
+    rate: float
+    load_rate: float | None = None
+
+
+@dataclass(frozen=True)
+class LoadDimension:
+    """A load type (Theodolite's load patcher): its unit, its rate, and how a value applies."""
+
+    type: ClassVar[str] = ""
+    unit: ClassVar[str] = "records/s"  # of the load axis
+    count_unit: ClassVar[str] = "sensors"  # of a load value as written in a spec
+    label: ClassVar[str] = "load (records/s)"
+    whole: ClassVar[bool] = False  # values are whole steps (UC4's levels)
+    sets_window: ClassVar[bool] = False  # the value is the pipeline's window: no one window period
+    period_s: float = 1.0
+
+    def rate(self, load: float) -> float:
+        """A load value in the unit of the load axis."""
+        return load / self.period_s
+
+    def amount(self, load: float) -> str:
+        """A load value for a sentence."""
+        return f"~{approx(self.rate(load))} records/s"
+
+    def search_range(self, values: list[float]) -> tuple[float, float]:
+        """The loads a bracket search may try: down to a 64th of the lowest value, up to the highest
+        (or 64 times the only one)."""
+        return values[0] / 64, values[-1] if len(values) > 1 else values[0] * 64
+
+    def apply(self, load: float, params: dict, pipeline: type) -> Applied:
+        """One experiment's settings at ``load`` for ``pipeline`` (its class)."""
+        sensors = int(load)
+        if pipeline.sized_by:
+            params = {**params, pipeline.sized_by: sensors}
+        return Applied(params, sensors, sensors / self.period_s)
+
+
+@dataclass(frozen=True)
+class SensorsLoad(LoadDimension):
+    type: ClassVar[str] = "sensors"
+
+
+@dataclass(frozen=True)
+class RateLoad(LoadDimension):
+    type: ClassVar[str] = "rate"
+    count_unit: ClassVar[str] = "records/s"
+    described: bool = False  # a user's records: one key per record a second
+
+    def rate(self, load: float) -> float:
+        return float(load)
+
+    def apply(self, load: float, params: dict, pipeline: type) -> Applied:
+        sensors = int(round(load)) if self.described else max(1, round(load * self.period_s))
+        return Applied(dict(params), sensors, float(load), float(load))
+
+
+@dataclass(frozen=True)
+class NestedGroupsLoad(LoadDimension):
+    type: ClassVar[str] = "nested_groups"
+    count_unit: ClassVar[str] = "levels"
+    whole: ClassVar[bool] = True
+    children: int = 4  # sensors = children ** levels
+
+    @property
+    def label(self) -> str:  # type: ignore[override]
+        return f"load (records/s; {self.children}^n sensors)"
+
+    def rate(self, load: float) -> float:
+        return self.children**load / self.period_s
+
+    def search_range(self, values: list[float]) -> tuple[float, float]:
+        return 1.0, values[-1] if len(values) > 1 else 10.0
+
+    def apply(self, load: float, params: dict, pipeline: type) -> Applied:
+        children = int(params.get("children", self.children))
+        params = {**params, "levels": int(load), "children": children}
+        sensors = children ** int(load)
+        return Applied(params, sensors, sensors / self.period_s)
+
+
+@dataclass(frozen=True)
+class WindowLoad(LoadDimension):
+    type: ClassVar[str] = "window_s"
+    unit: ClassVar[str] = "s of window"
+    count_unit: ClassVar[str] = "s windows"
+    label: ClassVar[str] = "window size (s)"
+    sets_window: ClassVar[bool] = True
+    sensors: int = 1000  # fixed: the window grows, the records/s do not
+
+    def rate(self, load: float) -> float:
+        return float(load)
+
+    def amount(self, load: float) -> str:
+        return f"~{approx(load)} s windows"
+
+    def apply(self, load: float, params: dict, pipeline: type) -> Applied:
+        return Applied({**params, "window_s": float(load)}, self.sensors, self.sensors / self.period_s)
+
+
+LOADS: dict[str, type[LoadDimension]] = {d.type: d for d in (SensorsLoad, RateLoad, NestedGroupsLoad, WindowLoad)}
+
+
+def load_dimension(
+    load_type: str, period_s: float = 1.0, children: int = 4, sensors: int = 1000, described: bool = False
+) -> LoadDimension:
+    """The load type ``load_type`` with its spec's figures."""
+    cls = LOADS[load_type]
+    extra = {"children": children} if cls is NestedGroupsLoad else {}
+    extra.update({"sensors": sensors} if cls is WindowLoad else {})
+    extra.update({"described": described} if cls is RateLoad else {})
+    return cls(period_s=period_s, **extra)
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where one experiment's Spark application runs: its master, session settings and, on a local
+    master confined to its cores, the CPUs it may use."""
+
+    master: str
+    spark_conf: dict
+    cpus: int | None = None
+
+
+@dataclass(frozen=True)
+class ResourceDimension:
+    """A resource type (Theodolite's resource patcher): its word and how an amount applies."""
+
+    type: ClassVar[str] = "cores"
+    word: ClassVar[str] = "core"
+    label: ClassVar[str] = "Spark cores"
+    cpus_per_amount: ClassVar[bool] = True  # an amount is that many CPUs (Spark's own use is worth saying)
+    master: str | None = None
+    executor_cores: int = 1
+    executor_memory: str = "1g"
+    confine: bool = True
+
+    def amount(self, n) -> str:
+        return f"{n} {self.word}{'' if n == 1 else 's'}"
+
+    def cluster_conf(self, executors: int, cores: int) -> dict:
+        return {
+            "spark.executor.instances": executors,
+            "spark.executor.cores": cores,
+            "spark.cores.max": executors * cores,
+            "spark.executor.memory": self.executor_memory,
+            "spark.dynamicAllocation.enabled": "false",
+        }
+
+    def apply(self, n: int) -> Placed:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Cores(ResourceDimension):
+    def apply(self, n: int) -> Placed:
+        """A local master of ``n`` task slots (confined to ``n`` CPUs), or one executor of ``n``
+        cores on the given master."""
+        if not self.master:
+            return Placed(f"local[{n}]", {}, n if self.confine else None)
+        confined = self.master.startswith("local") and self.confine
+        return Placed(self.master, self.cluster_conf(1, n), n if confined else None)
+
+
+@dataclass(frozen=True)
+class Executors(ResourceDimension):
+    type: ClassVar[str] = "executors"
+    word: ClassVar[str] = "executor"
+    label: ClassVar[str] = "Spark executors"
+    cpus_per_amount: ClassVar[bool] = False
+
+    def apply(self, n: int) -> Placed:
+        return Placed(self.master or "local[*]", self.cluster_conf(n, self.executor_cores))
+
+
+RESOURCES: dict[str, type[ResourceDimension]] = {"cores": Cores, "executors": Executors}
 
 
 @dataclass(frozen=True)
@@ -22,27 +207,34 @@ class Axes:
         return cls(ex.load.type, ex.resources.type, bm.loadgen.period_s, int(bm.params.get("children", 4)))
 
     @property
+    def load(self) -> LoadDimension:
+        return load_dimension(self.load_type, self.period_s, self.children)
+
+    @property
+    def resource(self) -> ResourceDimension:
+        return RESOURCES[self.resource_type]()
+
+    @property
     def load_label(self) -> str:
-        if self.load_type == "window_s":
-            return "window size (s)"
-        if self.load_type == "nested_groups":
-            return f"load (records/s; {self.children}^n sensors)"
-        return "load (records/s)"
+        return self.load.label
 
     @property
     def resource_label(self) -> str:
-        return "Spark cores" if self.resource_type == "cores" else "Spark executors"
+        return self.resource.label
+
+    @property
+    def unit(self) -> str:
+        return self.load.unit
 
     def rate(self, load: float) -> float:
         """A load value in the unit of the load axis."""
-        if self.load_type in ("window_s", "rate"):
-            return float(load)
-        sensors = self.children**load if self.load_type == "nested_groups" else load
-        return sensors / self.period_s
+        return self.load.rate(load)
+
+    def amount(self, load: float) -> str:
+        return self.load.amount(load)
 
     def resources(self, n) -> str:
-        word = "core" if self.resource_type == "cores" else "executor"
-        return f"{n} {word}{'' if n == 1 else 's'}"
+        return self.resource.amount(n)
 
 
 def round_significant(x: float, digits: int) -> float:

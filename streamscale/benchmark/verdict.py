@@ -28,9 +28,7 @@ import bisect
 import math
 
 from streamscale.benchmark.results import ExperimentResult, exp_id
-from streamscale.benchmark.spec import Spec
-from streamscale.experiment.processing import processing_bounds
-from streamscale.experiment.slo import Trend, fit, latency_percentile_ms
+from streamscale.experiment.slo import Trend, fit
 
 # A run whose lag sampler failed for more than this share of its seconds is not judged: the trend
 # interpolates across a few missing samples, but a run sampled for part of its length would be
@@ -133,23 +131,6 @@ def bounds_verdict(bounds: tuple[float, float] | None, limit_ms: float | None) -
     return "pass" if high <= limit_ms else "fail" if low >= limit_ms else "undecided"
 
 
-def latency_verdicts(
-    batches, t0_wall: float | None, warmup_s: float, output_limit_ms: float | None, proc_limit_ms: float | None
-) -> dict[str, tuple[float | None, float | None, str]]:
-    """The latency SLOs of a run (or of its batches so far) after the warm-up: per SLO, "output"
-    and "processing", its p95 in ms (at its high bound), its limit and its verdict."""
-    output = latency_percentile_ms(batches, 0.95, t0_wall, warmup_s)
-    processing = processing_bounds(batches, 0.95, t0_wall, warmup_s)
-    return {
-        "output": (output, output_limit_ms, percentile_verdict(output, output_limit_ms)),
-        "processing": (
-            None if processing is None else processing[1],
-            proc_limit_ms,
-            bounds_verdict(processing, proc_limit_ms),
-        ),
-    }
-
-
 def bucket_floor_ms(edge_ms: float) -> float:
     """The largest bucket edge below ``edge_ms`` (0 below the first): what a percentile read as
     ``edge_ms`` is known to exceed."""
@@ -157,21 +138,6 @@ def bucket_floor_ms(edge_ms: float) -> float:
 
     k = bisect.bisect_left(LATENCY_EDGES_MS, edge_ms * (1 - 1e-9))
     return LATENCY_EDGES_MS[k - 1] if k > 0 else 0.0
-
-
-def processing_limit_ms(spec: Spec, params: dict) -> float | None:
-    """The processing-latency SLO's limit on the p95, ms (None: no such SLO)."""
-    from streamscale.benchmark.spec import PROCESSING_P95_MAX_MS, PROCESSING_P95_TRIGGERS
-    from streamscale.pipelines import make_pipeline
-
-    given = spec.execution.slos.processing_latency_p95_ms
-    if given is None:
-        return None
-    if given == "auto":
-        pipe = make_pipeline(spec.benchmark.sut, params, records=spec.benchmark.records)
-        interval_ms = pipe.params.trigger_interval_s * 1000
-        return min(PROCESSING_P95_TRIGGERS * interval_ms, PROCESSING_P95_MAX_MS)
-    return float(given)
 
 
 def combined_verdict(valid: bool, lag: str, others_hold: bool, latency: str = "pass") -> str:

@@ -119,7 +119,6 @@ def bench_reference():
 @bench_app.command("validate")
 def bench_validate(spec_file: Path):
     """Check a spec and show what it would run."""
-    from streamscale.benchmark.experiment_runner import experiment_settings
     from streamscale.benchmark.spec import load_spec
 
     spec = load_spec(spec_file)
@@ -132,10 +131,11 @@ def bench_validate(spec_file: Path):
     )
     if spec.execution.configs:
         out.print(f"  configurations searched in turn: {', '.join(spec.execution.configs)}")
+    plan = spec.resolve()
     for load in ex.load.values:
-        s = experiment_settings(spec, load, ex.resources.values[0])
-        keys = "" if ex.load.type == "rate" else f"{s['sensors']:,} sensors = "
-        out.print(f"  load {load:g}: {keys}{s['rate']:,.0f} records/s")
+        point = plan.point(load, ex.resources.values[0])
+        keys = "" if point.load_rate is not None else f"{point.sensors:,} sensors = "
+        out.print(f"  load {load:g}: {keys}{point.rate:,.0f} records/s")
 
 
 @bench_app.command("run")

@@ -100,6 +100,8 @@ class Pipeline(ABC):
     key_cols: list[str] = []
     value_cols: list[str] = []
     windowed: bool = True  # aggregates over event-time windows (UC2-UC4)
+    # the parameter a load of N sensors sets to N: UC4's registry must know every sensor it reads
+    sized_by: str | None = None
 
     @property
     def drops_late(self) -> bool:

@@ -31,6 +31,7 @@ class UC4Params(PipelineParams):
 class UC4(Pipeline):
     name = "uc4"
     params_model = UC4Params
+    sized_by = "sensors"  # a registry of that many: groups of four, the last partly filled
     key_cols = ["groupId"]
     value_cols = ["groupId", *WINDOW_STATS]
 

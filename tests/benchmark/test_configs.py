@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from streamscale.benchmark.execution import Execution
-from streamscale.benchmark.experiment_runner import experiment_settings
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
@@ -53,11 +52,12 @@ def capacities(load, res, rep, on_lag=None, config=""):
 
 def test_each_configuration_gets_its_own_settings():
     s = spec()
-    hdfs, rocks = experiment_settings(s, 1000, 1, "hdfs"), experiment_settings(s, 1000, 1, "rocksdb")
-    assert "spark.sql.streaming.stateStore.providerClass" not in hdfs["spark_conf"]
-    assert rocks["spark_conf"]["spark.sql.streaming.stateStore.providerClass"] == ROCKS
-    assert rocks["params"]["max_offsets_per_trigger"] == 500 and "max_offsets_per_trigger" not in hdfs["params"]
-    assert rocks["rate"] == 1000 and rocks["load_rate"] == 1000
+    plan = s.resolve()
+    hdfs, rocks = plan.point(1000, 1, "hdfs"), plan.point(1000, 1, "rocksdb")
+    assert "spark.sql.streaming.stateStore.providerClass" not in hdfs.spark_conf
+    assert rocks.spark_conf["spark.sql.streaming.stateStore.providerClass"] == ROCKS
+    assert rocks.params["max_offsets_per_trigger"] == 500 and "max_offsets_per_trigger" not in hdfs.params
+    assert rocks.rate == 1000 and rocks.load_rate == 1000
 
 
 def test_the_bracket_search_runs_per_configuration(tmp_path):

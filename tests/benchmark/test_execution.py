@@ -299,7 +299,7 @@ def test_resume_after_a_torn_last_row(tmp_path):
 def test_a_run_whose_lag_samples_failed_is_not_judged():
     # the lag sampler goes on past a failed sample (the trend interpolates across it); a run that
     # lost more than 5 % of its samples would be judged on part of its length, so it is invalid
-    from streamscale.benchmark.experiment_runner import run_validity
+    from streamscale.benchmark.verdict import run_validity
 
     assert run_validity(True, 0, 150) == (True, "")
     assert run_validity(True, 7, 150) == (True, "")  # 7 of 150 s: interpolated

@@ -2,7 +2,6 @@ from pathlib import Path
 
 import pytest
 
-from streamscale.benchmark.experiment_runner import experiment_settings
 from streamscale.benchmark.spec import load_spec, parse_spec
 from streamscale.errors import ConfigError
 
@@ -57,14 +56,14 @@ def test_yaml_errors(tmp_path):
 
 def test_experiment_settings_map_load_and_resources():
     spec = parse_spec(base())
-    s = experiment_settings(spec, 2000, 2)
-    assert s["master"] == "local[2]" and s["sensors"] == 2000 and s["rate"] == 2000
+    s = spec.resolve().point(2000, 2)
+    assert s.master == "local[2]" and s.sensors == 2000 and s.rate == 2000
     uc4 = load_spec(next(p for p in EXAMPLES if p.stem == "uc4-small"))
-    s = experiment_settings(uc4, 5, 1)
-    assert s["sensors"] == 4**5 and s["params"]["levels"] == 5
+    s = uc4.resolve().point(5, 1)
+    assert s.sensors == 4**5 and s.params["levels"] == 5
     paper = load_spec(next(p for p in EXAMPLES if p.stem == "uc1-paper"))
-    s = experiment_settings(paper, 50000, 3)
-    assert s["master"].startswith("spark://") and s["spark_conf"]["spark.cores.max"] == 3
+    s = paper.resolve().point(50000, 3)
+    assert s.master.startswith("spark://") and s.spark_conf["spark.cores.max"] == 3
 
 
 def test_runs_too_short_for_their_windows_are_told_so():
@@ -87,13 +86,13 @@ def test_runs_too_short_for_their_windows_are_told_so():
 
 
 def test_the_default_processing_latency_limit_is_8_trigger_intervals_at_most_10_s():
-    from streamscale.benchmark.experiment_runner import processing_limit_ms
-
     def limit(uc: str, params: dict | None = None, slos: dict | None = None) -> float | None:
         d = base(**({"slos": slos} if slos is not None else {}))
         d["benchmark"] = {"sut": uc, "params": params or {}}
         spec = parse_spec(d)
-        return processing_limit_ms(spec, spec.benchmark.params)
+        return (
+            spec.resolve().point(spec.execution.load.values[0], spec.execution.resources.values[0]).processing_limit_ms
+        )
 
     assert limit("uc1") == 8_000  # 1 s trigger
     assert limit("uc2") == 8_000

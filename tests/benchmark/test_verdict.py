@@ -55,12 +55,10 @@ def test_a_latency_that_keeps_growing_fails_one_that_wobbles_does_not():
 
 
 def test_a_windowed_run_is_first_looked_at_once_two_window_periods_are_fitted():
-    from pathlib import Path
-
-    from streamscale.benchmark.experiment_runner import ExperimentRunner, experiment_settings
+    from streamscale.benchmark.outcome import first_look_s
     from streamscale.benchmark.spec import parse_spec
 
-    def runner(sut: str, params: dict) -> tuple[ExperimentRunner, dict]:
+    def first(sut: str, params: dict) -> float:
         spec = parse_spec(
             {
                 "name": "looks",
@@ -73,14 +71,12 @@ def test_a_windowed_run_is_first_looked_at_once_two_window_periods_are_fitted():
                 },
             }
         )
-        return ExperimentRunner(spec, Path("."), "127.0.0.1:9092"), experiment_settings(spec, 1000, 1)
+        return first_look_s(spec, spec.resolve().point(1000, 1))
 
     # min_duration_s auto: 10 + (60 - 10) / 4 = 22.5 s
-    assert runner("uc1", {})[0].first_look_s(runner("uc1", {})[1]) == 22.5
-    r, s = runner("uc2", {"window_s": 10})
-    assert r.first_look_s(s) == 30.0  # 10 s warm-up + two 10 s windows
-    r, s = runner("uc2", {"window_s": 30})
-    assert r.first_look_s(s) == 22.5  # two periods do not fit a 60 s run: as min_duration_s says
+    assert first("uc1", {}) == 22.5
+    assert first("uc2", {"window_s": 10}) == 30.0  # 10 s warm-up + two 10 s windows
+    assert first("uc2", {"window_s": 30}) == 22.5  # two periods do not fit a 60 s run: as min_duration_s says
 
 
 # The latency buckets' edges are 2^(k/4) ms; 8,192 ms is 2^13, the edge below it 2^12.75.
@@ -115,11 +111,19 @@ def test_a_latency_limit_inside_its_percentiles_bucket_is_neither_held_nor_faile
     assert combined_verdict(False, "pass", True, "fail") == "invalid"
 
 
+def _looking(spec, point):
+    """The looks a run of ``point`` is judged by as it goes."""
+    from streamscale.benchmark.outcome import first_look_s, looking
+    from streamscale.experiment.sequential import Looks
+    from streamscale.experiment.sut import CHECK_EVERY_S
+
+    ex = spec.execution
+    return looking(spec, point, Looks(ex.duration_s, first_look_s(spec, point), CHECK_EVERY_S))
+
+
 def test_a_look_at_a_held_lag_goes_on_while_the_p95_bounds_hold_the_limit():
     from datetime import UTC, datetime
-    from pathlib import Path
 
-    from streamscale.benchmark.experiment_runner import ExperimentRunner, experiment_settings
     from streamscale.benchmark.spec import parse_spec
     from streamscale.experiment.sut import LagSample
 
@@ -130,9 +134,7 @@ def test_a_look_at_a_held_lag_goes_on_while_the_p95_bounds_hold_the_limit():
             "execution": {"load": {"type": "sensors", "values": [1000]}, "resources": {"values": [1]}},
         }
     )
-    runner = ExperimentRunner(spec, Path("."), "127.0.0.1:9092")
-    s = experiment_settings(spec, 1000, 1)
-    decided = runner.judge(s, limit=10.0)
+    decided = _looking(spec, spec.resolve().point(1000, 1))  # a limit of 10 records/s
     t0 = 1_700_000_000.0
     lag = [LagSample(t_s=float(t), lag=500 + (t % 3), end_total=1000 * t, committed_total=0) for t in range(300)]
 
@@ -163,15 +165,14 @@ def _judge_synthetic(
     sut="uc1",
     dropped=0,
 ):
-    """An ExperimentRunner of UC1 at ``load`` for ``seconds`` (5 s warm-up, looks from 15 s) and
-    its verdict on ``run`` (lag samples, batches, t0 of a synthetic run; every record's processing
+    """UC1's plan at ``load`` for ``seconds`` (5 s warm-up, looks from 15 s), its looks, and the
+    verdict on ``run`` (lag samples, batches, t0 of a synthetic run; every record's processing
     latency in ``latency``'s (low, high] ms), the machine's speed at the execution's start, before
     and after the run being ``speeds``."""
     from types import SimpleNamespace
 
-    from streamscale.benchmark.experiment_runner import ExperimentRunner, experiment_settings
+    from streamscale.benchmark.outcome import Speeds, judged
     from streamscale.benchmark.spec import parse_spec
-    from streamscale.experiment import noise
     from streamscale.experiment.sut import LagSample
 
     spec = parse_spec(
@@ -187,15 +188,12 @@ def _judge_synthetic(
             },
         }
     )
-    runner = ExperimentRunner(spec, tmp_path, "127.0.0.1:9092")
-    s = experiment_settings(spec, load, 1)
+    point = spec.resolve().point(load, 1)
     samples, batches, t0 = run
     lag = [LagSample(x.t_s, x.lag, x.end_total, x.committed_total) for x in samples]
     for b in batches:
         low_high = latency(b) if callable(latency) else latency
         b["processing_latency"] = [(*low_high, b["input_rows"])]
-    runner.reference_speed, before, after = speeds
-    monkeypatch.setattr(noise, "calibration_speed", lambda: after)
     r = SimpleNamespace(
         lag=lag, batches=batches, t0_wall=t0, input_topic="in", ran_s=float(seconds), generator_rate=load,
         target_rate=load, generator_reached_target=True, generator_error=None, lag_samples_missed=0,
@@ -204,7 +202,8 @@ def _judge_synthetic(
         spark_cpu_pct=100.0, sampler_cpu_s=0.1, wall_s=float(seconds), generator_cpu_s=1.0, machine_cpu_pct=90.0,
         broker_cpu_pct=20.0, steal_pct=0.0,
     )  # fmt: skip
-    return runner, s, lag, batches, t0, runner._judged(load, 1, 1, s, r, speed_before=before)
+    res, _ = judged(spec, point, 1, r, Speeds(*speeds))
+    return _looking(spec, point), point, lag, batches, t0, res
 
 
 def test_a_run_whose_lag_drains_faster_than_the_limit_goes_on_and_is_undecided(tmp_path, monkeypatch):
@@ -212,8 +211,8 @@ def test_a_run_whose_lag_drains_faster_than_the_limit_goes_on_and_is_undecided(t
     # commit falls ~2,900/s against a limit of 670; no look stops it, and its verdict says why
     from tests.experiment.helpers import slow_batch_run
 
-    runner, s, lag, batches, t0, res = _judge_synthetic(tmp_path, monkeypatch, slow_batch_run(), 67_000, 31)
-    decided = runner.judge(s, limit=670.0)
+    decided, point, lag, batches, t0, res = _judge_synthetic(tmp_path, monkeypatch, slow_batch_run(), 67_000, 31)
+    assert point.rate == 67_000  # a look's limit: 670
     assert not any(decided(lag[: t + 1], batches, t0, "in") for t in range(15, 31, 2))
     assert (res.verdict, res.lag_verdict, res.lag_limit) == ("undecided", "undecided", pytest.approx(670, rel=0.01))
     assert res.lag_high < -res.lag_limit
@@ -366,13 +365,13 @@ def test_a_look_at_a_stalled_query_decides_the_run(tmp_path, monkeypatch):
     from streamscale.experiment.slo import stall
 
     samples, batches, t0 = _stalled_run()
-    runner, s, *_ = _judge_synthetic(tmp_path, monkeypatch, (samples, batches, t0), 20_000, 60)
-    import streamscale.benchmark.experiment_runner as er
+    decided, point, *_ = _judge_synthetic(tmp_path, monkeypatch, (samples, batches, t0), 20_000, 60)
+    import streamscale.benchmark.slos as slos
 
     fitted = []  # a look that fits the trend: the stall did not decide it
-    trend = er.lag_trend_estimate
-    monkeypatch.setattr(er, "lag_trend_estimate", lambda *a, **k: fitted.append(1) or trend(*a, **k))
-    decided = runner.judge(s, limit=200.0)
+    trend = slos.lag_trend_estimate
+    monkeypatch.setattr(slos, "lag_trend_estimate", lambda *a, **k: fitted.append(1) or trend(*a, **k))
+    assert point.rate == 20_000  # a look's limit: 200
     at = lambda t: [x for x in samples if x.t_s <= t]  # noqa: E731 - the samples a look at t sees
     assert stall(at(40), batches, t0, 1.0) is None  # 5 s after the last commit: not yet a stall
     decided(at(40), batches, t0, "in")

@@ -112,7 +112,6 @@ def test_any_number_of_sensors_fills_groups_of_four_and_the_last_level_partly():
 
 
 def test_a_uc4_benchmark_steps_its_load_by_sensors():
-    from streamscale.benchmark.experiment_runner import experiment_settings
     from streamscale.benchmark.spec import parse_spec
     from streamscale.pipelines import make_pipeline
 
@@ -123,6 +122,6 @@ def test_a_uc4_benchmark_steps_its_load_by_sensors():
             "execution": {"load": {"type": "sensors", "values": [5_000]}, "resources": {"values": [1]}},
         }
     )
-    s = experiment_settings(spec, 5_000, 1)
-    assert s["params"]["sensors"] == 5_000 and s["rate"] == 5_000
-    assert make_pipeline("uc4", s["params"]).registry.num_sensors == 5_000
+    s = spec.resolve().point(5_000, 1)
+    assert s.params["sensors"] == 5_000 and s.rate == 5_000
+    assert make_pipeline("uc4", s.params).registry.num_sensors == 5_000

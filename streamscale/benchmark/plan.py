@@ -1,0 +1,119 @@
+"""A validated spec resolved once into what its experiments run: the load and resource dimensions
+(:mod:`.units`: how a value applies, Theodolite's load and resource patchers), each configuration's
+settings, and per experiment the pipeline's facts (windowed or not, its window period, the
+processing-latency limit) read from the one pipeline built for it. Nothing downstream reads a spec
+field by name or switches on a load type or a SUT's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from streamscale.benchmark.spec import PROCESSING_P95_MAX_MS, PROCESSING_P95_TRIGGERS, Spec
+from streamscale.benchmark.units import (
+    RESOURCES,
+    Axes,
+    LoadDimension,
+    ResourceDimension,
+    load_dimension,
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One experiment's settings: what the generator sends, what the pipeline runs with, where
+    Spark runs, and the pipeline's facts the SLOs need."""
+
+    load: float
+    resources: int
+    config: str
+    params: dict
+    sensors: int  # the generator's keys
+    rate: float  # records/s the load sends
+    load_rate: float | None  # the load itself where it is a rate (records/s), else None
+    master: str
+    spark_conf: dict
+    cpus: int | None  # a local master confined to that many CPUs
+    drops_late: bool  # the pipeline may drop records behind a watermark: its dropped-records SLO applies
+    period_s: float | None  # how often its windows close (their slide); None without event-time windows
+    processing_limit_ms: float | None  # the processing-latency SLO's limit on the p95 (None: no such SLO)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A spec resolved: :meth:`point` gives each experiment's settings."""
+
+    spec: Spec
+    load: LoadDimension
+    resource: ResourceDimension
+    configs: dict[str, tuple[dict, dict]] = field(default_factory=dict)  # name: (Spark settings, parameters)
+
+    @cached_property
+    def axes(self) -> Axes:
+        return Axes.of(self.spec)
+
+    def point(self, load: float, resources: int, config: str = "") -> Point:
+        from streamscale.pipelines import PIPELINES, Pipeline, make_pipeline
+
+        bm = self.spec.benchmark
+        conf, params = self.configs.get(config, ({}, {}))
+        kind = PIPELINES.get(bm.sut, Pipeline)  # a user's job: the base's facts (sized by nothing)
+        applied = self.load.apply(float(load), {**bm.params, **params}, kind)
+        placed = self.resource.apply(int(resources))
+        pipe = make_pipeline(bm.sut, applied.params, records=bm.records)
+        grid = pipe.window_grid_ms()
+        return Point(
+            load=load,
+            resources=resources,
+            config=config,
+            params=applied.params,
+            sensors=applied.sensors,
+            rate=applied.rate,
+            load_rate=applied.load_rate,
+            master=placed.master,
+            spark_conf={**placed.spark_conf, **conf},
+            cpus=placed.cpus,
+            drops_late=bool(pipe.drops_late),
+            period_s=grid[1] / 1000 if grid else None,
+            processing_limit_ms=self._processing_limit_ms(pipe),
+        )
+
+    @cached_property
+    def window_period_s(self) -> float | None:
+        """How often the spec's pipeline's windows close, s, with its own parameters (None: no
+        event-time windows)."""
+        from streamscale.pipelines import make_pipeline
+
+        bm = self.spec.benchmark
+        grid = make_pipeline(bm.sut, dict(bm.params), records=bm.records).window_grid_ms()
+        return grid[1] / 1000 if grid else None
+
+    def _processing_limit_ms(self, pipe) -> float | None:
+        given = self.spec.execution.slos.processing_latency_p95_ms
+        if given is None:
+            return None
+        if given == "auto":
+            interval_ms = pipe.params.trigger_interval_s * 1000
+            return min(PROCESSING_P95_TRIGGERS * interval_ms, PROCESSING_P95_MAX_MS)
+        return float(given)
+
+
+def resolve(spec: Spec) -> Plan:
+    """The plan of a validated spec."""
+    bm, ex = spec.benchmark, spec.execution
+    load = load_dimension(
+        ex.load.type,
+        bm.loadgen.period_s,
+        int(bm.params.get("children", 4)),
+        ex.load.sensors,
+        described=bm.records is not None,
+    )
+    resource = RESOURCES[ex.resources.type](
+        master=ex.master,
+        executor_cores=ex.executor_cores,
+        executor_memory=ex.executor_memory,
+        confine=ex.resources.confine,
+    )
+    configs = {name: spec.config(name) for name in spec.config_names()}
+    return Plan(spec, load, resource, configs)

@@ -1,0 +1,255 @@
+"""The SLOs as checkers, and one pure :func:`judge` that serves a run's looks (may it stop?) and its
+final verdict.
+
+An :class:`Observation` is a run as the SLOs see it: its lag samples, its micro-batches, the load it
+was given and what the machine did around it. Every checker judges one steady span of it: from the
+end of the warm-up, or later where the lag trend found the start-up backlog still draining (a
+latency percentile that took in the backlog's records would fail a steady state that holds; a
+backlog that never drains shows as a lag that does not fall to its level, which fails the trend).
+
+Each checker's :meth:`check` gives an :class:`SloVerdict` (name, value, bounds, limit, verdict,
+notes). A run is invalid when its validity fails, else it fails when any SLO failed, else it is
+undecided while any is, else it passes. At a look the lag trend leads: a failed trend decides the
+run, an undecided one lets it go on, a held one decides it once no other SLO is undecided.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from streamscale.benchmark.verdict import (
+    allow_for_slowdown,
+    bounds_verdict,
+    bucket_floor_ms,
+    delivered_rate,
+    latency_growing,
+    percentile_verdict,
+    run_validity,
+    worst,
+)
+from streamscale.experiment.processing import processing_bounds, processing_trend
+from streamscale.experiment.slo import lag_limit, lag_trend_estimate, latency_percentile_ms, median_batch_ms, stall
+
+# The order a run's notes are said in, whichever SLO said them.
+NOTE_INVALID, NOTE_STALL, NOTE_GROWING, NOTE_EXCUSE = range(4)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A run so far (at a look) or whole: what the SLOs judge."""
+
+    lag: Sequence  # LagSample: once a second
+    batches: Sequence  # the micro-batches' progress, as dicts
+    t0_wall: float | None  # the wall-clock time of the first lag sample
+    warmup_s: float
+    topic: str | None = None  # the input topic, whose end offsets the batches read
+    period_s: float | None = None  # the pipeline's window slide: its lag jumps once per period
+    ran_s: float = 0.0
+    target_rate: float = 0.0  # records/s the generator was asked for
+    generator_rate: float = 0.0  # what it reached (the delivered rate without enough samples)
+    generator_reached_target: bool = True
+    generator_error: str | None = None
+    lag_samples_missed: int = 0
+    generated: int = 0
+    dropped_late: int = 0
+    slowdown: float = float("nan")  # the machine slower than at the execution's start (NaN: unknown)
+
+    @cached_property
+    def trend(self):
+        return lag_trend_estimate(self.lag, self.batches, self.t0_wall, self.warmup_s, self.topic, self.period_s)
+
+    @cached_property
+    def steady_s(self) -> float:
+        """Where every SLO starts judging (see the module's notes)."""
+        start = self.trend.start_s
+        return start if math.isfinite(start) else self.warmup_s
+
+    @cached_property
+    def delivered(self) -> float:
+        """Records/s that reached the input topic over the steady span."""
+        return delivered_rate(self.lag, self.steady_s, self.generator_rate)
+
+    @cached_property
+    def median_batch_ms(self) -> float | None:
+        return median_batch_ms(self.batches, self.t0_wall or None, self.trend.start_s)
+
+    @cached_property
+    def stall_batch_s(self) -> float:
+        """The median batch after the warm-up, s (0: none): what a stall is counted in. Without the
+        trend, so that a look at a stalled query needs no fit."""
+        return (median_batch_ms(self.batches, self.t0_wall or None, self.warmup_s) or 0) / 1000
+
+    @cached_property
+    def stall(self):
+        """The query's stall at the run's end, or None."""
+        return stall(self.lag, self.batches, self.t0_wall or None, self.stall_batch_s)
+
+    @cached_property
+    def processing_trend(self):
+        return processing_trend(self.batches, self.t0_wall, self.steady_s) if self.t0_wall else None
+
+    @cached_property
+    def processing_growing(self) -> bool:
+        return latency_growing(self.processing_trend, self.ran_s - self.steady_s)
+
+    def slowdown_allowed(self, lag_verdict: str) -> tuple[str, bool, str]:
+        """(lag verdict, whether a growing latency fails, a note) once the machine's slowdown
+        around the run is allowed for (:func:`~streamscale.benchmark.verdict.allow_for_slowdown`)."""
+        return allow_for_slowdown(lag_verdict, self.processing_growing, self.trend.slope, self.delivered, self.slowdown)
+
+
+@dataclass(frozen=True)
+class SloVerdict:
+    name: str
+    value: float | None  # what the run measured (a slope, a percentile, a fraction)
+    low: float | None  # the bounds the value is known between (None: exact or unknown)
+    high: float | None
+    limit: float | None  # None: no such limit (the SLO holds)
+    verdict: str  # pass | fail | undecided | invalid
+    notes: tuple[tuple[int, str], ...] = ()  # (order, text): said whatever the run's verdict
+    undecided_note: str = ""  # said when the run is undecided and so is this SLO
+
+
+@dataclass(frozen=True)
+class Validity:
+    """A run can be judged: its load reached the input topic, its lag was sampled."""
+
+    name = "validity"
+
+    def check(self, obs: Observation, confidence: float) -> SloVerdict:
+        valid, why = run_validity(
+            obs.generator_reached_target,
+            obs.lag_samples_missed,
+            obs.ran_s,
+            obs.delivered,
+            obs.target_rate,
+            obs.generator_error,
+        )
+        notes = ((NOTE_INVALID, why),) if why else ()
+        return SloVerdict(self.name, obs.delivered, None, None, obs.target_rate, "pass" if valid else "invalid", notes)
+
+
+@dataclass(frozen=True)
+class LagTrend:
+    """The consumer lag's trend over the steady span grows by at most ``threshold`` of the records/s
+    (``rate``; default: the rate delivered); a query that stopped committing fails as stalled."""
+
+    threshold: float = 0.01
+    rate: float | None = None
+    name = "lag_trend"
+
+    def check(self, obs: Observation, confidence: float) -> SloVerdict:
+        limit = lag_limit(self.rate if self.rate is not None else obs.delivered, self.threshold)
+        stalled = obs.stall
+        if stalled is not None:  # its trend is the one before it stalled: the lag after says more
+            note = (NOTE_STALL, stalled.note(obs.stall_batch_s))
+            return SloVerdict(self.name, None, None, None, limit, "fail", (note,))
+        trend = obs.trend
+        verdict, _, excuse = obs.slowdown_allowed(trend.verdict(limit, confidence))
+        notes = ((NOTE_EXCUSE, excuse),) if excuse else ()
+        undecided = ""
+        if verdict == "undecided" and not excuse:
+            undecided = (
+                f"lag still falling faster than the limit after {obs.ran_s:.0f} s (catching up, not steady)"
+                if trend.draining(limit)
+                else f"lag interval still straddles the limit after {obs.ran_s:.0f} s"
+            )
+        return SloVerdict(self.name, trend.slope, trend.low, trend.high, limit, verdict, notes, undecided)
+
+
+@dataclass(frozen=True)
+class ProcessingGrowth:
+    """The records' processing latency does not keep growing over the steady span (Karimov et al.'s
+    sustainable throughput)."""
+
+    name = "processing_growth"
+
+    def check(self, obs: Observation, confidence: float) -> SloVerdict:
+        trend, growing = obs.processing_trend, obs.processing_growing
+        fails = obs.slowdown_allowed("pass")[1] if growing else False
+        notes = ((NOTE_GROWING, f"processing latency kept growing ({trend.slope:,.0f} ms per s)"),) if growing else ()
+        slope = trend.slope if trend is not None else None
+        low, high = (trend.low, trend.high) if trend is not None else (None, None)
+        return SloVerdict(self.name, slope, low, high, None, "fail" if fails else "pass", notes)
+
+
+@dataclass(frozen=True)
+class OutputLatency:
+    """The output latency's p95 (event time to output, windowed pipelines) within ``limit_ms``."""
+
+    limit_ms: float | None = None
+    name = "output_latency"
+
+    def check(self, obs: Observation, confidence: float) -> SloVerdict:
+        p95 = latency_percentile_ms(obs.batches, 0.95, obs.t0_wall or None, obs.steady_s)
+        verdict = percentile_verdict(p95, self.limit_ms)
+        low = bucket_floor_ms(p95) if p95 is not None and math.isfinite(p95) else None
+        why = ""
+        if verdict == "undecided":
+            why = f"output p95 lies in ({low or 0:,.0f}, {p95:,.0f}] ms, which holds its limit"
+        return SloVerdict(self.name, p95, low, p95, self.limit_ms, verdict, (), why)
+
+
+@dataclass(frozen=True)
+class ProcessingLatency:
+    """Every record's processing latency (Kafka timestamp to its batch's commit): its p95 within
+    ``limit_ms``."""
+
+    limit_ms: float | None = None
+    name = "processing_latency"
+
+    def check(self, obs: Observation, confidence: float) -> SloVerdict:
+        bounds = processing_bounds(obs.batches, 0.95, obs.t0_wall or None, obs.steady_s)
+        verdict = bounds_verdict(bounds, self.limit_ms)
+        low, high = bounds if bounds is not None else (None, None)
+        why = ""
+        if verdict == "undecided":
+            why = f"processing p95 lies in ({low:,.0f}, {high:,.0f}] ms, which holds its limit"
+        return SloVerdict(self.name, high, low, high, self.limit_ms, verdict, (), why)
+
+
+@dataclass(frozen=True)
+class DroppedRecords:
+    """At most ``threshold`` of the generated records dropped behind a watermark (None: no limit)."""
+
+    threshold: float | None = 0.01
+    name = "dropped_records"
+
+    def check(self, obs: Observation, confidence: float) -> SloVerdict:
+        frac = obs.dropped_late / obs.generated if obs.generated else 0.0
+        ok = self.threshold is None or frac <= self.threshold
+        return SloVerdict(self.name, frac, None, None, self.threshold, "pass" if ok else "fail")
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str  # pass | fail | undecided | invalid
+    slos: tuple[SloVerdict, ...]
+    decided: bool  # a look may stop the run (see the module's notes)
+    notes: tuple[str, ...] = field(default=())
+
+    def of(self, name: str) -> SloVerdict | None:
+        return next((v for v in self.slos if v.name == name), None)
+
+
+def judge(obs: Observation, checkers: Sequence, confidence: float = 0.95, look: bool = False) -> Judgement:
+    """The run's verdict by ``checkers`` (the first, at a look, leads: see the module's notes). At a
+    look, checking stops as soon as the run's fate at this look is known."""
+    slos: list[SloVerdict] = []
+    for i, checker in enumerate(checkers):
+        v = checker.check(obs, confidence)
+        slos.append(v)
+        if look and (v.verdict == "fail" if i == 0 else False):
+            return Judgement("fail", tuple(slos), True)
+        if look and v.verdict == "undecided":
+            return Judgement("undecided", tuple(slos), False)
+    valid = all(v.verdict != "invalid" for v in slos)
+    verdict = "invalid" if not valid else worst(*(v.verdict for v in slos))
+    notes = sorted((n for v in slos for n in v.notes), key=lambda n: n[0])
+    said = [text for _, text in notes]
+    if verdict == "undecided":
+        said += [v.undecided_note for v in slos if v.verdict == "undecided" and v.undecided_note]
+    return Judgement(verdict, tuple(slos), look or verdict != "undecided", tuple(said))
