@@ -276,7 +276,7 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
 
     from streamscale.broker import BrokerAccess, EmbeddedBroker
     from streamscale.loadgen import GeneratorConfig, LoadGenerator
-    from streamscale.pipelines.base import remove_checkpoint, remove_stopped_checkpoints
+    from streamscale.pipelines.run import remove_checkpoint, remove_stopped_checkpoints
     from streamscale.sparkio.io import read_records
     from streamscale.sparkio.session import build_session
 

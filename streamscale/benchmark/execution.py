@@ -27,6 +27,7 @@ from rich.markup import escape
 from streamscale import terminal
 from streamscale.benchmark.answer import answer, assumed_capacities, bracket_answer
 from streamscale.benchmark.experiment_runner import ExperimentRunner
+from streamscale.benchmark.plan import resolve
 from streamscale.benchmark.results import (
     ExperimentResult,
     ResultsFile,
@@ -36,12 +37,7 @@ from streamscale.benchmark.results import (
 )
 from streamscale.benchmark.runline import run_line
 from streamscale.benchmark.search import CountingOracle, load_capacity, resource_demand
-from streamscale.benchmark.setting import (  # noqa: F401 - re-exported: where callers found them
-    broker_change_note,
-    embedded_kafka,
-    short_for_windows,
-    spec_connector,
-)
+from streamscale.benchmark.setting import broker_change_note, embedded_kafka, short_for_windows, spec_connector
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
 from streamscale.benchmark.verdict import majority_verdict
@@ -83,7 +79,7 @@ class Execution:
         # the long runs of strategy.confirm (streamscale.benchmark.confirm.long_execution's runner)
         self.long_experiment = long_experiment or run_experiment
         self.spec = spec
-        self.plan = spec.resolve()
+        self.plan = resolve(spec)
         self.out_dir = out_dir
         self.run_experiment = run_experiment
         self.results = ResultsFile(out_dir)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streamscale.benchmark.outcome import Speeds, first_look_s, judged, looking
-from streamscale.benchmark.plan import Point
+from streamscale.benchmark.plan import Point, resolve
 from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
@@ -57,7 +57,7 @@ class ExperimentRunner:
         from streamscale.experiment.sessions import SparkSessions
 
         self.spec, self.out_dir, self.bootstrap = spec, out_dir, bootstrap
-        self.plan = spec.resolve()
+        self.plan = resolve(spec)
         self.own_sessions = sessions is None
         self.sessions = SparkSessions(keep=spec.execution.reuse_spark) if sessions is None else sessions
         self.broker_pids = list(broker_pids or [])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from streamscale.benchmark.plan import resolve
 from streamscale.benchmark.spec import Spec
 from streamscale.errors import ConfigError
 from streamscale.pipelines.jobref import display_name
@@ -44,7 +45,7 @@ def short_for_windows(spec: Spec) -> str | None:
     """Why the runs are too short for their pipeline's windows, if they are: windows that close
     within a run make the lag jump once per window slide, which the trend fits out only over two
     whole periods after the warm-up (streamscale.experiment.slo.fit_periodic)."""
-    ex, plan = spec.execution, spec.resolve()
+    ex, plan = spec.execution, resolve(spec)
     if plan.load.sets_window:
         return None  # the window is the load: one period per load, no single rule
     period = plan.window_period_s

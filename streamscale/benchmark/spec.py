@@ -299,12 +299,6 @@ class Spec(_Model):
         section["bootstrap_servers"] = self.kafka.bootstrap_servers or self.execution.bootstrap_servers
         return section
 
-    def resolve(self):
-        """The execution plan of this spec (:mod:`streamscale.benchmark.plan`), resolved once."""
-        from streamscale.benchmark.plan import resolve
-
-        return resolve(self)
-
     def config_names(self) -> list[str]:
         """The configurations searched ("" alone: the spec names none)."""
         return list(self.execution.configs) or [""]

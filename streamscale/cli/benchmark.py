@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from streamscale.benchmark.plan import resolve
 from streamscale.cli.app import (
     EmbeddedOrBootstrap,
     KafkaConfig,
@@ -131,7 +132,7 @@ def bench_validate(spec_file: Path):
     )
     if spec.execution.configs:
         out.print(f"  configurations searched in turn: {', '.join(spec.execution.configs)}")
-    plan = spec.resolve()
+    plan = resolve(spec)
     for load in ex.load.values:
         point = plan.point(load, ex.resources.values[0])
         keys = "" if point.load_rate is not None else f"{point.sensors:,} sensors = "

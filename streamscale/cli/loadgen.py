@@ -47,7 +47,7 @@ def generate_cmd(
 
     from streamscale.broker import BrokerAccess
     from streamscale.loadgen import GeneratorConfig, LoadGenerator
-    from streamscale.loadgen.generator import IN_FLIGHT_LIMIT_S, SHORTFALL_TOLERANCE
+    from streamscale.loadgen.config import IN_FLIGHT_LIMIT_S, SHORTFALL_TOLERANCE
 
     # options first (a bad value is named at once), then the broker
     cfg = GeneratorConfig(

@@ -103,7 +103,7 @@ class SparkSessions:
         if spark is None:
             self._run_after_close()
             return
-        from streamscale.pipelines.base import remove_stopped_checkpoints
+        from streamscale.pipelines.run import remove_stopped_checkpoints
         from streamscale.sparkio.session import forget_dead_jvm, jvm_alive
 
         try:

@@ -23,7 +23,7 @@ from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import SparkDied, SparkError
 from streamscale.experiment.cpus import busy_pct, jvm_pid, machine_ticks
-from streamscale.experiment.lagsampler import LagSample, LagSampler  # noqa: F401 - re-exported
+from streamscale.experiment.lagsampler import LagSample, LagSampler
 from streamscale.experiment.noise import CpuMeter
 from streamscale.experiment.sessions import SparkSessions
 from streamscale.loadgen import GeneratorConfig, LoadGenerator

@@ -18,16 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from streamscale.errors import TopicNotFound
-from streamscale.loadgen.config import (  # noqa: F401 - re-exported: the generator's API
-    IN_FLIGHT_LIMIT_S,
-    MAX_SENSORS,
-    MIN_TREND_SAMPLES,
-    PRODUCER_DEFAULTS,
-    SHORTFALL_TOLERANCE,
-    GeneratorConfig,
-    GeneratorResult,
-    delivery_kept_up,
-)
+from streamscale.loadgen.config import SHORTFALL_TOLERANCE, GeneratorConfig, GeneratorResult, delivery_kept_up
 from streamscale.loadgen.worker import worker_process
 from streamscale.observe import prometheus
 

@@ -2,7 +2,8 @@
 user's own job (a function over the decoded records: streamscale.pipelines.job) under the same runs."""
 
 from streamscale.errors import ConfigError
-from streamscale.pipelines.base import Pipeline, PipelineParams, PipelineRun
+from streamscale.pipelines.base import Pipeline, PipelineParams
+from streamscale.pipelines.run import PipelineRun
 from streamscale.pipelines.uc1 import UC1, UC1Params
 from streamscale.pipelines.uc2 import UC2, UC2Params
 from streamscale.pipelines.uc3 import UC3, UC3Params

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -17,14 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
 from streamscale.pipelines.progress import CREATED_BIN_MS, CREATED_BINS
-from streamscale.pipelines.run import (  # noqa: F401 - re-exported: the pipelines' API
-    BatchMetrics,
-    PipelineRun,
-    count_shuffles,
-    remove_checkpoint,
-    remove_stopped_checkpoints,
-    temporary_checkpoint,
-)
+from streamscale.pipelines.run import PipelineRun, temporary_checkpoint
 from streamscale.sparkio.io import read_records
 
 MIN_EVENT_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: Spark's timestamp range, in epoch ms
@@ -90,6 +84,22 @@ def watermarked(records, lateness_s: float):
     from streamscale.pipelines.accounting import without_flush
 
     return without_flush(event_time(records).withWatermark("event_time", f"{int(lateness_s * 1000)} milliseconds"))
+
+
+@dataclass(frozen=True)
+class Query:
+    """Where one run of a pipeline reads and writes, and how it triggers."""
+
+    spark: object
+    bootstrap: KafkaConnection | str
+    input_topic: str
+    output_topic: str
+    checkpoint: str
+    trigger: dict
+    name: str
+    impl: str  # the Kafka connector: spark or python
+    starting_offsets: str = "earliest"
+    commit_group: str | None = None
 
 
 class Pipeline(ABC):
@@ -275,64 +285,71 @@ class Pipeline(ABC):
         commit_group: str | None = None,
         kafka_impl: str | None = None,
     ) -> PipelineRun:
-        """Windowed pipelines: Spark's update mode (or append mode with ``emit: final``) into the
-        executor-side Kafka output (see streamscale.pipelines.output); late records counted on the
-        executors (streamscale.pipelines.accounting)."""
-        from streamscale.pipelines.output import WindowedOutput
+        """Read, build and write the pipeline as a streaming query (:meth:`write`, each pipeline's
+        own), with the queries that route undecodable records, and the run that reads its progress."""
         from streamscale.sparkio.io import kafka_impl as resolve_impl
 
         checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
-        impl = resolve_impl(kafka_impl or self.params.connector)
-        records = self.read(
-            spark,
-            bootstrap,
-            input_topic,
-            starting_offsets,
-            commit_group,
-            impl,
-            watermark_from=checkpoint if impl == "python" else None,
+        q = Query(
+            spark, bootstrap, input_topic, output_topic, checkpoint, trigger, query_name,
+            resolve_impl(kafka_impl or self.params.connector), starting_offsets, commit_group,
+        )  # fmt: skip
+        query, extras = self.write(q)
+        letters = self.dead_letter_queries(
+            spark, bootstrap, input_topic, checkpoint, trigger, starting_offsets, q.impl
+        )  # fmt: skip
+        return PipelineRun(
+            self.name,
+            [query, *letters],
+            query,
+            checkpoint,
+            connector=q.impl,
+            commit_to=self.committer(bootstrap, commit_group, q.impl),
+            **extras,
         )
-        out_df = self.build(spark, records)
+
+    def records(self, q: Query, **options):
+        """The query's decoded input records."""
+        return self.read(q.spark, q.bootstrap, q.input_topic, q.starting_offsets, q.commit_group, q.impl, **options)
+
+    def write(self, q: Query) -> tuple:
+        """(the started query, what else its :class:`PipelineRun` needs). Windowed pipelines: Spark's
+        update mode (or append mode with ``emit: final``) into the executor-side Kafka output (see
+        streamscale.pipelines.output); late records counted on the executors
+        (streamscale.pipelines.accounting)."""
+        from streamscale.pipelines.output import WindowedOutput
+
+        records = self.records(q, watermark_from=q.checkpoint if q.impl == "python" else None)
+        out_df = self.build(q.spark, records)
         writer = WindowedOutput(
-            bootstrap,
-            output_topic,
+            q.bootstrap,
+            q.output_topic,
             self.key_cols,
             self.value_cols,
             self.lateness_ms(),
             self.emit_final,
-            checkpoint,
-            impl,
+            q.checkpoint,
+            q.impl,
             window_grid_ms=self.window_grid_ms(),
         )
-        if impl == "spark" and self.emit_final:
+        if q.impl == "spark" and self.emit_final:
             # straight into Spark's streaming Kafka sink: one job per batch (see pipelines.output)
             from streamscale.sparkio.io import write_kafka
 
+            streamed = writer.streamed(out_df)
             query = write_kafka(
-                writer.streamed(out_df), bootstrap, output_topic, checkpoint, "spark", trigger, "append", query_name
-            )
+                streamed, q.bootstrap, q.output_topic, q.checkpoint, "spark", q.trigger, "append", q.name
+            )  # fmt: skip
         else:
             query = (
                 out_df.writeStream.outputMode("append" if self.emit_final else "update")
                 .foreachBatch(writer)
-                .option("checkpointLocation", checkpoint)
-                .trigger(**trigger)
-                .queryName(query_name)
+                .option("checkpointLocation", q.checkpoint)
+                .trigger(**q.trigger)
+                .queryName(q.name)
                 .start()
             )
-        return PipelineRun(
-            self.name,
-            [
-                query,
-                *self.dead_letter_queries(spark, bootstrap, input_topic, checkpoint, trigger, starting_offsets, impl),
-            ],
-            query,
-            checkpoint,
-            writer,
-            connector=impl,
-            commit_to=self.committer(bootstrap, commit_group, impl),
-            replay=self.replayer(spark, bootstrap, impl),
-        )
+        return query, {"writer": writer, "replay": self.replayer(q.spark, q.bootstrap, q.impl)}
 
     def dead_letter_queries(
         self, spark, bootstrap, input_topic: str, checkpoint: str, trigger: dict, starting_offsets: str, impl: str

@@ -18,7 +18,7 @@ from pydantic import ConfigDict, Field
 
 from streamscale.errors import ConfigError
 from streamscale.pipelines import jobref
-from streamscale.pipelines.base import MAX_EVENT_MS, MIN_EVENT_MS, Pipeline, PipelineParams, PipelineRun
+from streamscale.pipelines.base import MAX_EVENT_MS, MIN_EVENT_MS, Pipeline, PipelineParams, Query
 
 MODES = ("append", "update", "complete")
 
@@ -130,51 +130,28 @@ class UserJob(Pipeline):
         impl = kafka_impl(self.params.connector)
         self.build(spark, self.read(spark, bootstrap, input_topic, "earliest", None, impl))
 
-    def start(
-        self,
-        spark,
-        bootstrap,
-        input_topic: str = "input",
-        output_topic: str = "output",
-        checkpoint: str | None = None,
-        available_now: bool = False,
-        starting_offsets: str = "earliest",
-        commit_group: str | None = None,
-        kafka_impl: str | None = None,
-    ) -> PipelineRun:
+    def write(self, q: Query) -> tuple:
         from pyspark.sql import functions as F
 
-        from streamscale.sparkio.io import kafka_impl as resolve_impl
         from streamscale.sparkio.io import write_kafka
 
-        impl = resolve_impl(kafka_impl or self.params.connector)
-        checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
-        self._ship(spark)
-        out, mode = self.build(spark, self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, impl))
+        self._ship(q.spark)
+        out, mode = self.build(q.spark, self.records(q))
         try:
             if self.params.sink == "noop":
-                w = out.writeStream.format("noop").outputMode(mode).option("checkpointLocation", checkpoint)
-                query = w.trigger(**trigger).queryName(query_name).start()
+                w = out.writeStream.format("noop").outputMode(mode).option("checkpointLocation", q.checkpoint)
+                query = w.trigger(**q.trigger).queryName(q.name).start()
             else:
                 cols = [F.to_json(F.struct(*[F.col(f"`{c}`") for c in out.columns])).alias("value")]
                 if "key" in out.columns:
                     cols.insert(0, F.col("key").cast("string").alias("key"))
                 rows = out.select(*cols)
-                query = write_kafka(rows, bootstrap, output_topic, checkpoint, impl, trigger, mode, query_name)
+                query = write_kafka(rows, q.bootstrap, q.output_topic, q.checkpoint, q.impl, q.trigger, mode, q.name)
         except ConfigError:
             raise
         except Exception as exc:  # noqa: BLE001 - Spark refused the job's plan (e.g. a mode it cannot run)
             raise ConfigError(f"job {self.name} cannot run as a streaming query: {_first_line(exc)}") from None
-        letters = self.dead_letter_queries(spark, bootstrap, input_topic, checkpoint, trigger, starting_offsets, impl)
-        return PipelineRun(
-            self.name,
-            [query, *letters],
-            query,
-            checkpoint,
-            connector=impl,
-            commit_to=self.committer(bootstrap, commit_group, impl),
-            state_drops=True,
-        )
+        return query, {"state_drops": True}
 
     def _ship(self, spark) -> None:
         """On a cluster master, the job's file goes to the executors (what it imports from beside it)."""

@@ -10,6 +10,7 @@ must be on the classpath) and ``kafka`` (the transformed record to the output to
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import sys
@@ -20,9 +21,8 @@ from typing import Literal
 
 from pydantic import model_validator
 
-from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
-from streamscale.pipelines.base import Pipeline, PipelineParams, PipelineRun
+from streamscale.pipelines.base import Pipeline, PipelineParams, Query
 
 
 class UC1Params(PipelineParams):
@@ -139,61 +139,21 @@ class UC1(Pipeline):
             F.to_json(F.struct("identifier", "timestamp", "valueInW")).alias("line"),
         )
 
-    def start(
-        self,
-        spark,
-        bootstrap: KafkaConnection | str,
-        input_topic: str = "input",
-        output_topic: str = "output",
-        checkpoint: str | None = None,
-        available_now: bool = False,
-        starting_offsets: str = "earliest",
-        commit_group: str | None = None,
-        kafka_impl: str | None = None,
-    ) -> PipelineRun:
-        from streamscale.sparkio.io import kafka_impl as resolve_impl
-
-        kafka_impl = resolve_impl(kafka_impl or self.params.connector)
-        checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
-        df = self.build(spark, self.read(spark, bootstrap, input_topic, starting_offsets, commit_group, kafka_impl))
-        w = df.writeStream.option("checkpointLocation", checkpoint).trigger(**trigger).queryName(query_name)
+    def write(self, q: Query) -> tuple:
+        df = self.build(q.spark, self.records(q))
+        w = df.writeStream.option("checkpointLocation", q.checkpoint).trigger(**q.trigger).queryName(q.name)
         p = self.params
         if p.sink == "kafka":
-            q = self.sink(df, bootstrap, output_topic, checkpoint, trigger, kafka_impl, query_name)
-        elif p.sink == "none":
-            q = w.format("noop").start()
-        elif p.sink == "log":
-            q = w.foreachBatch(LogBatchWriter(p.log_file)).start()
-        elif p.sink == "sqlite":
-            q = w.foreachBatch(SQLiteBatchWriter(p.db_path, p.table)).start()
-        elif p.sink == "jdbc":
-
-            def jdbc(batch_df, _batch_id):
-                try:
-                    batch_df.drop("line").write.jdbc(p.jdbc_url, p.table, mode="append")
-                except Exception as exc:  # noqa: BLE001 - a missing driver is a config problem
-                    if "No suitable driver" in str(exc):
-                        raise ConfigError(
-                            f"no JDBC driver for {p.jdbc_url} on Spark's classpath (add it with spark.jars)"
-                        ) from exc
-                    raise
-
-            q = w.foreachBatch(jdbc).start()
-        else:  # pragma: no cover - validated by the params model
-            raise ConfigError(f"unknown UC1 sink {p.sink}")
-        return PipelineRun(
-            self.name,
-            [
-                q,
-                *self.dead_letter_queries(
-                    spark, bootstrap, input_topic, checkpoint, trigger, starting_offsets, kafka_impl
-                ),
-            ],
-            q,
-            checkpoint,
-            connector=kafka_impl,
-            commit_to=self.committer(bootstrap, commit_group, kafka_impl),
-        )
+            return self.sink(df, q.bootstrap, q.output_topic, q.checkpoint, q.trigger, q.impl, q.name), {}
+        if p.sink == "none":
+            return w.format("noop").start(), {}
+        if p.sink == "log":
+            return w.foreachBatch(LogBatchWriter(p.log_file)).start(), {}
+        if p.sink == "sqlite":
+            return w.foreachBatch(SQLiteBatchWriter(p.db_path, p.table)).start(), {}
+        if p.sink == "jdbc":
+            return w.foreachBatch(functools.partial(_write_jdbc, p.jdbc_url, p.table)).start(), {}
+        raise ConfigError(f"unknown UC1 sink {p.sink}")  # pragma: no cover - validated by the params model
 
     def sink(self, out_df, bootstrap, output_topic, checkpoint, trigger, kafka_impl, query_name):
         from pyspark.sql import functions as F
@@ -211,3 +171,12 @@ class UC1(Pipeline):
             output_mode="append",
             query_name=query_name,
         )
+
+
+def _write_jdbc(url: str, table: str, batch_df, _batch_id) -> None:
+    try:
+        batch_df.drop("line").write.jdbc(url, table, mode="append")
+    except Exception as exc:  # noqa: BLE001 - a missing driver is a config problem
+        if "No suitable driver" in str(exc):
+            raise ConfigError(f"no JDBC driver for {url} on Spark's classpath (add it with spark.jars)") from exc
+        raise

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from streamscale.benchmark.execution import Execution
+from streamscale.benchmark.plan import resolve
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
@@ -52,7 +53,7 @@ def capacities(load, res, rep, on_lag=None, config=""):
 
 def test_each_configuration_gets_its_own_settings():
     s = spec()
-    plan = s.resolve()
+    plan = resolve(s)
     hdfs, rocks = plan.point(1000, 1, "hdfs"), plan.point(1000, 1, "rocksdb")
     assert "spark.sql.streaming.stateStore.providerClass" not in hdfs.spark_conf
     assert rocks.spark_conf["spark.sql.streaming.stateStore.providerClass"] == ROCKS

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from streamscale.benchmark.execution import embedded_kafka, run_execution
+from streamscale.benchmark.execution import run_execution
+from streamscale.benchmark.setting import embedded_kafka
 from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
 from tests.benchmark.helpers import spec_dict

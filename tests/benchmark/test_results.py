@@ -154,7 +154,7 @@ def test_a_run_failed_without_output_is_one_a_latency_slo_failed_with_no_p95():
 def test_results_of_another_broker_are_said_so_in_one_line(tmp_path):
     import json
 
-    from streamscale.benchmark.execution import broker_change_note
+    from streamscale.benchmark.setting import broker_change_note
 
     now = {"broker": "embedded Apache Kafka 4.1.1 (KRaft, one node) at 127.0.0.1:4242"}
     assert broker_change_note(tmp_path, now) is None  # nothing there yet

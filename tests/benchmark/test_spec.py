@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from streamscale.benchmark.plan import resolve
 from streamscale.benchmark.spec import load_spec, parse_spec
 from streamscale.errors import ConfigError
 
@@ -56,18 +57,18 @@ def test_yaml_errors(tmp_path):
 
 def test_experiment_settings_map_load_and_resources():
     spec = parse_spec(base())
-    s = spec.resolve().point(2000, 2)
+    s = resolve(spec).point(2000, 2)
     assert s.master == "local[2]" and s.sensors == 2000 and s.rate == 2000
     uc4 = load_spec(next(p for p in EXAMPLES if p.stem == "uc4-small"))
-    s = uc4.resolve().point(5, 1)
+    s = resolve(uc4).point(5, 1)
     assert s.sensors == 4**5 and s.params["levels"] == 5
     paper = load_spec(next(p for p in EXAMPLES if p.stem == "uc1-paper"))
-    s = paper.resolve().point(50000, 3)
+    s = resolve(paper).point(50000, 3)
     assert s.master.startswith("spark://") and s.spark_conf["spark.cores.max"] == 3
 
 
 def test_runs_too_short_for_their_windows_are_told_so():
-    from streamscale.benchmark.execution import short_for_windows
+    from streamscale.benchmark.setting import short_for_windows
 
     spec = base()
     spec["benchmark"].update(sut="uc2", params={"window_s": 60})
@@ -91,7 +92,7 @@ def test_the_default_processing_latency_limit_is_8_trigger_intervals_at_most_10_
         d["benchmark"] = {"sut": uc, "params": params or {}}
         spec = parse_spec(d)
         return (
-            spec.resolve().point(spec.execution.load.values[0], spec.execution.resources.values[0]).processing_limit_ms
+            resolve(spec).point(spec.execution.load.values[0], spec.execution.resources.values[0]).processing_limit_ms
         )
 
     assert limit("uc1") == 8_000  # 1 s trigger

@@ -7,9 +7,10 @@ import math
 
 import pytest
 
+from streamscale.benchmark.plan import resolve
 from streamscale.benchmark.verdict import delivered_rate, latency_growing, run_validity
+from streamscale.experiment.lagsampler import LagSample
 from streamscale.experiment.slo import fit
-from streamscale.experiment.sut import LagSample
 
 
 def _samples(rate: float, seconds: int = 30, jitter=(0, 37, -52, 11, 0, -8)):
@@ -71,7 +72,7 @@ def test_a_windowed_run_is_first_looked_at_once_two_window_periods_are_fitted():
                 },
             }
         )
-        return first_look_s(spec, spec.resolve().point(1000, 1))
+        return first_look_s(spec, resolve(spec).point(1000, 1))
 
     # min_duration_s auto: 10 + (60 - 10) / 4 = 22.5 s
     assert first("uc1", {}) == 22.5
@@ -125,7 +126,7 @@ def test_a_look_at_a_held_lag_goes_on_while_the_p95_bounds_hold_the_limit():
     from datetime import UTC, datetime
 
     from streamscale.benchmark.spec import parse_spec
-    from streamscale.experiment.sut import LagSample
+    from streamscale.experiment.lagsampler import LagSample
 
     spec = parse_spec(
         {
@@ -134,7 +135,7 @@ def test_a_look_at_a_held_lag_goes_on_while_the_p95_bounds_hold_the_limit():
             "execution": {"load": {"type": "sensors", "values": [1000]}, "resources": {"values": [1]}},
         }
     )
-    decided = _looking(spec, spec.resolve().point(1000, 1))  # a limit of 10 records/s
+    decided = _looking(spec, resolve(spec).point(1000, 1))  # a limit of 10 records/s
     t0 = 1_700_000_000.0
     lag = [LagSample(t_s=float(t), lag=500 + (t % 3), end_total=1000 * t, committed_total=0) for t in range(300)]
 
@@ -173,7 +174,7 @@ def _judge_synthetic(
 
     from streamscale.benchmark.outcome import Speeds, judged
     from streamscale.benchmark.spec import parse_spec
-    from streamscale.experiment.sut import LagSample
+    from streamscale.experiment.lagsampler import LagSample
 
     spec = parse_spec(
         {
@@ -188,7 +189,7 @@ def _judge_synthetic(
             },
         }
     )
-    point = spec.resolve().point(load, 1)
+    point = resolve(spec).point(load, 1)
     samples, batches, t0 = run
     lag = [LagSample(x.t_s, x.lag, x.end_total, x.committed_total) for x in samples]
     for b in batches:

@@ -199,8 +199,8 @@ def test_over_two_periods_or_more_the_jump_is_fitted_out_and_growth_is_not():
 
 
 def test_the_estimate_takes_the_pipelines_period():
+    from streamscale.experiment.lagsampler import LagSample
     from streamscale.experiment.slo import lag_trend_estimate
-    from streamscale.experiment.sut import LagSample
 
     # samples only (no batches): the per-second basis also fits the period out
     t, lag = _windowed_lags(seconds=150.0, seed=7)

@@ -3,7 +3,7 @@
 import pytest
 
 from streamscale.errors import KafkaClientError, StreamscaleError
-from streamscale.experiment.sut import LagSample, LagSampler
+from streamscale.experiment.lagsampler import LagSample, LagSampler
 from streamscale.waiting import wait_for
 
 

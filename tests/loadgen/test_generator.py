@@ -110,7 +110,7 @@ def test_producer_batches_are_long_and_a_users_config_wins():
     """Batches of up to 200 ms keep the generator's and the broker's cost per record low beside
     the Spark job under test. A user's producer_config still wins."""
     from streamscale.broker.connection import KafkaConnection
-    from streamscale.loadgen.generator import PRODUCER_DEFAULTS
+    from streamscale.loadgen.config import PRODUCER_DEFAULTS
 
     conn = KafkaConnection.of("127.0.0.1:9")
     assert int(conn.config({}, defaults=PRODUCER_DEFAULTS)["linger.ms"]) >= 100
@@ -120,7 +120,7 @@ def test_producer_batches_are_long_and_a_users_config_wins():
 
 
 def test_delivery_kept_up_is_the_trend_of_records_in_flight():
-    from streamscale.loadgen.generator import delivery_kept_up
+    from streamscale.loadgen.config import delivery_kept_up
 
     t = [float(i) for i in range(20)]
     # acknowledgements in 200 ms steps around a steady ~1,000 in flight at 5,000/s: kept up

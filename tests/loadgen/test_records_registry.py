@@ -3,6 +3,7 @@ import json
 import numpy as np
 import pytest
 
+from streamscale.benchmark.plan import resolve
 from streamscale.errors import ConfigError
 from streamscale.loadgen import ActivePowerRecord, Encoder, SensorRegistry, ValueDistribution
 
@@ -122,6 +123,6 @@ def test_a_uc4_benchmark_steps_its_load_by_sensors():
             "execution": {"load": {"type": "sensors", "values": [5_000]}, "resources": {"values": [1]}},
         }
     )
-    s = spec.resolve().point(5_000, 1)
+    s = resolve(spec).point(5_000, 1)
     assert s.params["sensors"] == 5_000 and s.rate == 5_000
     assert make_pipeline("uc4", s.params).registry.num_sensors == 5_000

@@ -276,7 +276,7 @@ def test_a_run_removes_the_temporary_checkpoint_it_made_and_keeps_a_named_one(sp
 def test_a_snapshot_written_into_a_stopped_runs_checkpoint_is_removed_after_the_session(tmp_path):
     # Spark's state-store maintenance thread may write a snapshot into a temporary checkpoint after
     # the run removed it; once the session stopped, remove_stopped_checkpoints removes it again
-    from streamscale.pipelines import base, run
+    from streamscale.pipelines import run
 
     class Query:
         recentProgress: list = []
@@ -285,9 +285,9 @@ def test_a_snapshot_written_into_a_stopped_runs_checkpoint_is_removed_after_the_
             pass
 
     ck = Path(run.temporary_checkpoint("streamscale-uc2-", str(tmp_path)))
-    base.PipelineRun("uc2", [Query()], Query(), str(ck)).stop()
+    run.PipelineRun("uc2", [Query()], Query(), str(ck)).stop()
     assert not ck.exists()
     (ck / "state" / "0" / "0").mkdir(parents=True)
     (ck / "state" / "0" / "0" / ".11.snapshot.crc").write_text("late")
-    base.remove_stopped_checkpoints()
+    run.remove_stopped_checkpoints()
     assert not ck.exists() and not run.removal_pending(str(ck))
