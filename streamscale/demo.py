@@ -11,7 +11,6 @@ source (decode JSON, count per sensor) -> records/s printed every micro-batch, a
 from __future__ import annotations
 
 import csv
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -241,10 +240,13 @@ def run_scaling_demo(
             "most 1% of the load, p95 processing latency at most 8 trigger intervals, a latency that does not "
             "keep growing"
         )
-        summary = run_execution(spec, out_dir, broker.connection, sessions=sessions, broker_pids=broker.pids())
-    summary["probe"] = [{"cores": probe.cores, "records_per_s": round(probe.rate)}]
-    summary["spark_sessions"] = sessions.started  # the probe's one-core session served the first experiments
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        extra = lambda: {  # noqa: E731 - what summary.json says of the probe
+            "probe": [{"cores": probe.cores, "records_per_s": round(probe.rate)}],
+            "spark_sessions": sessions.started,  # the probe's one-core session served the first experiments
+        }
+        summary = run_execution(
+            spec, out_dir, broker.connection, sessions=sessions, broker_pids=broker.pids(), extra=extra
+        )
     rows = read_results(out_dir)
     console.print(
         f"\n[bold]{summary['answer']['sentence']}[/] (probe: ~{approx(one)} records/s on 1 core, "

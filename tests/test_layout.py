@@ -58,9 +58,7 @@ def test_the_graph_sees_imports_inside_functions_and_relative_ones():
 LONG_OR_WIDE = {
     "autoscaler/figures.py:evaluate": (120, 7),
     "autoscaler/reproduce.py:reproduce": (76, 3),
-    "benchmark/bracket.py:bracket_search": (49, 14),
     "benchmark/confirm.py:refine": (94, 6),  # moved from benchmarks/ with its tests, as it was
-    "benchmark/bracket.py:_search": (67, 9),
     "benchmark/plots.py:plot_metric": (72, 6),
     "benchmark/probe.py:probe_capacity": (75, 12),
     "benchmark/report.py:write_report": (84, 1),
@@ -68,7 +66,6 @@ LONG_OR_WIDE = {
     "demo.py:run_demo": (23, 10),
     "demo.py:run_scaling_demo": (93, 4),
     "demo.py:run_source_demo": (97, 5),
-    "experiment/sut.py:run_sut": (202, 28),
     "loadgen/fields.py:parse": (69, 3),
     "loadgen/worker.py:_work": (118, 12),
     "loadgen/worker.py:_each_sender": (31, 9),

@@ -111,50 +111,67 @@ def between(low: float, high: float, whole: bool = False) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class Settings:
+    """How a bracket search steps: ``resolution`` (failed / held - 1 to reach, in records/s),
+    ``factor`` (the step outwards), ``low``/``high`` (the loads it may try), ``max_runs`` (the most
+    experiments per resource amount), ``whole`` (loads are whole numbers stepped by one: UC4's
+    levels of groups) and ``rate`` (a load in records/s, in which the resolution is judged)."""
+
+    resolution: float = 0.15
+    factor: float = 2.0
+    low: float = 1.0
+    high: float = math.inf
+    max_runs: int = 12
+    whole: bool = False
+    rate: Callable[[float], float] = float
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A search's time budget: its ``deadline`` (time.monotonic(); None: none), and what a run is
+    expected to take, ``run_cost_s`` (a number, or a callable asked before each run)."""
+
+    deadline: float | None = None
+    run_cost_s: float | Callable[[], float] = 0.0
+
+
 def bracket_search(
     resources: list[int],
     verdict: Callable[[float, int], str],
     start: float,
-    resolution: float = 0.15,
-    factor: float = 2.0,
-    low: float = 1.0,
-    high: float = math.inf,
-    max_runs: int = 12,
-    whole: bool = False,
-    rate: Callable[[float], float] = float,
+    settings: Settings = Settings(),
     confirm: Callable[[float, int], str] | None = None,
     drifted: Callable[[float, int], bool] | None = None,
-    deadline: float | None = None,
-    run_cost_s: float | Callable[[], float] = 0.0,
+    budget: Budget = Budget(),
 ) -> list[Bracket]:
     """One :class:`Bracket` per resource amount; ``verdict(load, resources)`` runs (or recalls) an
-    experiment and returns pass, fail, undecided or invalid. ``low``/``high``: the loads the search
-    may try; ``max_runs``: the most experiments per resource amount. ``whole``: loads are whole
-    numbers stepped by one (UC4's levels of groups), ``rate`` turns a load into records/s, in which
-    the resolution is judged. ``drifted(load, resources)``: whether a run that decided that point
-    was taken on a drifting machine; ``confirm(load, resources)`` runs such an end again.
-    ``deadline`` (time.monotonic()): the search's time budget, shared equally by the amounts still
-    to search; a run expected to take ``run_cost_s`` seconds (a number, or a callable asked before
-    each run: what runs took so far) starts only if it ends before its amount's share (an amount's
-    first run always starts). An amount whose bracket is not there yet when its share is spent (a
-    held end or a failed end missing, or the ends still wider apart than ``resolution``) may go on
-    into the later amounts' shares, as long as each of them keeps time for one run: an answer for
-    one amount beats a second run for the next, which starts from it (where this one failed; it
-    holds at least what this one held)."""
+    experiment and returns pass, fail, undecided or invalid. ``drifted(load, resources)``: whether
+    a run that decided that point was taken on a drifting machine; ``confirm(load, resources)``
+    runs such an end again. The ``budget`` is shared equally by the amounts still to search; a run
+    starts only if it ends before its amount's share (an amount's first run always starts). An
+    amount whose bracket is not there yet when its share is spent (a held end or a failed end
+    missing, or the ends still wider apart than the resolution) may go on into the later amounts'
+    shares, as long as each of them keeps time for one run: an answer for one amount beats a second
+    run for the next, which starts from it (where this one failed; it holds at least what this one
+    held)."""
+    st, deadline = settings, budget.deadline
     out: list[Bracket] = []
     below: Bracket | None = None
     amounts = sorted(resources)
     for i, res in enumerate(amounts):
-        b = Bracket(res, rate=rate)
+        b = Bracket(res, rate=st.rate)
         if deadline is not None:
             later = len(amounts) - i - 1
             share = time.monotonic() + (deadline - time.monotonic()) / (later + 1)
-            b.fits = lambda b=b, share=share, later=later: _fits(b, share, deadline, later, resolution, run_cost_s)
+            b.fits = lambda b=b, share=share, later=later: _fits(
+                b, share, deadline, later, st.resolution, budget.run_cost_s
+            )
         if below is not None and below.held is not None:
             b.held, b.held_assumed = below.held, True
-        first = _first_load(below, start, factor, whole)
-        first = min(max(first, low), high)
-        _search(b, verdict, first if whole else nice(first), resolution, factor, low, high, max_runs, whole)
+        first = _first_load(below, start, st.factor, st.whole)
+        first = min(max(first, st.low), st.high)
+        _search(b, verdict, first if st.whole else nice(first), st)
         if confirm is not None and drifted is not None:
             confirm_ends(b, confirm, drifted)
         out.append(b)
@@ -201,7 +218,9 @@ def _down(x: float, factor: float, low: float, whole: bool) -> float:
     return max(x - 1, low) if whole else nice(max(x / factor, low))
 
 
-def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max_runs, whole=False) -> None:
+def _search(b: Bracket, verdict, load: float, st: Settings) -> None:
+    resolution, factor, low, high, whole = st.resolution, st.factor, st.low, st.high, st.whole
+
     def run(x: float) -> str:
         v = verdict(x, b.resources)
         b.verdicts[x] = v
@@ -214,7 +233,7 @@ def _search(b: Bracket, verdict, load: float, resolution, factor, low, high, max
         return v
 
     def more() -> bool:
-        if b.runs >= max_runs:
+        if b.runs >= st.max_runs:
             return False
         if not b.fits():
             b.out_of_time = True
@@ -293,3 +312,30 @@ def confirm_ends(b: Bracket, confirm: Callable[[float, int], str], drifted: Call
             b.failed, b.failed_undecided = min(higher), False
         else:
             b.failed_undecided = True
+
+
+@dataclass(frozen=True)
+class BracketSearch:
+    """The bracket strategy (:class:`~streamscale.benchmark.search.Search`): per resource amount a
+    bracket from ``start``, its ends run again where a drifting machine decided them, and with
+    ``confirm_long`` decided by long runs (``trials.confirmed``: streamscale.benchmark.confirm)."""
+
+    resources: tuple
+    start: float
+    settings: Settings
+    run_cost_s: Callable[[], float]
+    confirm_long: bool = False
+
+    def run(self, trials):
+        from streamscale.benchmark.search import Outcome
+
+        budget = Budget(trials.deadline, self.run_cost_s)
+        found = bracket_search(
+            list(self.resources), trials.verdict, self.start, self.settings, trials.confirm, trials.drifted,
+            budget=budget,
+        )  # fmt: skip
+        rows = [b.as_dict() for b in found]
+        if self.confirm_long:
+            rows = [trials.confirmed(b, self.settings.whole) for b in rows]
+        metric = {b["resources"]: b["held"] for b in rows}
+        return Outcome(metric, {b["resources"] for b in rows if b["held_assumed"]}, rows)

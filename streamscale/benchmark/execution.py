@@ -25,7 +25,7 @@ import yaml
 from rich.markup import escape
 
 from streamscale import terminal
-from streamscale.benchmark.answer import answer, assumed_capacities, bracket_answer
+from streamscale.benchmark.answer import answer, bracket_answer
 from streamscale.benchmark.experiment_runner import ExperimentRunner
 from streamscale.benchmark.plan import resolve
 from streamscale.benchmark.results import (
@@ -36,7 +36,7 @@ from streamscale.benchmark.results import (
     older_rows_note,
 )
 from streamscale.benchmark.runline import run_line
-from streamscale.benchmark.search import CountingOracle, load_capacity, resource_demand
+from streamscale.benchmark.search import MetricSearch, Outcome, Search
 from streamscale.benchmark.setting import broker_change_note, embedded_kafka, short_for_windows, spec_connector
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.units import Axes
@@ -74,8 +74,10 @@ class Execution:
         run_experiment: Callable[..., ExperimentResult],
         live=None,
         long_experiment: Callable[..., ExperimentResult] | None = None,
+        extra: Callable[[], dict] | None = None,
     ):
         self.live = live  # streamscale.observe.live.LiveState, for `benchmark run --serve`
+        self.extra = extra or dict  # what the caller adds to summary.json (the demo: its probe)
         # the long runs of strategy.confirm (streamscale.benchmark.confirm.long_execution's runner)
         self.long_experiment = long_experiment or run_experiment
         self.spec = spec
@@ -231,90 +233,73 @@ class Execution:
             said.append(f"{_duration(max(0.0, self.deadline - time.monotonic()))} of the time budget left")
         return escape("[" + ", ".join(said) + "]")
 
-    def run(self, search: Callable[[Callable], dict] | None = None) -> dict:
-        """The spec's search, or ``search(passes) -> metric``; either way the same experiments,
-        files and summary. With named configurations, the search runs for each in turn."""
-        ex = self.spec.execution
-        if search is None and ex.strategy.name == "bracket":
-            return self._run_brackets()
-        metrics, assumed = {}, {}
-        for name in self.spec.config_names() if search is None else [""]:
-            self.config = name
-            oracle = CountingOracle(self.passes)
-            loads = [float(v) for v in ex.load.values]
-            res = list(ex.resources.values)
-            if search is not None:
-                metric = search(oracle)
-            elif ex.metric == "demand":
-                metric = resource_demand(loads, res, oracle, ex.strategy.name, ex.strategy.lower_bound)
-            else:
-                metric = load_capacity(res, loads, oracle, ex.strategy.name, ex.strategy.lower_bound)
-            metrics[name] = metric
-            # a capacity taken over from fewer resources without a run is said so (table, plot, JSON)
-            assumed[name] = assumed_capacities(metric, oracle.calls) if ex.metric == "capacity" else set()
-        if list(metrics) != [""]:
-            return self._write_config_summary(metrics, assumed)
-        metric, assumed = metrics[""], assumed[""]
-        summary = self._write_summary(metric, assumed)
-        from streamscale.benchmark.plots import plot_metric
-
-        plot_metric(
-            metric,
-            ex.metric,
-            Axes.of(self.spec),
-            self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png"),
-            most_tested=max(ex.resources.values),
-            assumed=assumed,
-        )
-        return summary
-
-    def _run_brackets(self) -> dict:
-        """Capacity per resource amount as a bracket (streamscale.benchmark.bracket)."""
-        from streamscale.benchmark.bracket import bracket_search, run_cost
-        from streamscale.benchmark.plots import plot_brackets
-
-        ex = self.spec.execution
-        st, values = ex.strategy, [float(v) for v in ex.load.values]
-        dim = self.plan.load
-        whole = dim.whole  # UC4's levels: 4^n sensors, stepped one level at a time
-        low, high = dim.search_range(values)
-        table, assumed = [], set()
+    def run(self, search: Search | None = None) -> dict:
+        """The spec's search (or ``search``, a :class:`~streamscale.benchmark.search.Search`) for
+        each configuration in turn; then summary.csv, summary.json and the plot, once."""
+        st = self.spec.execution.strategy
+        self.deadline = time.monotonic() + st.time_budget_s if st.time_budget_s else None
         names = self.spec.config_names()
-        deadline = self.deadline = time.monotonic() + st.time_budget_s if st.time_budget_s else None
+        outcomes = {}
         for i, name in enumerate(names, 1):
             self.config = name
             if name:
                 console.print(f"[bold]configuration {name}[/] ({i} of {len(names)})")
-            brackets = bracket_search(
-                list(ex.resources.values),
-                self.verdict,
-                start=values[0],
-                resolution=st.resolution,
-                factor=st.factor,
-                low=low,
-                high=high,
-                max_runs=st.max_runs,
-                whole=whole,
-                rate=Axes.of(self.spec).rate,
-                confirm=self.confirm,
-                drifted=self.drifted,
-                deadline=deadline,
-                run_cost_s=lambda: ex.repetitions * run_cost(ex.duration_s, self.overheads),  # a load's runs
-            )
-            rows = [self._confirmed(b.as_dict(), whole) if st.confirm else b.as_dict() for b in brackets]
-            table += [{**b, **({"config": name} if name else {})} for b in rows]
-            assumed |= {(name, b["resources"]) for b in rows if b["held_assumed"]}
-        metric = {(b.get("config", ""), b["resources"]): b["held"] for b in table}
-        summary = self._write_summary(metric, assumed, brackets=table)
-        if names == [""]:
-            plot_brackets(summary["answer"]["brackets"], Axes.of(self.spec), self.out_dir / "capacity.png")
-        else:
-            from streamscale.benchmark.plots import plot_config_brackets
+            outcomes[name] = (search or self.search()).run(self)
+        return self._write(outcomes)
 
-            plot_config_brackets(summary["answer"]["brackets"], Axes.of(self.spec), self.out_dir / "capacity.png")
+    def search(self) -> Search:
+        """The spec's search strategy."""
+        from streamscale.benchmark.bracket import BracketSearch, Settings, run_cost
+
+        ex = self.spec.execution
+        st, values = ex.strategy, [float(v) for v in ex.load.values]
+        if st.name != "bracket":
+            return MetricSearch(ex.metric, tuple(values), tuple(ex.resources.values), st.name, st.lower_bound)
+        dim = self.plan.load
+        low, high = dim.search_range(values)
+        settings = Settings(st.resolution, st.factor, low, high, st.max_runs, dim.whole, dim.rate)
+        return BracketSearch(
+            tuple(ex.resources.values),
+            values[0],
+            settings,
+            lambda: ex.repetitions * run_cost(ex.duration_s, self.overheads),  # a load's runs
+            st.confirm,
+        )
+
+    def _write(self, outcomes: dict[str, Outcome]) -> dict:
+        """summary.csv, summary.json and the metric's plot of every configuration's outcome."""
+        from streamscale.benchmark.plots import plot_brackets, plot_config_brackets, plot_metric
+
+        ex, axes = self.spec.execution, Axes.of(self.spec)
+        plot = self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png")
+        if any(o.brackets is not None for o in outcomes.values()):
+            table = [{**b, **({"config": n} if n else {})} for n, o in outcomes.items() for b in o.brackets]
+            assumed = {(n, r) for n, o in outcomes.items() for r in o.assumed}
+            metric = {(b.get("config", ""), b["resources"]): b["held"] for b in table}
+            summary = self._summary(metric, assumed, brackets=table)
+            draw = plot_brackets if list(outcomes) == [""] else plot_config_brackets
+            draw(summary["answer"]["brackets"], axes, plot)
+        elif list(outcomes) == [""]:
+            summary = self._summary(outcomes[""].metric, outcomes[""].assumed)
+            plot_metric(
+                outcomes[""].metric, ex.metric, axes, plot, most_tested=max(ex.resources.values),
+                assumed=outcomes[""].assumed,
+            )  # fmt: skip
+        else:
+            summary = self._config_summary(outcomes)
+        summary.update(self.extra())
+        with open(self.out_dir / "summary.csv", "w", newline="") as f:
+            rows = summary["results"]
+            w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else list(self._keys()))
+            w.writeheader()
+            w.writerows(rows)
+        (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
 
-    def _confirmed(self, b: dict, whole: bool) -> dict:
+    def _keys(self) -> tuple[str, str]:
+        return ("load", "resources") if self.spec.execution.metric == "demand" else ("resources", "load")
+
+    def confirmed(self, b: dict, whole: bool) -> dict:
         """An amount's bracket with its ends decided by long runs (streamscale.benchmark.confirm)."""
         from streamscale.benchmark.confirm import confirm_bracket
 
@@ -332,18 +317,14 @@ class Execution:
         console.print(f"  {res} x: {said}: held {held}, {upper}", highlight=False)
         return {**out, "long_s": st.confirm_s, "long": {f"{k:g}": v for k, v in sorted(out["long"].items())}}
 
-    def _write_summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
+    def _summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
         ex = self.spec.execution
-        kx, ky = ("load", "resources") if ex.metric == "demand" else ("resources", "load")
+        kx, ky = self._keys()
         rows = [{kx: k, ky: v} for k, v in metric.items()]
         if brackets is not None:
             keys = ("resources", "held", "failed", "width", "failed_undecided", "held_assumed", "runs")
             keys = (("config",) if any("config" in b for b in brackets) else ()) + keys
             rows = [{k: b[k] for k in keys} for b in brackets]
-        with open(self.out_dir / "summary.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else [kx, ky])
-            w.writeheader()
-            w.writerows(rows)
         cpu = [r.sampler_cpu_pct for r in self.done.values()]
         axes = Axes.of(self.spec)
         sut = display_name(self.spec.benchmark.sut)
@@ -375,7 +356,6 @@ class Execution:
             summary["configs"] = dict(self.spec.execution.configs)
         summary["fault_experiments"] = sorted(r.exp_id for r in self.done.values() if r.fault)
         said["sentence"] += self._fault_words()
-        (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
 
     def _fault_words(self) -> str:
@@ -386,28 +366,23 @@ class Execution:
         runs = f"{len(faults)} run{'s' if len(faults) > 1 else ''}"
         return f" ({runs} invalid where a broker node died, each run again: {', '.join(faults)})"
 
-    def _write_config_summary(self, metrics: dict, assumed: dict) -> dict:
+    def _config_summary(self, outcomes: dict[str, Outcome]) -> dict:
         """The summary of a linear, binary or full search run per configuration: the rows and the
         answer's capacity (or demand) entries carry their configuration's name."""
         ex = self.spec.execution
         axes, sut, most = Axes.of(self.spec), display_name(self.spec.benchmark.sut), max(ex.resources.values)
         rows, capacity, demand, parts = [], [], [], []
-        kx, ky = ("load", "resources") if ex.metric == "demand" else ("resources", "load")
-        for name, metric in metrics.items():
-            rows += [{"config": name, kx: k, ky: v} for k, v in metric.items()]
-            said = answer(metric, ex.metric, axes, sut, most, assumed[name], self.done.values(), name)
+        kx, ky = self._keys()
+        for name, o in outcomes.items():
+            rows += [{"config": name, kx: k, ky: v} for k, v in o.metric.items()]
+            said = answer(o.metric, ex.metric, axes, sut, most, o.assumed, self.done.values(), name)
             capacity += [{"config": name, **c} for c in said["capacity"]]
             demand += [{"config": name, **d} for d in said["demand"]]
             parts.append(f"with {name}: {said['sentence'].removesuffix(' on this machine')}")
-        summary = self._write_summary({}, set())
-        with open(self.out_dir / "summary.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=["config", kx, ky])
-            w.writeheader()
-            w.writerows(rows)
+        summary = self._summary({}, set())
         sentence = "; ".join(parts) + " on this machine" + self._fault_words()
         summary.update(results=rows)
         summary["answer"] = {"sentence": sentence, "capacity": capacity, "demand": demand}
-        (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
 
 
@@ -437,10 +412,10 @@ def run_execution(
     out_dir: Path,
     bootstrap: KafkaConnection | str | None = None,
     live=None,
-    search: Callable[[Callable], dict] | None = None,
     properties: dict | None = None,
     sessions=None,
     broker_pids: list[int] | None = None,
+    extra: Callable[[], dict] | None = None,
 ) -> dict:
     """Run the execution, then write report.html (streamscale.benchmark.report) next to its results.
 
@@ -449,7 +424,8 @@ def run_execution(
     section (a caller that gives either has read the section itself, as the command line does).
     ``sessions``: the caller's :class:`~streamscale.experiment.sessions.SparkSessions` (the demo's
     holds the probe's session for the first experiment); default: the runner's own. ``broker_pids``:
-    the processes of the broker given (an embedded one's), whose CPU the experiments report."""
+    the processes of the broker given (an embedded one's), whose CPU the experiments report.
+    ``extra()``: what the caller adds to summary.json."""
     from contextlib import ExitStack
 
     from streamscale.benchmark.environment import environment
@@ -475,7 +451,7 @@ def run_execution(
             if long is not None:
                 long.watch = runner.watch
         stack.callback(runner.close)  # a kept session stops before the broker it reads
-        execution = Execution(spec, out_dir, runner, live=live, long_experiment=long)
+        execution = Execution(spec, out_dir, runner, live=live, long_experiment=long, extra=extra)
         env = environment(spec, conn.bootstrap, embedded)
         env["topics"] = f"{spec.benchmark.topics.partitions} partitions, replication factor {runner.replication_factor}"
         props = dict(conn.properties)
@@ -488,6 +464,6 @@ def run_execution(
         if changed and execution.done:
             console.print(f"note: {changed}", highlight=False)
         (out_dir / "environment.json").write_text(json.dumps(env, indent=2))
-        summary = execution.run(search)
+        summary = execution.run()
     summary["report"] = str(write_report(out_dir))
     return summary

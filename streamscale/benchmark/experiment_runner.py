@@ -20,6 +20,7 @@ from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import SparkDied
 from streamscale.experiment.processing import batch_processing_ms
 from streamscale.experiment.slo import lag_limit
+from streamscale.experiment.sut import Context
 
 
 def faulted(res: ExperimentResult, fault: str) -> ExperimentResult:
@@ -63,6 +64,12 @@ class ExperimentRunner:
         self.broker_pids = list(broker_pids or [])
         self.replication_factor = replication_factor or spec.replication_factor(embedded=False)
         self.reference_speed: float | None = None  # the execution's first calibration
+        self.context = Context(
+            bootstrap=bootstrap,
+            sessions=self.sessions,
+            replication_factor=self.replication_factor,
+            topic_config=spec.benchmark.topics.config(),
+        )
         self.watch = None  # the embedded Kafka's BrokerWatch (streamscale.benchmark.faults), if embedded
         self.looks = None  # the running experiment's Looks, when it is looked at as it goes (judge)
 
@@ -142,36 +149,30 @@ class ExperimentRunner:
         return looks.final_confidence()
 
     def _run_sut(self, point: Point, on_lag):
-        from streamscale.experiment.sut import run_sut
+        import dataclasses
 
-        spec, ex = self.spec, self.spec.execution
+        from streamscale.experiment.sut import Placement, StopPolicy, Workload, run_sut
+
+        ex, bm = self.spec.execution, self.spec.benchmark
         judge = self.judge(point) if ex.shortest_s is not None else None  # sets self.looks
         if judge is not None and self.watch is not None:
             # a node that died decides the run at its next look: what follows measures the fault
             judge = _stopping_on_fault(judge, self.watch)
-        return run_sut(
-            spec.benchmark.sut,
+        workload = Workload(
+            bm.sut,
+            point.params,
             sensors=point.sensors,
-            duration_s=ex.duration_s,
-            master=point.master,
-            params=point.params,
-            partitions=spec.benchmark.topics.partitions,
-            gen_workers=spec.benchmark.loadgen.workers,
-            bootstrap=self.bootstrap,
-            spark_conf=point.spark_conf,
-            period_s=spec.benchmark.loadgen.period_s,
-            distribution=spec.benchmark.loadgen.distribution,
-            on_lag=on_lag,
-            cpus=point.cpus,
-            sessions=self.sessions,
-            judge=judge,
-            min_duration_s=self.looks.first_s if judge is not None else None,
-            broker_pids=self.watch.pids() if self.watch is not None else self.broker_pids,  # a node started again
-            replication_factor=self.replication_factor,
-            topic_config=spec.benchmark.topics.config(),
-            records=spec.benchmark.records,
             rate=point.load_rate,
+            period_s=bm.loadgen.period_s,
+            records=bm.records,
+            distribution=bm.loadgen.distribution,
+            gen_workers=bm.loadgen.workers,
+            partitions=bm.topics.partitions,
         )
+        policy = StopPolicy(ex.duration_s, judge, self.looks.first_s if judge is not None else None)
+        pids = self.watch.pids() if self.watch is not None else self.broker_pids  # a node started again
+        context = dataclasses.replace(self.context, on_lag=on_lag, broker_pids=tuple(pids))
+        return run_sut(workload, Placement(point.master, point.spark_conf, point.cpus), policy, context)
 
     def _write_lag(self, res: ExperimentResult, r, trend) -> None:
         """The run's lag (each second and after each commit), its batches' own processing p95 (what

@@ -11,23 +11,64 @@ never needs fewer resources than a lower one, so its search starts at the previo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from streamscale.benchmark.answer import assumed_capacities
 
 T = TypeVar("T")
 
-STRATEGIES = ("full", "linear", "binary")
+
+class Strategy(Protocol):
+    """How the candidates of one search (resource amounts for a load, loads for an amount) are
+    tried: ``first_passing`` (demand: the fewest resources) and ``last_passing`` (capacity: the
+    highest load), each asking ``ok(candidate)`` and assuming monotonicity where it says so."""
+
+    name: str
+
+    def first_passing(self, cands: Sequence[T], ok: Callable[[T], bool]) -> T | None: ...
+
+    def last_passing(self, cands: Sequence[T], ok: Callable[[T], bool]) -> T | None: ...
 
 
-def _first_passing(cands: Sequence[T], ok: Callable[[T], bool], name: str) -> T | None:
-    if name == "full":
+class Full:
+    """Every candidate is run; no monotonicity assumed."""
+
+    name = "full"
+
+    def first_passing(self, cands, ok):
         verdicts = [ok(c) for c in cands]
         return next((c for c, v in zip(cands, verdicts) if v), None)
-    if name == "linear":
+
+    def last_passing(self, cands, ok):
+        verdicts = [ok(c) for c in cands]
+        passing = [c for c, v in zip(cands, verdicts) if v]
+        return passing[-1] if passing else None
+
+
+class Linear:
+    """Candidates in order until the first that passes (demand) or the first that fails (capacity)."""
+
+    name = "linear"
+
+    def first_passing(self, cands, ok):
+        return next((c for c in cands if ok(c)), None)
+
+    def last_passing(self, cands, ok):
+        best = None
         for c in cands:
-            if ok(c):
-                return c
-        return None
-    if name == "binary":
+            if not ok(c):
+                break
+            best = c
+        return best
+
+
+class Binary:
+    """Bisection over the ordered candidates."""
+
+    name = "binary"
+
+    def first_passing(self, cands, ok):
         lo, hi = 0, len(cands)  # invariant: cands[hi:] pass (known or assumed), cands[:lo] fail
         while lo < hi:
             mid = (lo + hi) // 2
@@ -36,22 +77,8 @@ def _first_passing(cands: Sequence[T], ok: Callable[[T], bool], name: str) -> T 
             else:
                 lo = mid + 1
         return cands[lo] if lo < len(cands) else None
-    raise ValueError(f"unknown strategy '{name}': one of {STRATEGIES}")
 
-
-def _last_passing(cands: Sequence[T], ok: Callable[[T], bool], name: str) -> T | None:
-    if name == "full":
-        verdicts = [ok(c) for c in cands]
-        passing = [c for c, v in zip(cands, verdicts) if v]
-        return passing[-1] if passing else None
-    if name == "linear":
-        best = None
-        for c in cands:
-            if not ok(c):
-                break
-            best = c
-        return best
-    if name == "binary":
+    def last_passing(self, cands, ok):
         lo, hi = -1, len(cands) - 1  # invariant: cands[:lo+1] pass, cands[hi+1:] fail
         while lo < hi:
             mid = (lo + hi + 1) // 2
@@ -60,44 +87,133 @@ def _last_passing(cands: Sequence[T], ok: Callable[[T], bool], name: str) -> T |
             else:
                 hi = mid - 1
         return cands[lo] if lo >= 0 else None
-    raise ValueError(f"unknown strategy '{name}': one of {STRATEGIES}")
+
+
+STRATEGIES: dict[str, Strategy] = {s.name: s for s in (Full(), Linear(), Binary())}
+
+
+def strategy(name: str | Strategy) -> Strategy:
+    """A strategy by its name (or the strategy itself)."""
+    if not isinstance(name, str):
+        return name
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown strategy '{name}': one of {tuple(STRATEGIES)}")
+    return STRATEGIES[name]
+
+
+class NoRestriction:
+    """Every candidate is searched."""
+
+    def candidates(self, cands: list, previous: int | None) -> list:
+        return cands
+
+    def found(self, found, cands: list, previous: int | None):
+        return found
+
+
+class LowerBound:
+    """Theodolite's lower-bound restriction, composable with any strategy: a higher load never needs
+    fewer resources than a lower one, and more resources sustain at least the capacity of fewer.
+    ``previous``: the index of the last search's result among the candidates (None: none yet), and
+    -1 past the end when the last search found none (a higher load cannot pass with any amount)."""
+
+    def candidates(self, cands: list, previous: int | None) -> list:
+        return cands if previous is None else cands[previous:]
+
+    def found(self, found, cands: list, previous: int | None):
+        return found
+
+
+class CapacityLowerBound(LowerBound):
+    """For capacity: the loads above the capacity of fewer resources, which this amount holds at least."""
+
+    def candidates(self, cands: list, previous: int | None) -> list:
+        return cands if previous is None else cands[previous + 1 :]
+
+    def found(self, found, cands: list, previous: int | None):
+        return found if found is not None or previous is None else cands[previous]
 
 
 def resource_demand(
-    loads: Sequence, resources: Sequence, passes: Callable, strategy: str = "linear", lower_bound: bool = True
+    loads: Sequence, resources: Sequence, passes: Callable, strategy_: str | Strategy = "linear", lower_bound=True
 ) -> dict:
     """{load: minimal resources meeting all SLOs, or None if none of the given amounts does}."""
-    result: dict = {}
-    start = 0
+    how, restrict = strategy(strategy_), LowerBound() if lower_bound else NoRestriction()
+    amounts, result, previous = sorted(resources), {}, None
     for load in sorted(loads):
-        cands = list(sorted(resources))[start:]
-        r = _first_passing(cands, lambda res, load=load: passes(load, res), strategy)
+        cands = restrict.candidates(amounts, previous)
+        r = how.first_passing(cands, lambda res, load=load: passes(load, res))
         result[load] = r
-        if lower_bound and r is not None:
-            start = sorted(resources).index(r)
-        elif lower_bound and r is None:
-            start = len(resources)  # a higher load cannot pass with any of them either
+        if lower_bound:
+            previous = amounts.index(r) if r is not None else len(amounts)
     return result
 
 
 def load_capacity(
-    resources: Sequence, loads: Sequence, passes: Callable, strategy: str = "linear", lower_bound: bool = True
+    resources: Sequence, loads: Sequence, passes: Callable, strategy_: str | Strategy = "linear", lower_bound=True
 ) -> dict:
     """{resources: maximal load meeting all SLOs, or None if even the lowest load fails}."""
-    result: dict = {}
-    loads = list(sorted(loads))
-    known = None  # index of a load known to pass (previous capacity)
+    how, restrict = strategy(strategy_), CapacityLowerBound() if lower_bound else NoRestriction()
+    loads, result, previous = sorted(loads), {}, None
     for res in sorted(resources):
-        if lower_bound and known is not None:
-            cands = loads[known + 1 :]
-            found = _last_passing(cands, lambda load, res=res: passes(load, res), strategy)
-            cap = found if found is not None else loads[known]
-        else:
-            cap = _last_passing(loads, lambda load, res=res: passes(load, res), strategy)
+        cands = restrict.candidates(loads, previous)
+        found = how.last_passing(cands, lambda load, res=res: passes(load, res))
+        cap = restrict.found(found, loads, previous)
         result[res] = cap
         if lower_bound and cap is not None:
-            known = loads.index(cap)
+            previous = loads.index(cap)
     return result
+
+
+@dataclass
+class Outcome:
+    """What a search found for one configuration: its metric ({load: resources} for demand,
+    {resources: load} for capacity), the points taken over from fewer resources without a run,
+    and a bracket search's rows."""
+
+    metric: dict
+    assumed: set = field(default_factory=set)
+    brackets: list[dict] | None = None
+
+
+class Search(Protocol):
+    """A search of one configuration over an execution's experiments (``trials``: its ``passes``,
+    ``verdict``, ``confirm`` and ``drifted``)."""
+
+    def run(self, trials) -> Outcome: ...
+
+
+@dataclass(frozen=True)
+class MetricSearch:
+    """Demand (the fewest resources per load) or capacity (the highest load per amount) by a
+    strategy, with or without the lower-bound restriction."""
+
+    metric: str  # demand | capacity
+    loads: tuple
+    resources: tuple
+    strategy: str = "linear"
+    lower_bound: bool = True
+
+    def run(self, trials) -> Outcome:
+        oracle = CountingOracle(trials.passes)
+        if self.metric == "demand":
+            found = resource_demand(self.loads, self.resources, oracle, self.strategy, self.lower_bound)
+            return Outcome(found)
+        found = load_capacity(self.resources, self.loads, oracle, self.strategy, self.lower_bound)
+        return Outcome(found, assumed_capacities(found, oracle.calls))
+
+
+@dataclass(frozen=True)
+class CustomSearch:
+    """A caller's ``search(passes) -> metric``."""
+
+    search: Callable
+    metric: str = "demand"
+
+    def run(self, trials) -> Outcome:
+        oracle = CountingOracle(trials.passes)
+        found = self.search(oracle)
+        return Outcome(found, assumed_capacities(found, oracle.calls) if self.metric == "capacity" else set())
 
 
 class CountingOracle:
@@ -110,15 +226,3 @@ class CountingOracle:
     def __call__(self, load, res, **options) -> bool:
         self.calls.append((load, res))
         return self.passes(load, res, **options)
-
-
-def majority(verdicts: Sequence[bool], repetitions: int) -> bool | None:
-    """True/False once a strict majority of ``repetitions`` agrees, else None (run another)."""
-    yes = sum(1 for v in verdicts if v)
-    no = len(verdicts) - yes
-    need = repetitions // 2 + 1
-    if yes >= need:
-        return True
-    if no >= repetitions - need + 1:
-        return False
-    return None

@@ -50,7 +50,7 @@ def run_sut_cmd(
     kafka_config: Path = KafkaConfig,
 ):
     """Run one pipeline or your own job against the load generator, printing live rates and lag."""
-    from streamscale.experiment.sut import run_sut
+    from streamscale.experiment.sut import Context, Placement, StopPolicy, Workload, run_sut
     from streamscale.loadgen.recordspec import load_records
     from streamscale.pipelines import jobref, make_pipeline
 
@@ -76,24 +76,18 @@ def run_sut_cmd(
             out.print(f"  [{s.t_s:6.1f} s] consumer lag {s.lag:,} records")
 
     conn, props = external_kafka(bootstrap, kafka_property, kafka_config)
-    r = run_sut(
-        uc,
-        sensors=sensors,
-        duration_s=duration,
-        master=master,
-        params=params,
-        partitions=partitions,
-        gen_workers=gen_workers,
+    workload = Workload(
+        uc, params, sensors=sensors, rate=rate, records=spec, gen_workers=gen_workers, partitions=partitions
+    )
+    context = Context(
         bootstrap=conn,
         properties=props,
+        topics=(input_topic, output_topic),
         out_dir=out_dir,
         on_batch=on_batch,
         on_lag=on_lag,
-        records=spec,
-        rate=rate,
-        topics=(input_topic, output_topic),
-        drain_s=drain_s,
     )
+    r = run_sut(workload, Placement(master), StopPolicy(duration, drain_s=drain_s), context)
     left = f"; [red]{r.undrained:,} input records not processed within {drain_s:g} s[/]" if r.undrained else ""
     out.print(
         f"\n{r.uc}: generated {r.generated:,} at {r.generator_rate:,.0f}/s (target {r.target_rate:,.0f}/s"

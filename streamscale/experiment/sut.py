@@ -89,208 +89,269 @@ def _delete_topics(bootstrap, topics: list[str]) -> None:
         access.delete_topics(topics)
 
 
+@dataclass(frozen=True)
+class Workload:
+    """What a run generates and runs: the pipeline (``uc``: uc1-uc4 or a user's job) with its
+    parameters, and the load: ``sensors`` records per ``period_s`` or ``rate`` records/s of
+    ``records`` (a RecordsSpec; None: sensor readings)."""
+
+    uc: str
+    params: dict | None = None
+    sensors: int = 1000
+    rate: float | None = None
+    period_s: float = 1.0
+    records: object = None
+    distribution: str = "uniform:0,100"
+    gen_workers: int = 1
+    partitions: int = 8  # of the input and output topics
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the query runs: its Spark master and settings, and a local master confined to
+    ``cpus`` CPUs (streamscale.experiment.cpus), so that 1 and 2 cores differ on a small machine."""
+
+    master: str = "local[2]"
+    spark_conf: dict | None = None
+    cpus: int | None = None
+
+
+@dataclass(frozen=True)
+class StopPolicy:
+    """When the load stops: after ``duration_s``, or from ``min_duration_s`` on at the first look
+    (every :data:`CHECK_EVERY_S`) at which ``judge(lag_samples, batches, t0_wall, topic)`` says the
+    run is decided (sequential testing). ``drain_s``: then stop the generator first and let the
+    query process the whole input (for at most this long), so that the output holds its answer."""
+
+    duration_s: float = 60.0
+    judge: Callable[..., bool] | None = None
+    min_duration_s: float | None = None
+    drain_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a run runs in. ``bootstrap``: a connection or bootstrap servers (None: an embedded
+    broker), ``properties`` Kafka client properties added to it; ``sessions`` where the Spark
+    session comes from unless ``spark`` is given (default: one afresh, stopped after the run);
+    ``broker_pids``: the broker's processes, whose CPU the result reports; ``topics``: (input,
+    output) named by the user, created when missing and kept (default: fresh ones, deleted);
+    ``replication_factor`` and ``topic_config`` of the topics; ``out_dir``: where the run's
+    figures are written; ``on_batch`` and ``on_lag``: called with each batch and lag sample."""
+
+    bootstrap: KafkaConnection | str | None = None
+    properties: dict | None = None
+    sessions: SparkSessions | None = None
+    spark: object = None
+    broker_pids: tuple[int, ...] = ()
+    topics: tuple[str | None, str | None] = (None, None)
+    replication_factor: int = 1
+    topic_config: dict | None = None
+    out_dir: Path | None = None
+    on_batch: Callable[[dict], None] | None = None
+    on_lag: Callable[[LagSample], None] | None = None
+
+
 def run_sut(
-    uc: str,
-    sensors: int = 1000,
-    duration_s: float = 60.0,
-    master: str = "local[2]",
-    params: dict | None = None,
-    partitions: int = 8,
-    gen_workers: int = 1,
-    bootstrap: KafkaConnection | str | None = None,
-    out_dir: Path | None = None,
-    spark=None,
-    on_batch: Callable[[dict], None] | None = None,
-    on_lag: Callable[[LagSample], None] | None = None,
-    spark_conf: dict | None = None,
-    period_s: float = 1.0,
-    encoding: str = "json",
-    distribution: str = "uniform:0,100",
-    cpus: int | None = None,
-    properties: dict | None = None,
-    sessions: SparkSessions | None = None,
-    judge: Callable[..., bool] | None = None,
-    min_duration_s: float | None = None,
-    broker_pids: list[int] | None = None,
-    replication_factor: int = 1,
-    topic_config: dict | None = None,
-    records=None,
-    rate: float | None = None,
-    topics: tuple[str | None, str | None] = (None, None),
-    drain_s: float | None = None,
+    workload: Workload, placement: Placement = Placement(), policy: StopPolicy = StopPolicy(), context=Context()
 ) -> SutResult:
-    """Generate ``sensors`` records/s for ``duration_s`` into a fresh topic and run the pipeline.
+    """One isolated run (see the module's notes), in its phases: :class:`SutRun`."""
+    return SutRun(workload, placement, policy, context).run()
 
-    ``cpus``: confine the Spark application (the session built here) to that many CPUs
-    (streamscale.experiment.cpus), so that 1 and 2 cores differ on a small machine too.
-    ``bootstrap``: a connection or bootstrap servers (None: an embedded broker); ``properties``:
-    Kafka client properties added to it, for every client of the run. ``sessions``: where the
-    session comes from when ``spark`` is not given (default: one afresh, stopped after the run; a
-    keeping :class:`SparkSessions` hands the next run the same one, its workers warmed once).
 
-    ``judge(lag_samples, batches, t0_wall, topic)``: sequential testing. From ``min_duration_s`` on,
-    every :data:`CHECK_EVERY_S` the run so far is handed to it, and the load stops as soon as it
-    says the run is decided; ``duration_s`` is then the longest the run may take. ``broker_pids``:
-    the broker's processes, whose CPU the result reports (the Spark application's always is).
-    ``replication_factor`` and ``topic_config``: of the input and output topics.
+class SutRun:
+    """One run's phases: provision the topics, start the query and warm its workers, start the
+    load and the lag sampler, poll and look until the stop policy ends the load, drain, tear down."""
 
-    ``records``: what the generator writes and a user's job reads (a RecordsSpec; None: sensor
-    readings); ``rate``: records/s, instead of ``sensors`` per ``period_s``. ``topics``: (input,
-    output) named by the user: created when missing and left in place (default: fresh ones,
-    deleted). ``drain_s``: when the load ends, stop the generator first and let the query process
-    everything in the input topic (for at most this long) before stopping it, so that the output
-    topic holds the job's whole answer to the input."""
-    pipe = make_pipeline(uc, params, records=records)
-    if encoding != "json":
-        from streamscale.errors import ConfigError
+    def __init__(self, workload: Workload, placement: Placement, policy: StopPolicy, context: Context):
+        self.w, self.placement, self.policy, self.ctx = workload, placement, policy, context
+        self.pipe = make_pipeline(workload.uc, workload.params, records=workload.records)
+        self.sensors, self.period_s = load_shape(
+            self.pipe, workload.records, workload.sensors, workload.period_s, workload.rate
+        )
+        self.run_id = uuid.uuid4().hex[:8]
+        self.t_start = time.monotonic()
+        self.named = any(context.topics)
+        self.input_topic = context.topics[0] or f"input-{self.run_id}"
+        self.output_topic = context.topics[1] or f"output-{self.run_id}"
+        self.group = f"sut-{self.pipe.name}-{self.run_id}"
+        self.sessions = context.sessions if context.sessions is not None else SparkSessions()
+        self.gen = self.query = self.sampler = self.gres = None
+        self.undrained, self.warmed, self.shuffles = 0, False, None
+        self.figures: dict = {}
 
-        raise ConfigError("the pipelines decode JSON records; use encoding json")
-    sensors, period_s = load_shape(pipe, records, sensors, period_s, rate)
-    run_id = uuid.uuid4().hex[:8]
-    t_start = time.monotonic()
-    named = any(topics)
-    input_topic, output_topic = topics[0] or f"input-{run_id}", topics[1] or f"output-{run_id}"
-    group = f"sut-{pipe.name}-{run_id}"
-    with contextlib.ExitStack() as stack:
+    def run(self) -> SutResult:
+        with contextlib.ExitStack() as stack:
+            self.provision(stack)
+            own = self.ctx.spark is None
+            session = (
+                self.sessions.session(self.placement.master, f"streamscale-{self.w.uc}", self.placement.spark_conf,
+                                      self.placement.cpus)
+                if own else contextlib.nullcontext(self.ctx.spark)
+            )  # fmt: skip
+            with session as spark:
+                try:
+                    self.start(spark, own)
+                    self.load()
+                finally:
+                    self.stop()
+            if own:
+                self.tear_down()
+        result = self.result()
+        if self.ctx.out_dir is not None:
+            write_result(result, self.ctx.out_dir)
+        return result
+
+    def provision(self, stack: contextlib.ExitStack) -> None:
+        """The broker (an embedded one unless given) and the run's topics."""
+        bootstrap = self.ctx.bootstrap
         if bootstrap is None:
+            out_dir = self.ctx.out_dir
             broker = stack.enter_context(EmbeddedBroker(log_dir=(out_dir / "logs") if out_dir else None))
             bootstrap = broker.bootstrap
-        bootstrap = KafkaConnection.of(bootstrap, properties)
-        access = stack.enter_context(BrokerAccess(bootstrap))
-        wanted = {t: partitions for t in (input_topic, output_topic) if not (named and access.topic_exists(t))}
+        self.bootstrap = KafkaConnection.of(bootstrap, self.ctx.properties)
+        self.access = access = stack.enter_context(BrokerAccess(self.bootstrap))
+        topics = (self.input_topic, self.output_topic)
+        wanted = {t: self.w.partitions for t in topics if not (self.named and access.topic_exists(t))}
         if wanted:
-            access.create_topics(wanted, replication_factor, topic_config)
-        own_spark = spark is None
-        sessions = sessions if sessions is not None else SparkSessions()
-        if own_spark:
-            session = sessions.session(master, f"streamscale-{uc}", spark_conf, cpus)
+            access.create_topics(wanted, self.ctx.replication_factor, self.ctx.topic_config)
+
+    def start(self, spark, own: bool) -> None:
+        """Check the job builds, warm the session's workers once, start the load, the query, the
+        lag sampler and the CPU meters."""
+        self.pipe.check(spark, self.bootstrap, self.input_topic)  # a user's job that does not build fails now
+        if own and not self.sessions.warmed:
+            warm_up_workers(spark, self.access, self.bootstrap, self.run_id, self.pipe.params.connector)
+            self.sessions.warmed = self.warmed = True
+        w, judged = self.w, self.policy.judge is not None
+        self.gen = LoadGenerator(
+            GeneratorConfig(
+                self.bootstrap,
+                self.input_topic,
+                sensors=self.sensors,
+                workers=w.gen_workers,
+                period_s=self.period_s,
+                distribution=w.distribution,
+                # a judged run ends when it is decided: the generator runs until stopped
+                duration_s=None if judged else self.policy.duration_s,
+                records_spec=w.records,
+            )
+        ).start()
+        self.query = self.pipe.start(
+            spark, self.bootstrap, self.input_topic, self.output_topic, starting_offsets="earliest",
+            commit_group=self.group,
+        )  # fmt: skip
+        self.sampler = LagSampler(self.bootstrap, self.group, self.input_topic, on_sample=self.ctx.on_lag).start()
+        self.ticks0 = machine_ticks()
+        self.meter = CpuMeter(jvm_pid(spark), list(self.ctx.broker_pids)).start()
+
+    def load(self) -> None:
+        """Poll the query while the load runs, looking at it as the stop policy says; then drain."""
+        policy = self.policy
+        t_load = time.monotonic()  # lag is sampled while load is generated; after that it only shows the drain
+        deadline = t_load + policy.duration_s
+        next_check = t_load + (policy.min_duration_s if policy.min_duration_s is not None else policy.duration_s)
+        ctl0 = time.thread_time()
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            self.poll()
+            if self.gen.worker_failure():  # no load to judge the query by: the run ends, invalid
+                break
+            if policy.judge is not None and time.monotonic() >= next_check:
+                if policy.judge(list(self.sampler.samples), list(self.query.batches), self.sampler.t0_wall,
+                                self.input_topic):  # fmt: skip
+                    break
+                next_check = time.monotonic() + CHECK_EVERY_S
+        self.figures["ran_s"] = time.monotonic() - t_load
+        if policy.drain_s is not None:
+            self.gres = self.gen.stop()  # the generator first: the query then reads to the end
+            self.undrained = drain(self.query, self.access, self.input_topic, policy.drain_s, self.ctx.on_batch)
+        self.figures["share"] = self.meter.stop()
+        self.figures["controller_cpu"] = time.thread_time() - ctl0
+        self.figures["machine"] = busy_pct(self.ticks0, machine_ticks())
+        self.figures["lag"] = self.sampler.stop()
+        with contextlib.suppress(Exception):
+            self.shuffles = self.query.shuffle_stages()
+
+    def poll(self) -> None:
+        for b in self.query.poll():
+            _export(b)
+            if self.ctx.on_batch:
+                self.ctx.on_batch(asdict(b))
+        if self.query.exception() is not None:
+            raise query_failure(self.w.uc, self.query.exception())
+
+    def stop(self) -> None:
+        """The sampler, the query and the generator, whatever happened before."""
+        if self.sampler is not None:
+            self.sampler.stop(raise_error=False)  # raised in load() when the run got that far
+        try:
+            if self.query is not None:
+                run = self.query
+                n_seen = len(run.batches)
+                uncounted = {b.batch_id for b in run.batches if not b.late_counted}
+                run.stop()  # raises when Spark's JVM died: the generator stops all the same
+                for b in run.batches[n_seen:]:  # batches that finished while the query stopped
+                    _export(b)
+                for b in run.batches[:n_seen]:  # late records counted at the end (Spark's connector)
+                    if b.batch_id in uncounted and b.late_counted:
+                        prometheus.dropped_total.inc(b.dropped_late)
+        finally:
+            if self.gen is not None and self.gres is None:
+                self.gres = self.gen.stop()
+
+    def tear_down(self) -> None:
+        """The run's own topics go (a user's named ones stay)."""
+        topics = [] if self.named else [self.input_topic, self.output_topic]
+        topics += [f"warmup-{self.run_id}"] if self.warmed else []
+        if self.sessions.kept:
+            # a task of a stopped query may still read them: deleted, a topic is retried for
+            # a minute in a task slot that the next run on the kept session needs
+            self.sessions.after_close(functools.partial(_delete_topics, self.bootstrap, topics))
         else:
-            session = contextlib.nullcontext(spark)
-        warmed = False
-        with session as spark:
-            gen = run = sampler = gres = None
-            undrained = 0
-            try:
-                pipe.check(spark, bootstrap, input_topic)  # a user's job that does not build fails now
-                if own_spark and not sessions.warmed:
-                    warm_up_workers(spark, access, bootstrap, run_id, pipe.params.connector)
-                    sessions.warmed = warmed = True
-                gen = LoadGenerator(
-                    GeneratorConfig(
-                        bootstrap,
-                        input_topic,
-                        sensors=sensors,
-                        workers=gen_workers,
-                        period_s=period_s,
-                        encoding=encoding,
-                        distribution=distribution,
-                        # a judged run ends when it is decided: the generator runs until stopped
-                        duration_s=None if judge is not None else duration_s,
-                        records_spec=records,
-                    )
-                ).start()
-                run = pipe.start(
-                    spark, bootstrap, input_topic, output_topic, starting_offsets="earliest", commit_group=group
-                )
-                sampler = LagSampler(bootstrap, group, input_topic, on_sample=on_lag).start()
-                ticks0 = machine_ticks()
-                meter = CpuMeter(jvm_pid(spark), broker_pids).start()
-                # lag is sampled while load is generated; after that it only shows the drain
-                t_load = time.monotonic()
-                deadline = t_load + duration_s
-                next_check = t_load + (min_duration_s if min_duration_s is not None else duration_s)
-                ctl0 = time.thread_time()
-                while time.monotonic() < deadline:
-                    time.sleep(0.25)
-                    for b in run.poll():
-                        _export(b)
-                        if on_batch:
-                            on_batch(asdict(b))
-                    if run.exception() is not None:
-                        raise query_failure(uc, run.exception())
-                    if gen.worker_failure():  # no load to judge the query by: the run ends, invalid
-                        break
-                    if judge is not None and time.monotonic() >= next_check:
-                        if judge(list(sampler.samples), list(run.batches), sampler.t0_wall, input_topic):
-                            break
-                        next_check = time.monotonic() + CHECK_EVERY_S
-                ran_s = time.monotonic() - t_load
-                if drain_s is not None:
-                    gres = gen.stop()  # the generator first: the query then reads to the end
-                    undrained = drain(run, access, input_topic, drain_s, on_batch)
-                share = meter.stop()
-                controller_cpu = time.thread_time() - ctl0
-                machine = busy_pct(ticks0, machine_ticks())
-                lag = sampler.stop()
-                shuffles = None
-                with contextlib.suppress(Exception):
-                    shuffles = run.shuffle_stages()
-            finally:
-                if sampler is not None:
-                    sampler.stop(raise_error=False)  # raised above when the run got that far
-                try:
-                    if run is not None:
-                        n_seen = len(run.batches)
-                        uncounted = {b.batch_id for b in run.batches if not b.late_counted}
-                        run.stop()  # raises when Spark's JVM died: the generator stops all the same
-                        for b in run.batches[n_seen:]:  # batches that finished while the query stopped
-                            _export(b)
-                        for b in run.batches[:n_seen]:  # late records counted at the end (Spark's connector)
-                            if b.batch_id in uncounted and b.late_counted:
-                                prometheus.dropped_total.inc(b.dropped_late)
-                finally:
-                    if gen is not None and gres is None:
-                        gres = gen.stop()
-        if own_spark:
-            topics = ([] if named else [input_topic, output_topic]) + ([f"warmup-{run_id}"] if warmed else [])
-            if sessions.kept:
-                # a task of a stopped query may still read them: deleted, a topic is retried for
-                # a minute in a task slot that the next run on the kept session needs
-                sessions.after_close(functools.partial(_delete_topics, bootstrap, topics))
-            else:
-                access.delete_topics(topics)
-    batches = [asdict(b) for b in run.batches]
-    steady = [b for b in run.batches[1:] if b.input_rows]
-    processed = sum(b.input_rows for b in run.batches)
-    rate = sum(b.input_rows for b in steady) / max(sum(b.batch_ms for b in steady) / 1000, 1e-9) if steady else 0.0
-    lats = [b.avg_latency_ms for b in run.batches if b.avg_latency_ms is not None]
-    result = SutResult(
-        uc=pipe.name,
-        undrained=undrained,
-        sensors=sensors,
-        target_rate=gres.target_rate,
-        generated=gres.delivered,
-        generator_rate=gres.achieved_rate,
-        generator_reached_target=gres.reached_target,
-        generator_error=gres.first_error,
-        processed_records=processed,
-        processed_rate=rate,
-        dropped_late=sum(b.dropped_late for b in run.batches),
-        malformed=sum(b.malformed for b in run.batches),
-        # drained: what the query had not read when it stopped (the last sample predates its last commit)
-        final_lag=undrained if drain_s is not None else (lag[-1].lag if lag else -1),
-        max_avg_latency_ms=max(lats) if lats else None,
-        shuffle_stages=shuffles,
-        sampler_cpu_s=sampler.cpu_s + controller_cpu,
-        wall_s=time.monotonic() - t_start,
-        unregistered=sum(b.unregistered for b in run.batches),
-        t0_wall=sampler.t0_wall if sampler is not None else 0.0,
-        lag_samples_missed=sampler.missed,
-        input_topic=input_topic,
-        generator_cpu_s=gres.cpu_s,
-        machine_cpu_pct=machine,
-        connector=run.connector,
-        late_counted=all(b.late_counted for b in run.batches),
-        ran_s=ran_s,
-        spark_cpu_pct=share.spark_cpu_pct,
-        broker_cpu_pct=share.broker_cpu_pct,
-        steal_pct=share.steal_pct,
-        lag=lag,
-        batches=batches,
-    )
-    if out_dir is not None:
-        write_result(result, out_dir)
-    return result
+            self.access.delete_topics(topics)
+
+    def result(self) -> SutResult:
+        run, gres, sampler, f = self.query, self.gres, self.sampler, self.figures
+        steady = [b for b in run.batches[1:] if b.input_rows]
+        busy_s = max(sum(b.batch_ms for b in steady) / 1000, 1e-9)
+        rate = sum(b.input_rows for b in steady) / busy_s if steady else 0.0
+        lats = [b.avg_latency_ms for b in run.batches if b.avg_latency_ms is not None]
+        lag, share = f["lag"], f["share"]
+        return SutResult(
+            uc=self.pipe.name,
+            undrained=self.undrained,
+            sensors=self.sensors,
+            target_rate=gres.target_rate,
+            generated=gres.delivered,
+            generator_rate=gres.achieved_rate,
+            generator_reached_target=gres.reached_target,
+            generator_error=gres.first_error,
+            processed_records=sum(b.input_rows for b in run.batches),
+            processed_rate=rate,
+            dropped_late=sum(b.dropped_late for b in run.batches),
+            malformed=sum(b.malformed for b in run.batches),
+            # drained: what the query had not read when it stopped (the last sample predates its last commit)
+            final_lag=self.undrained if self.policy.drain_s is not None else (lag[-1].lag if lag else -1),
+            max_avg_latency_ms=max(lats) if lats else None,
+            shuffle_stages=self.shuffles,
+            sampler_cpu_s=sampler.cpu_s + f["controller_cpu"],
+            wall_s=time.monotonic() - self.t_start,
+            unregistered=sum(b.unregistered for b in run.batches),
+            t0_wall=sampler.t0_wall,
+            lag_samples_missed=sampler.missed,
+            input_topic=self.input_topic,
+            generator_cpu_s=gres.cpu_s,
+            machine_cpu_pct=f["machine"],
+            connector=run.connector,
+            late_counted=all(b.late_counted for b in run.batches),
+            ran_s=f["ran_s"],
+            spark_cpu_pct=share.spark_cpu_pct,
+            broker_cpu_pct=share.broker_cpu_pct,
+            steal_pct=share.steal_pct,
+            lag=lag,
+            batches=[asdict(b) for b in run.batches],
+        )
 
 
 def load_shape(pipe, records, sensors: int, period_s: float, rate: float | None) -> tuple[int, float]:

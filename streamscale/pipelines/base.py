@@ -308,7 +308,7 @@ class Pipeline(ABC):
             **extras,
         )
 
-    def records(self, q: Query, **options):
+    def read_input(self, q: Query, **options):
         """The query's decoded input records."""
         return self.read(q.spark, q.bootstrap, q.input_topic, q.starting_offsets, q.commit_group, q.impl, **options)
 
@@ -319,7 +319,7 @@ class Pipeline(ABC):
         (streamscale.pipelines.accounting)."""
         from streamscale.pipelines.output import WindowedOutput
 
-        records = self.records(q, watermark_from=q.checkpoint if q.impl == "python" else None)
+        records = self.read_input(q, watermark_from=q.checkpoint if q.impl == "python" else None)
         out_df = self.build(q.spark, records)
         writer = WindowedOutput(
             q.bootstrap,

@@ -136,7 +136,7 @@ class UserJob(Pipeline):
         from streamscale.sparkio.io import write_kafka
 
         self._ship(q.spark)
-        out, mode = self.build(q.spark, self.records(q))
+        out, mode = self.build(q.spark, self.read_input(q))
         try:
             if self.params.sink == "noop":
                 w = out.writeStream.format("noop").outputMode(mode).option("checkpointLocation", q.checkpoint)

@@ -140,7 +140,7 @@ class UC1(Pipeline):
         )
 
     def write(self, q: Query) -> tuple:
-        df = self.build(q.spark, self.records(q))
+        df = self.build(q.spark, self.read_input(q))
         w = df.writeStream.option("checkpointLocation", q.checkpoint).trigger(**q.trigger).queryName(q.name)
         p = self.params
         if p.sink == "kafka":

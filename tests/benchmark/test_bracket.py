@@ -3,7 +3,17 @@ ends it reports."""
 
 import math
 
-from streamscale.benchmark.bracket import FAIL, INVALID, PASS, UNDECIDED, Bracket, between, bracket_search
+from streamscale.benchmark.bracket import (
+    FAIL,
+    INVALID,
+    PASS,
+    UNDECIDED,
+    Bracket,
+    Budget,
+    Settings,
+    between,
+    bracket_search,
+)
 
 
 def capacity_oracle(capacities: dict, undecided: dict | None = None, invalid_above: float = math.inf, calls=None):
@@ -61,7 +71,9 @@ def test_hand_worked_two_amounts():
 
 def test_a_failing_start_searches_down_and_an_amount_that_adds_nothing_keeps_the_held_load_assumed():
     calls = []
-    one, two = bracket_search([1, 2], capacity_oracle({1: 9_000, 2: 9_500}, calls=calls), start=40_000, resolution=0.2)
+    one, two = bracket_search(
+        [1, 2], capacity_oracle({1: 9_000, 2: 9_500}, calls=calls), start=40_000, settings=Settings(resolution=0.2)
+    )
     # 40k, 20k, 10k fail; 5k pass; then 7.1k (7,071) pass, 8.4k (8,426) pass: 10k / 8.4k = 1.19
     assert [c[0] for c in calls if c[1] == 1] == [40_000, 20_000, 10_000, 5_000, 7_100, 8_400]
     assert (one.held, one.failed) == (8_400, 10_000)
@@ -72,7 +84,9 @@ def test_a_failing_start_searches_down_and_an_amount_that_adds_nothing_keeps_the
 
 def test_the_amount_below_held_load_is_assumed_until_a_run_says_more():
     # 2 cores hold no more than 1 core: 30k fails with 2 as with 1, the bracket's lower end is 1 core's
-    one, two = bracket_search([1, 2], capacity_oracle({1: 27_000, 2: 27_500}), start=27_000, resolution=0.15)
+    one, two = bracket_search(
+        [1, 2], capacity_oracle({1: 27_000, 2: 27_500}), start=27_000, settings=Settings(resolution=0.15)
+    )
     # 27k pass, 54k fail; 38k (38,184), 32k (32,031), 29k (29,394) fail: 29k / 27k = 1.074
     assert one.verdicts == {27_000: PASS, 54_000: FAIL, 38_000: FAIL, 32_000: FAIL, 29_000: FAIL}
     assert (one.held, one.failed) == (27_000, 29_000)
@@ -116,11 +130,13 @@ def test_below_a_load_the_generator_could_not_produce_a_failure_still_closes_the
 
 
 def test_the_search_stops_at_its_budget_and_at_its_bounds():
-    (one,) = bracket_search([1], capacity_oracle({1: 1e9}), start=1_000, high=5_000, max_runs=10)
+    (one,) = bracket_search([1], capacity_oracle({1: 1e9}), start=1_000, settings=Settings(high=5_000, max_runs=10))
     assert one.verdicts == {1_000: PASS, 2_000: PASS, 4_000: PASS, 5_000: PASS}
     assert one.failed is None and "5,000" in one.ceiling
     calls = []
-    (one,) = bracket_search([1], capacity_oracle({1: 12_345}, calls=calls), start=1_000, resolution=0.0001, max_runs=6)
+    (one,) = bracket_search(
+        [1], capacity_oracle({1: 12_345}, calls=calls), start=1_000, settings=Settings(resolution=0.0001, max_runs=6)
+    )
     assert len(calls) == 6 and one.held is not None and one.failed is not None
 
 
@@ -141,7 +157,7 @@ def test_an_invalid_middle_ends_the_narrowing_instead_of_asking_again():
         calls.append(load)
         return {20_000: PASS, 40_000: FAIL}.get(load, INVALID)
 
-    (one,) = bracket_search([1], verdict, start=20_000, max_runs=50)
+    (one,) = bracket_search([1], verdict, start=20_000, settings=Settings(max_runs=50))
     assert calls == [20_000, 40_000, 28_000]
     assert (one.held, one.failed) == (20_000, 40_000) and "28,000" in one.ceiling
 
@@ -191,7 +207,7 @@ def test_a_time_budget_is_shared_by_the_amounts_and_said_when_it_ends_a_search(m
     # their second would end after 140 s
     clock, calls = fake_clock(monkeypatch), []
     verdict = timed(capacity_oracle({1: 30_000, 2: 42_426}), clock, 30, calls)
-    one, two = bracket_search([1, 2], verdict, start=20_000, deadline=140.0, run_cost_s=30.0)
+    one, two = bracket_search([1, 2], verdict, start=20_000, budget=Budget(deadline=140.0, run_cost_s=30.0))
     assert calls == [(0, 20_000, 1), (30, 40_000, 1), (60, 28_000, 1), (90, 40_000, 2)]
     assert one.out_of_time and two.out_of_time and one.as_dict()["out_of_time"]
     assert (one.held, one.failed) == (28_000, 40_000) and (two.held, two.failed) == (40_000, None)
@@ -205,7 +221,7 @@ def test_a_time_budget_is_shared_by_the_amounts_and_said_when_it_ends_a_search(m
     # keep a run before 200 s; then it keeps to its share, and 2 cores run from 150 s
     clock[0] = 0.0
     calls.clear()
-    one, two = bracket_search([1, 2], verdict, start=20_000, deadline=200.0, run_cost_s=30.0)
+    one, two = bracket_search([1, 2], verdict, start=20_000, budget=Budget(deadline=200.0, run_cost_s=30.0))
     assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 1), (90, 1), (120, 1), (150, 2)]
     assert (one.held, one.failed, one.out_of_time) == (30_000, 33_000, False)
     assert (two.held, two.failed, two.out_of_time) == (33_000, None, True)
@@ -215,7 +231,7 @@ def test_a_time_budget_is_shared_by_the_amounts_and_said_when_it_ends_a_search(m
     clock[0] = 0.0
     calls.clear()
     costs = iter([30.0, 60.0, 60.0, 60.0, 60.0])
-    bracket_search([1, 2], verdict, start=20_000, deadline=140.0, run_cost_s=lambda: next(costs))
+    bracket_search([1, 2], verdict, start=20_000, budget=Budget(deadline=140.0, run_cost_s=lambda: next(costs)))
     assert [(t, r) for t, _, r in calls] == [(0, 1), (30, 1), (60, 2)]
 
 
@@ -225,7 +241,9 @@ def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_r
     # run before 200 s, so it runs and 1 core gets a bracket; 2 cores run once, where 1 core failed
     clock, calls = fake_clock(monkeypatch), []
     verdict = timed(capacity_oracle({1: 33_000, 2: 80_000}, undecided={1: (49_000, 73_000)}), clock, 50, calls)
-    one, two = bracket_search([1, 2], verdict, start=73_000, factor=1.5, deadline=200.0, run_cost_s=50.0)
+    one, two = bracket_search(
+        [1, 2], verdict, start=73_000, settings=Settings(factor=1.5), budget=Budget(deadline=200.0, run_cost_s=50.0)
+    )
     assert calls == [(0, 73_000, 1), (50, 49_000, 1), (100, 33_000, 1), (150, 49_000, 2)]
     assert (one.held, one.failed, one.failed_undecided) == (33_000, 49_000, True)
     assert (two.held, two.failed, two.held_assumed) == (49_000, None, False) and two.out_of_time
@@ -234,7 +252,9 @@ def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_r
     # run (50-100 s) goes on past its share, a third (100-150 s) would take 2 cores' run
     clock[0] = 0.0
     calls.clear()
-    one, two = bracket_search([1, 2], verdict, start=73_000, factor=1.5, deadline=170.0, run_cost_s=50.0)
+    one, two = bracket_search(
+        [1, 2], verdict, start=73_000, settings=Settings(factor=1.5), budget=Budget(deadline=170.0, run_cost_s=50.0)
+    )
     assert [c[1:] for c in calls] == [(73_000, 1), (49_000, 1), (49_000, 2)]
     assert one.held is None and one.out_of_time and two.held == 49_000
 
@@ -246,7 +266,11 @@ def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_r
         calls.clear()
         verdict = timed(capacity_oracle({1: 40_000, 2: 60_000}), clock, 50, calls)
         one, two = bracket_search(
-            [1, 2], verdict, start=30_000, factor=1.5, resolution=resolution, deadline=200.0, run_cost_s=50.0
+            [1, 2],
+            verdict,
+            start=30_000,
+            settings=Settings(factor=1.5, resolution=resolution),
+            budget=Budget(deadline=200.0, run_cost_s=50.0),
         )
         assert [(t, r) for t, _, r in calls] == [(0, 1), (50, 1), (100, 1), (150, 2)]
         assert (one.held, one.failed, one.out_of_time) == (37_000, 45_000, resolution < 0.22)
@@ -261,10 +285,9 @@ def test_running_a_drifted_end_again_keeps_to_the_time_budget(monkeypatch):
         [1],
         verdict,
         start=20_000,
-        deadline=100.0,
-        run_cost_s=30.0,
         confirm=lambda load, res: confirmed.append(load) or PASS,
         drifted=lambda *_: True,
+        budget=Budget(deadline=100.0, run_cost_s=30.0),
     )
     assert b.runs == 3 and b.out_of_time and confirmed == [] and b.confirmed == {}
 
@@ -273,7 +296,9 @@ def test_an_amount_below_that_failed_nothing_hands_on_one_step_above_its_held_lo
     # 1 core's search ends (its runs used up) having held 20k and 40k and failed nothing: 2 cores
     # hold 40k too, so their search starts one step above it, not at the start load it already holds
     calls = []
-    one, two = bracket_search([1, 2], capacity_oracle({1: 50_000, 2: 100_000}, calls=calls), start=20_000, max_runs=2)
+    one, two = bracket_search(
+        [1, 2], capacity_oracle({1: 50_000, 2: 100_000}, calls=calls), start=20_000, settings=Settings(max_runs=2)
+    )
     assert (one.held, one.failed) == (40_000, None)
     assert [c for c in calls if c[1] == 2] == [(80_000, 2), (160_000, 2)]
     assert (two.held, two.failed, two.held_assumed) == (80_000, 160_000, False)

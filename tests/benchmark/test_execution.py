@@ -358,8 +358,8 @@ def test_a_time_budget_plans_runs_by_what_runs_here_took_beyond_their_load(tmp_p
     search = br.bracket_search
 
     def spy(*args, **kwargs):
-        seen["cost"] = kwargs["run_cost_s"]
-        seen["before"] = kwargs["run_cost_s"]()
+        seen["cost"] = kwargs["budget"].run_cost_s
+        seen["before"] = kwargs["budget"].run_cost_s()
         return search(*args, **kwargs)
 
     monkeypatch.setattr(br, "bracket_search", spy)

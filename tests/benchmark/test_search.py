@@ -4,7 +4,8 @@ import itertools
 
 import pytest
 
-from streamscale.benchmark.search import CountingOracle, load_capacity, majority, resource_demand
+from streamscale.benchmark.search import CountingOracle, load_capacity, resource_demand
+from streamscale.benchmark.verdict import majority_verdict
 
 LOADS = [10_000, 20_000, 30_000, 40_000, 50_000, 60_000]
 RESOURCES = list(range(1, 11))
@@ -69,8 +70,20 @@ def test_capacity_lower_bound_saves_experiments():
 
 
 def test_majority():
-    assert majority([True, True], 3) is True
-    assert majority([False, False], 3) is False
-    assert majority([True, False], 3) is None
-    assert majority([True], 1) is True
-    assert majority([True, False], 2) is False  # a tie is not a majority
+    assert majority_verdict(["pass", "pass"], 3) == "pass"
+    assert majority_verdict(["fail", "fail"], 3) == "fail"
+    assert majority_verdict(["pass", "fail"], 3) is None  # the third run decides
+    assert majority_verdict(["pass"], 1) == "pass"
+    assert majority_verdict(["pass", "fail"], 2) == "undecided"  # a tie is not a majority
+
+
+def test_the_lower_bound_restriction_composes_with_every_strategy():
+    # hand-worked: 1 core holds 20,000, 2 cores 40,000, 3 cores 40,000 (loads 10k..50k)
+    holds = {1: 20_000, 2: 40_000, 3: 40_000}
+    for name in ("full", "linear", "binary"):
+        oracle = CountingOracle(lambda load, res: load <= holds[res])
+        got = load_capacity([1, 2, 3], [10_000, 20_000, 30_000, 40_000, 50_000], oracle, name, True)
+        assert got == {1: 20_000, 2: 40_000, 3: 40_000}, name
+        # 2 and 3 cores never ran a load at or below the capacity of fewer cores
+        assert all(load > 20_000 for load, res in oracle.calls if res == 2), name
+        assert all(load > 40_000 for load, res in oracle.calls if res == 3), name

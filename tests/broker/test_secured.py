@@ -154,17 +154,12 @@ def test_log_sizes_through_kafka_python_and_the_lag_sampler(secured, topic):
 @pytest.mark.spark
 @pytest.mark.parametrize("connector", ["spark", "python"])
 def test_a_pipeline_reads_and_writes_through_both_connectors(secured, spark, connector):
-    from streamscale.experiment.sut import run_sut
+    from streamscale.experiment.sut import Context, StopPolicy, Workload, run_sut
 
     r = run_sut(
-        "uc1",
-        duration_s=4,
-        sensors=200,
-        period_s=0.1,
-        params={"connector": connector},
-        bootstrap=secured.connection,
-        spark=spark,
-        drain_s=120,
+        Workload("uc1", {"connector": connector}, sensors=200, period_s=0.1),
+        policy=StopPolicy(4, drain_s=120),
+        context=Context(bootstrap=secured.connection, spark=spark),
     )
     assert r.generated > 4_000 and r.processed_records == r.generated and r.undrained == 0
 

@@ -106,7 +106,7 @@ def _scrape(port: int) -> dict[str, float]:
 
 @pytest.mark.spark
 def test_metrics_endpoint_and_live_page_follow_a_real_run(tmp_path, broker, access, spark, chromium_if_any):
-    from streamscale.experiment.sut import run_sut, warm_up_workers
+    from streamscale.experiment.sut import Context, StopPolicy, Workload, run_sut, warm_up_workers
 
     # the run is given the tests' session, which run_sut does not warm: its first micro-batch on a
     # cold connector could take most of the run on a busy machine
@@ -142,15 +142,14 @@ def test_metrics_endpoint_and_live_page_follow_a_real_run(tmp_path, broker, acce
         t.start()
     try:
         result = run_sut(
-            "uc1",
-            sensors=1000,
-            duration_s=14,
-            params={"sink": "none"},
-            bootstrap=broker.bootstrap,
-            spark=spark,
-            out_dir=tmp_path,
-            partitions=2,
-            on_lag=lambda s: live.add_sample(s.t_s, s.lag),
+            Workload("uc1", {"sink": "none"}, sensors=1000, partitions=2),
+            policy=StopPolicy(14),
+            context=Context(
+                bootstrap=broker.bootstrap,
+                spark=spark,
+                out_dir=tmp_path,
+                on_lag=lambda s: live.add_sample(s.t_s, s.lag),
+            ),
         )
     finally:
         stop.set()

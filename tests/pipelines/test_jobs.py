@@ -11,7 +11,7 @@ import pytest
 
 from streamscale.benchmark.spec import load_spec
 from streamscale.errors import ConfigError
-from streamscale.experiment.sut import run_sut
+from streamscale.experiment.sut import Context, StopPolicy, Workload, run_sut
 from streamscale.pipelines import make_pipeline
 from tests.conftest import produce
 from tests.pipelines.helpers import read_topic
@@ -25,15 +25,11 @@ def run_example(name, broker, spark, topic_factory, params=None, rate=3000, seco
     spec = load_spec(EXAMPLES / f"{name}.yaml")
     tin, tout = topic_factory(4, f"{name}-in"), topic_factory(4, f"{name}-out")
     r = run_sut(
-        spec.benchmark.sut,
-        duration_s=seconds,
-        params={**spec.benchmark.params, **(params or {})},
-        records=spec.benchmark.records,
-        rate=rate,
-        bootstrap=broker.bootstrap,
-        spark=spark,
-        topics=(tin, tout),
-        drain_s=180,
+        Workload(
+            spec.benchmark.sut, {**spec.benchmark.params, **(params or {})}, rate=rate, records=spec.benchmark.records
+        ),
+        policy=StopPolicy(seconds, drain_s=180),
+        context=Context(bootstrap=broker.bootstrap, spark=spark, topics=(tin, tout)),
     )
     assert r.undrained == 0 and r.malformed == 0
     inputs = [(p, o, k, json.loads(v)) for p, o, k, v in read_topic(broker.bootstrap, tin, 4)]
