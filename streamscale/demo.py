@@ -11,6 +11,7 @@ source (decode JSON, count per sensor) -> records/s printed every micro-batch, a
 from __future__ import annotations
 
 import csv
+import functools
 import tempfile
 import time
 from pathlib import Path
@@ -240,10 +241,7 @@ def run_scaling_demo(
             "most 1% of the load, p95 processing latency at most 8 trigger intervals, a latency that does not "
             "keep growing"
         )
-        extra = lambda: {  # noqa: E731 - what summary.json says of the probe
-            "probe": [{"cores": probe.cores, "records_per_s": round(probe.rate)}],
-            "spark_sessions": sessions.started,  # the probe's one-core session served the first experiments
-        }
+        extra = functools.partial(_probe_said, probe, sessions)
         summary = run_execution(
             spec, out_dir, broker.connection, sessions=sessions, broker_pids=broker.pids(), extra=extra
         )
@@ -392,3 +390,9 @@ def _plot(rows: list[dict], target: float, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _probe_said(probe, sessions) -> dict:
+    """What summary.json says of the demo's probe and its Spark sessions (the probe's one-core
+    session served the first experiments)."""
+    return {"probe": [{"cores": probe.cores, "records_per_s": round(probe.rate)}], "spark_sessions": sessions.started}

@@ -218,27 +218,40 @@ def _down(x: float, factor: float, low: float, whole: bool) -> float:
     return max(x - 1, low) if whole else nice(max(x / factor, low))
 
 
+def _run(b: Bracket, verdict, x: float) -> str:
+    """Run ``x`` on ``b``'s amount; the bracket's ends move with its verdict."""
+    v = verdict(x, b.resources)
+    b.verdicts[x] = v
+    if v == PASS and (b.held is None or b.held_assumed or x > b.held):
+        b.held, b.held_assumed = x, False
+    elif v in (FAIL, UNDECIDED) and (b.failed is None or x < b.failed):
+        b.failed, b.failed_undecided = x, v == UNDECIDED
+    elif v == INVALID and b.failed is None:
+        b.ceiling = f"the load generator could not produce {x:,.0f} records/s here"
+    return v
+
+
+def _more(b: Bracket, st: Settings) -> bool:
+    """Whether ``b`` may run once more: within its runs and its time."""
+    if b.runs >= st.max_runs:
+        return False
+    if not b.fits():
+        b.out_of_time = True
+        return False
+    return True
+
+
 def _search(b: Bracket, verdict, load: float, st: Settings) -> None:
+    _outwards(b, verdict, load, st)
+    _inwards(b, verdict, st)
+
+
+def _outwards(b: Bracket, verdict, load: float, st: Settings) -> None:
+    """Outwards until one load held and one did not; a load the generator could not produce is no
+    end of the search while the loads between it and the highest held one are untried."""
     resolution, factor, low, high, whole = st.resolution, st.factor, st.low, st.high, st.whole
-
-    def run(x: float) -> str:
-        v = verdict(x, b.resources)
-        b.verdicts[x] = v
-        if v == PASS and (b.held is None or b.held_assumed or x > b.held):
-            b.held, b.held_assumed = x, False
-        elif v in (FAIL, UNDECIDED) and (b.failed is None or x < b.failed):
-            b.failed, b.failed_undecided = x, v == UNDECIDED
-        elif v == INVALID and b.failed is None:
-            b.ceiling = f"the load generator could not produce {x:,.0f} records/s here"
-        return v
-
-    def more() -> bool:
-        if b.runs >= st.max_runs:
-            return False
-        if not b.fits():
-            b.out_of_time = True
-            return False
-        return True
+    run = lambda x: _run(b, verdict, x)  # noqa: E731
+    more = lambda: _more(b, st)  # noqa: E731
 
     def below_invalid() -> float | None:
         """The next load to try under the lowest load the generator could not produce: the middle
@@ -247,8 +260,6 @@ def _search(b: Bracket, verdict, load: float, st: Settings) -> None:
             return None
         return between(b.held, invalid, whole)
 
-    # outwards until one load held and one did not; a load the generator could not produce is no
-    # end of the search while the loads between it and the highest held one are untried
     x, invalid = load, math.inf
     while more():
         if (b.held is not None and x <= b.held) or (b.failed is not None and x >= b.failed):
@@ -275,14 +286,17 @@ def _search(b: Bracket, verdict, load: float, st: Settings) -> None:
             if b.held is not None or x <= low:
                 break
             x = _down(x, factor, low, whole)
-    # then inwards, the geometric middle until the ends are within the resolution
+
+
+def _inwards(b: Bracket, verdict, st: Settings) -> None:
+    """Inwards, the geometric middle until the ends are within the resolution."""
     while b.held is not None and b.failed is not None:
-        if b.width <= resolution or not more():
+        if b.width <= st.resolution or not _more(b, st):
             break
-        mid = between(b.held, b.failed, whole)
+        mid = between(b.held, b.failed, st.whole)
         if mid is None or mid in b.verdicts:
             break
-        if run(mid) == INVALID:
+        if _run(b, verdict, mid) == INVALID:
             # the middle could not be judged (the generator fell short): held and failed stay where
             # they are, so asking again would ask for the same run forever
             b.ceiling = f"the load generator could not produce {mid:,.0f} records/s here: the bracket stops narrowing"
