@@ -24,7 +24,7 @@ from streamscale.errors import SparkError
 console = terminal.console()
 
 
-def run_demo(
+def run_demo(  # noqa: PLR0913
     seconds: float = 10.0,
     sensors: int = 10000,
     out_dir: Path = Path("demo-results"),
@@ -271,7 +271,7 @@ def run_scaling_demo(
     return summary
 
 
-def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, partitions: int) -> dict:
+def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, partitions: int) -> dict:  # noqa: PLR0915
     from pyspark.sql import functions as F
 
     from streamscale.broker import BrokerAccess, EmbeddedBroker

@@ -37,7 +37,7 @@ def _save(fig, path: Path) -> None:
     _plt().close(fig)
 
 
-def evaluate(
+def evaluate(  # noqa: PLR0915
     out_dir: Path,
     partitions: int = 32,
     measurements: int = 500,

@@ -45,7 +45,7 @@ def end_holds(bracket: dict, held_verdict: str | None, failed_verdict: str | Non
     return failed_verdict is None or failed_verdict == "fail" or bool(bracket.get("failed_undecided"))
 
 
-def refine(
+def refine(  # noqa: C901
     bracket: dict,
     long_verdict,
     first: dict[float, str],

@@ -150,7 +150,7 @@ def start_backlog(bootstrap: str, topic: str, records: int, sensors: int = 10_00
     return Backlog(bootstrap, topic, parts or [BacklogPart(records, 1.0)], sensors).start()
 
 
-def probe_capacity(
+def probe_capacity(  # noqa: PLR0913
     bootstrap: str,
     cores: list[int],
     uc: str = "uc1",

@@ -51,7 +51,7 @@ class EmbeddedBroker(SecuredKafka):
     ...     broker.bootstrap  # '127.0.0.1:NNNNN'
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913
         self,
         port: int | None = None,
         log_dir: str | os.PathLike | None = None,

@@ -187,7 +187,7 @@ def _key_pool(n: int, type_: str, encoding: str) -> tuple[list[bytes], list[byte
     raise GenError(f"keys are strings or whole numbers, not {type_}")
 
 
-def parse(gen: str, type_: str, encoding: str = "json") -> Generator:
+def parse(gen: str, type_: str, encoding: str = "json") -> Generator:  # noqa: C901
     """A field's generator from its text; :class:`GenError` says what is wrong with it."""
     name, _, arg = str(gen).strip().partition(":")
     name = name.strip().lower()

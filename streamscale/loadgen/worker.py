@@ -51,7 +51,7 @@ def worker_process(cfg: GeneratorConfig, w: int, *args) -> None:
         raise SystemExit(1) from None
 
 
-def _work(
+def _work(  # noqa: C901, PLR0913, PLR0915
     cfg: GeneratorConfig,
     w: int,
     t0_wall_ms: int,
@@ -171,7 +171,7 @@ def _work(
         done_v.value = time.monotonic()
 
 
-def _each_sender(cfg, producer, keys, prefixes, dist, rng, t0_wall_ms, rate_w, on_delivery):
+def _each_sender(cfg, producer, keys, prefixes, dist, rng, t0_wall_ms, rate_w, on_delivery):  # noqa: PLR0913
     """The per-record way: one formatted value and one produce() call (and report) per record."""
     n = len(keys)
     json_mode = cfg.encoding == "json"

@@ -273,7 +273,7 @@ class Pipeline(ABC):
             raise run.exception()
         return run
 
-    def start(
+    def start(  # noqa: PLR0913
         self,
         spark,
         bootstrap: KafkaConnection | str,

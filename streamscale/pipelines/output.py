@@ -153,7 +153,7 @@ def streamed_written_ms(progress: dict) -> float:
 
 
 class WindowedOutput:
-    def __init__(
+    def __init__(  # noqa: PLR0913
         self,
         bootstrap: KafkaConnection | str,
         topic: str,

@@ -100,7 +100,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait(30)
 
 
-def run_pipeline_trial(
+def run_pipeline_trial(  # noqa: PLR0913
     bootstrap: KafkaConnection | str,
     work_dir: Path,
     n: int = 20_000,

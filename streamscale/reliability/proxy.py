@@ -111,7 +111,7 @@ class _Proxy:
                 if not w.is_closing():
                     w.close()
 
-    async def _pump(self, reader, writer, pair, state, direction: str) -> None:
+    async def _pump(self, reader, writer, pair, state, direction: str) -> None:  # noqa: C901
         queue: asyncio.Queue = asyncio.Queue()
         broken = False
 

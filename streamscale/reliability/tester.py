@@ -86,7 +86,7 @@ class TrialResult:
         return d
 
 
-def run_trial(
+def run_trial(  # noqa: C901, PLR0913, PLR0915
     testbed: Testbed,
     semantics: str | ProducerSettings,
     n: int,

@@ -139,7 +139,7 @@ def _local_master(spark) -> bool:
         return False
 
 
-def read_records(
+def read_records(  # noqa: PLR0913
     spark,
     bootstrap: KafkaConnection | str,
     topic: str,
@@ -229,7 +229,7 @@ def read_kafka_ranges(spark, bootstrap: KafkaConnection | str, start: dict, end:
     )
 
 
-def route_dead_letters(
+def route_dead_letters(  # noqa: PLR0913
     spark,
     bootstrap: KafkaConnection | str,
     topic: str,
@@ -269,7 +269,7 @@ def route_dead_letters(
     return write_kafka(letters, bootstrap, dead_letter_topic, checkpoint, "spark", trigger, "append", query_name)
 
 
-def write_kafka(
+def write_kafka(  # noqa: PLR0913
     df,
     bootstrap: KafkaConnection | str,
     topic: str,

@@ -24,7 +24,7 @@ def float_fields_as_double(schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(f.name, pa.float64()) if pa.types.is_float32(f.type) else f for f in schema])
 
 
-def check(value, typ: pa.DataType):
+def check(value, typ: pa.DataType):  # noqa: C901
     """``value`` as a field of type ``typ``, or ValueError saying why it is not one."""
     if value is None:
         raise ValueError("missing")
