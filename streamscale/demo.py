@@ -49,67 +49,51 @@ def run_demo(  # noqa: PLR0913
     return result
 
 
-# The demo's SUT: UC2 (per-sensor averages over WINDOW_S windows), emitted once per window. UC1 (decode
-# and discard) is too light to need a second core at any load this machine can generate beside it.
-# Its windows are shorter than UC2's default (60 s) so that each run's fitted span holds two window
-# periods, over which the lag trend fits the closes' jumps out (streamscale.experiment.slo): with
-# 60 s windows a 38 s run holds one close or none by chance, and a close inside the span widened
-# one core's interval at 33,000 records/s to [-864, 554] against a limit of 330.
+# The demo's SUT: UC2 (per-sensor averages over WINDOW_S windows), emitted once per window; UC1 is too
+# light to need a second core at any load this machine can generate beside it. Its windows are short
+# enough that each run's fitted span holds two window periods, over which the lag trend fits the
+# closes' jumps out (streamscale.experiment.slo).
 #
 # Micro-batches of at most BATCH records, in the probe and in the experiments alike: unbounded, an
 # overloaded query reads ever larger batches and its lag can stay bounded long past any useful
-# latency (the processing-latency SLO fails such a run too); bounded, a core count has one capacity
-# (BATCH / the time such a batch takes), the probe measures it, and beyond it the lag grows.
+# latency; bounded, a core count has one capacity (BATCH / the time such a batch takes), the probe
+# measures it, and beyond it the lag grows.
 BATCH = 100_000
 WINDOW_S = 10.0
 SUT, PARAMS = "uc2", {"emit": "final", "window_s": WINDOW_S, "max_offsets_per_trigger": BATCH}
 # The probe rates one core, in the Spark session the one-core experiments then run in (kept:
-# SparkSessions). A cold JVM confined to one CPU from the start is slow for its first batches
-# (measured: 25,000 rising to 48,000 records/s over five batches, the JIT compiler competing with
-# them for the one CPU), so the first PROBE_WARM batches run on every CPU, then the session is
-# confined to one, the batch running at that moment is left out and the last two give the figure.
-# The warm batches also close windows (streamscale.benchmark.probe.backlog_parts), one per batch
-# after the first, so that the first experiment's window closes run compiled code; four of them
-# close three windows of every sensor before the confinement. The batch running at it closes the
-# last, the one after it is left out too, and the two after those give the figure.
+# SparkSessions). A cold JVM confined to one CPU is slow for its first batches (the JIT compiler
+# competes with them for the CPU), so the first PROBE_WARM batches run on every CPU, then the session
+# is confined to one; the batches around the confinement are left out and the last two give the
+# figure. The warm batches also close windows (streamscale.benchmark.probe.backlog_parts), so that
+# the first experiment's window closes run compiled code.
 PROBE_WARM = 4
 PROBE_RECORDS = (PROBE_WARM + 4) * BATCH
-# The probe's backlog comes from as many sensors as a batch holds records: an experiment at L
-# records/s has L sensors, and at loads of the order of one core's capacity a batch holds about
-# every one of them once (from 10,000 sensors UC2's aggregation has a tenth of the keys to update).
+# As many sensors as a batch holds records: at loads of the order of one core's capacity a batch of
+# an experiment holds about every sensor once, and so does the probe's.
 PROBE_SENSORS = BATCH
 
 # The search (streamscale.benchmark.bracket) starts at the probe's figure on one core and steps by
 # FACTOR outwards until one load held and one failed, then halves that bracket (geometrically) to
-# RESOLUTION; two cores start where one core failed. The probe drains a backlog on a quiet
-# machine, the experiments share it with the generator and the broker, so the probe is a start,
-# not an answer. Runs stop as soon as their lag trend is decided (sequential testing), at the
-# latest after DURATION_S. Four runs of DURATION_S and the few seconds around each fit the budget: one
-# core needs three (the probe's figure held and a step up failed, or the other way round, then
-# their middle: 22 % apart, whichever its verdict) while two cores keep one. DURATION_S is the
-# shortest run whose fitted span (after WARMUP_S) holds four window periods: cut from 300 s runs
-# at loads that held (15 runs, 23,000 to 76,000 records/s on one core;
-# benchmarks/lag_resolution.py), their first 38 s (three periods
-# fitted) passed in 11 of 15 with intervals of +-0.8-1.2 % of the load, their first 48 s (four) in
-# 14 of 15 with +-0.5-0.7 %, and their later 33 s windows in 57 %, 43 s ones in 84 %: a held end
-# decided by 38 s runs is the highest load whose run happened to pass. The steps are large: 1.22x
-# steps from 0.8 of the probe's figure found no load held in 2 of 2 demos (3 and 4 undecided runs).
+# RESOLUTION; two cores start where one core failed. The probe drains a backlog on a quiet machine,
+# the experiments share it with the generator and the broker, so the probe is a start, not an
+# answer. Runs stop as soon as their lag trend is decided (sequential testing), at the latest after
+# DURATION_S: the shortest run whose fitted span (after WARMUP_S) holds four window periods, fewer
+# of which leave a held load's interval too wide to decide at 1 % of the load
+# (benchmarks/lag_resolution.py cuts long runs to measure it). Four such runs fit the budget.
 FACTOR, RESOLUTION, MAX_RUNS = 1.5, 0.25, 6
 DURATION_S, WARMUP_S, MIN_DURATION_S = 48.0, 5.0, 15.0
 
 # The whole demo, probe included, plans its runs to end within BUDGET_S on this machine kind (2
-# CPUs): the search is shared by the core counts and starts no run that would end after it, and
-# the answer says how far apart the ends were when the time was up. Its SLOs are a benchmark's
-# defaults (lag trend at most 1 % of the load, processing p95 at most 8 trigger intervals): a
-# demo judged more loosely than a benchmark would answer differently from one.
+# CPUs): the search is shared by the core counts and starts no run that would end after it, and the
+# answer says how far apart the ends were when the time was up. Its SLOs are a benchmark's defaults:
+# a demo judged more loosely than a benchmark would answer differently from one.
 BUDGET_S = 240.0
 CLOSING_S = 10.0  # the report and the closing paragraph, after the last run
 # A smaller budget shortens the runs, so that each core count gets a run (and the budget's
-# RUN_OVERHEAD_S around it) that fits its share. A budget that holds two runs per core count (a
-# held and a failed end) of LONGEST_S runs them instead, which decide at 1 % of the load where a
-# DURATION_S run's lag trend is still undecided at times (the lag after a commit is the load times
-# a batch time that varies by a fifth; measured on one core at 30,000-60,000 records/s: intervals
-# of +-0.6-0.9 % of the load over 40 s, +-0.4-0.7 % over 90 s).
+# RUN_OVERHEAD_S around it) that fits its share. A budget that holds two runs per core count (a held
+# and a failed end) of LONGEST_S runs them instead: the lag after a commit is the load times a batch
+# time that varies, and a longer run's interval is narrower.
 LONGEST_S = 125.0
 
 
@@ -260,7 +244,7 @@ def run_scaling_demo(
             + (f" (machine speed moved {r.drift:.0%})" if r.drifted else "")
         )
     longest = max((r.ran_s for r in rows), default=0.0)
-    if longest < LONGEST_S:  # measured: 300 s runs contradicted one end in 4 of 31 demos, 1 of 16 with 48 s runs
+    if longest < LONGEST_S:  # a short run's end is a step from the truth now and then: say how to run longer
         console.print(
             f"  (ends from runs of at most {longest:.0f} s: near the capacity a 300 s run may decide one "
             "otherwise; `streamscale demo --budget 600` runs longer ones)",

@@ -209,7 +209,6 @@ def probe_capacity(  # noqa: PLR0913
                         if late:
                             rated_from = _confine_after(run, warm_batches, lambda k=k: sessions.confine(k), records) + 1
                             # the batch after the one that closed the last warm window is slow too
-                            # (measured: 39,000 and 48,000 records/s where the next ran 57,000-82,000)
                             rated_from += len(parts) - 1
                         run.await_available(300)
                     finally:

@@ -131,7 +131,7 @@ class ResourceSpec(_Model):
 # The default bound on every record's processing latency (its Kafka timestamp to the commit of
 # the micro-batch that processed it): 8 trigger intervals at the 95th percentile. A record waits
 # for the next batch and then for that batch, so when batches run back to back the p95 is about
-# twice a batch's time (measured: docs/benchmarking.md): 8 intervals fail a query whose batches
+# twice a batch's time (docs/benchmarking.md): 8 intervals fail a query whose batches
 # take more than ~4 intervals, while one that keeps up (batches within an interval) stays at 1-3.
 # At most 10 s whatever the interval: with UC3's 5 s trigger, 8 intervals (40 s) let 13.5 s
 # batches pass (UC3 at 160,000 records/s on one core, p95 27.6 s), while a 10 s p95 fails batches

@@ -6,10 +6,8 @@ worker's path. Python keeps no bytecode for a module imported from a zip: each P
 starts (a worker daemon per kind of work, each worker it forks, a streaming query's source runner)
 compiled the parts of pyspark it imports again, 1-2 CPU-s a process. The home made here links
 pyspark's ``bin``, ``sbin`` and ``jars`` and has no ``python/lib``: the workers import the pyspark
-installed beside streamscale (the same release as the jars, its bytecode compiled once). Measured
-by ``benchmarks/python_workers.py`` (2026-11-26, 2 CPUs, one local[2] session, short queries
-reading and writing Kafka with the Python connector): the first query 23.4 s -> 14.5 s, each later
-one 3.9 s -> 2.8 s, 21 % less machine CPU; with Spark's connector, no change.
+installed beside streamscale (the same release as the jars, its bytecode compiled once):
+``benchmarks/python_workers.py`` measures what it saves.
 
 A ``SPARK_HOME`` the user set is theirs and is kept; ``STREAMSCALE_SPARK_HOME=0`` uses pyspark's
 own directory as before.

@@ -177,8 +177,8 @@ def codegen_compiles(spark) -> int:
 
 
 def use_python_source(spark) -> None:
-    """Register the ``streamscale-kafka`` data source on ``spark`` once. Registration costs ~2 s
-    (measured on 2 CPUs) however early it runs, so a session of Spark's own connector skips it."""
+    """Register the ``streamscale-kafka`` data source on ``spark`` once. Registration costs seconds
+    however early it runs, so a session of Spark's own connector skips it."""
     from streamscale.sparkio.kafka import KafkaDataSource
 
     jsession = spark._jsparkSession
