@@ -32,8 +32,6 @@ from streamscale.benchmark.results import (
     ExperimentResult,
     ResultsFile,
     exp_id,
-    old_late_rule_note,
-    older_rows_note,
 )
 from streamscale.benchmark.runline import run_line
 from streamscale.benchmark.search import MetricSearch, Outcome, Search
@@ -116,12 +114,6 @@ class Execution:
         rows, repaired = self.results.load()
         if repaired:
             console.print(f"{self.results.path}: dropped a partial last row left by an interrupted run")
-        older = older_rows_note(rows, self.results.missing)
-        if older:
-            console.print(f"note: {self.results.path}: {older}", highlight=False)
-        old_rule = old_late_rule_note(rows)
-        if old_rule:
-            console.print(f"note: {self.results.path}: {old_rule}", highlight=False)
         self.done.update((r.key, r) for r in rows)
 
     def passes(self, load, res, extra_repetitions: int | None = None) -> bool:

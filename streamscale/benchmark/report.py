@@ -15,7 +15,7 @@ import math
 import time
 from pathlib import Path
 
-from streamscale.benchmark.results import FILE_NAME, old_late_rule_note, read_results
+from streamscale.benchmark.results import FILE_NAME, read_results
 from streamscale.benchmark.units import Axes, approx
 from streamscale.errors import ConfigError
 from streamscale.observe.html import html_table, img_tag, page_head, page_tail
@@ -212,9 +212,6 @@ def write_report(results_dir: Path) -> Path:
         "<h3>Metric as searched</h3>",
         html_table(metric_rows, "metric"),
     ]
-    old_rule = old_late_rule_note(experiments)
-    if old_rule:
-        parts.insert(len(parts) - 2, f'<p class="invalid">Note: {html.escape(old_rule)}.</p>')
     plot = d / ("demand.png" if kind == "demand" else "capacity.png")
     if plot.exists():  # the picture of the answer, right below it
         parts.insert(3, img_tag(plot, f"{kind} plot"))

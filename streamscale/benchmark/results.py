@@ -22,10 +22,7 @@ FILE_NAME = "experiments.csv"
 
 # How ``dropped`` was counted. "previous-watermark": a reading is late when its window ends at or
 # before the previous micro-batch's watermark, Spark's own rule (streamscale.pipelines.accounting).
-# Rows written before this column existed counted with the batch's own watermark, which also
-# counted readings Spark kept: read back, they say "batch-watermark".
 LATE_RULE = "previous-watermark"
-OLD_LATE_RULE = "batch-watermark"
 
 
 @dataclass
@@ -113,37 +110,6 @@ def failed_without_output(r) -> bool:
     return (p95 is None or math.isnan(p95)) and not getattr(r, "latency_slo", True)
 
 
-def old_late_rule_note(rows: list[ExperimentResult]) -> str | None:
-    """One line when some rows counted dropped records by the old rule, else None."""
-    old = [r for r in rows if r.late_rule == OLD_LATE_RULE]
-    if not old:
-        return None
-    return (
-        f"{len(old)} of {len(rows)} experiments counted dropped records by an older rule (the batch's own "
-        "watermark, which also counted readings Spark kept): their 'dropped' figures and dropped-records "
-        "verdicts over-count; run them again in a new results directory to compare"
-    )
-
-
-def older_rows_note(rows: list[ExperimentResult], missing: set[str]) -> str | None:
-    """One line when rows were written by an older streamscale without today's figures."""
-    if not rows or not missing:
-        return None
-    named = [c for c in ("verdict", "processing_p95_ms", "speed_before") if c in missing]
-    what = {
-        "verdict": "a verdict of their own (their pass or fail stands, decided as it was then)",
-        "processing_p95_ms": "processing latency",
-        "speed_before": "what they competed with or the machine's speed",
-    }
-    return (
-        f"{len(rows)} experiments were written without "
-        + ", ".join(what[c] for c in named)
-        + "; they are read with those figures empty"
-        if named
-        else None
-    )
-
-
 def exp_id(load, res, rep, config: str = "") -> str:
     return f"{config + '_' if config else ''}load{load:g}_res{res}_rep{rep}"
 
@@ -151,7 +117,7 @@ def exp_id(load, res, rep, config: str = "") -> str:
 def _parse(row: dict, where: str) -> ExperimentResult:
     if None in row or None in row.values():
         raise ResultsError(f"{where}: a row has the wrong number of fields; move the file away to start over")
-    vals = {} if "late_rule" in row else {"late_rule": OLD_LATE_RULE}
+    vals = {}
     for k, v in row.items():
         t = _TYPES.get(k)
         try:

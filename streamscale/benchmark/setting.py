@@ -15,7 +15,7 @@ from streamscale.pipelines.jobref import display_name
 
 def broker_change_note(out_dir: Path, env: dict) -> str | None:
     """One line when the results already in ``out_dir`` were measured on another kind of broker
-    (e.g. the embedded Tansu of older streamscale versions), else None."""
+    (an external cluster against the embedded one, say), else None."""
     path = Path(out_dir) / "environment.json"
     try:
         before = str(json.loads(path.read_text()).get("broker", ""))

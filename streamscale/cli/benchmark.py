@@ -232,12 +232,8 @@ def _figure(x) -> str:
 def report_cmd(results_dir: Path):
     """Write RESULTS_DIR/report.html: one self-contained page for a benchmark execution."""
     from streamscale.benchmark.report import write_report
-    from streamscale.benchmark.results import old_late_rule_note, read_results
 
     out.print(f"wrote {write_report(results_dir)}")
-    old_rule = old_late_rule_note(read_results(results_dir))
-    if old_rule:
-        out.print(f"note: {old_rule}", highlight=False)
 
 
 @root.command("demo")

@@ -6,12 +6,9 @@ import pytest
 
 from streamscale.benchmark.results import (
     COLUMNS,
-    LATE_RULE,
-    OLD_LATE_RULE,
     ExperimentResult,
     ResultsFile,
     exp_id,
-    old_late_rule_note,
     read_results,
 )
 from streamscale.errors import ResultsError
@@ -114,28 +111,6 @@ def test_a_file_of_an_older_streamscale_takes_new_rows(tmp_path):
     back = read_results(tmp_path)
     assert [(r.load, r.passed) for r in back] == [(1000.0, True), (2000.0, False)]
     assert back[1].median_batch_ms == 950.0
-
-
-def test_rows_written_before_the_late_rule_column_say_so_and_keep_saying_so(tmp_path):
-    # a results file from before late records were counted by Spark's two-watermark rule: its rows
-    # come back marked with the old rule, stay marked after the file is rewritten on resume, and
-    # the note counts them; rows written now carry the current rule
-    f = ResultsFile(tmp_path)
-    f.append(result(1000.0, 1, 0, True))
-    f.append(result(1500.0, 1, 0, True))
-    lines = f.path.read_text().splitlines()
-    drop = COLUMNS.index("late_rule")
-    f.path.write_text(
-        "\n".join(",".join(x for i, x in enumerate(line.split(",")) if i != drop) for line in lines) + "\n"
-    )
-    rows, _ = f.load()
-    assert [r.late_rule for r in rows] == [OLD_LATE_RULE, OLD_LATE_RULE]
-    f.append(result(2000.0, 1, 0, False))
-    back = read_results(tmp_path)
-    assert [r.late_rule for r in back] == [OLD_LATE_RULE, OLD_LATE_RULE, LATE_RULE]
-    note = old_late_rule_note(back)
-    assert note is not None and note.startswith("2 of 3 experiments counted dropped records by an older rule")
-    assert old_late_rule_note(back[2:]) is None
 
 
 def test_a_run_failed_without_output_is_one_a_latency_slo_failed_with_no_p95():
