@@ -121,7 +121,7 @@ class ExperimentRunner:
             res.config, res.exp_id = config, exp_id(load, resources, repetition, config)
             prometheus.experiments_total.labels("fail").inc()
             return res
-        fault = self.watch.fault() if self.watch is not None else ""
+        fault = (self.watch.fault() if self.watch is not None else "") or r.fault
         speeds = Speeds(self.reference_speed, speed_before, calibration_speed())
         res, obs = judged(spec, point, repetition, r, speeds, self._confidence(r.ran_s or spec.execution.duration_s))
         self._write_lag(res, r, obs.trend)

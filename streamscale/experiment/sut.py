@@ -66,6 +66,7 @@ class SutResult:
     broker_cpu_pct: float = float("nan")  # the broker's processes (an embedded broker's), % of one CPU
     steal_pct: float = float("nan")  # the machine's steal time while the load ran, % of all CPUs
     undrained: int = 0  # a drained run: records of the input the query had not processed when it stopped
+    fault: str = ""  # what of the environment failed during the run (a partition left without a leader)
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
 
@@ -177,7 +178,7 @@ class SutRun:
         self.group = f"sut-{self.pipe.name}-{self.run_id}"
         self.sessions = context.sessions if context.sessions is not None else SparkSessions()
         self.gen = self.query = self.sampler = self.gres = None
-        self.undrained, self.warmed, self.shuffles = 0, False, None
+        self.undrained, self.warmed, self.shuffles, self.fault = 0, False, None, ""
         self.figures: dict = {}
 
     def run(self) -> SutResult:
@@ -251,12 +252,16 @@ class SutRun:
         t_load = time.monotonic()  # lag is sampled while load is generated; after that it only shows the drain
         deadline = t_load + policy.duration_s
         next_check = t_load + (policy.min_duration_s if policy.min_duration_s is not None else policy.duration_s)
-        ctl0 = time.thread_time()
+        ctl0, next_env = time.thread_time(), t_load + CHECK_EVERY_S
         while time.monotonic() < deadline:
             time.sleep(0.25)
             self.poll()
             if self.gen.worker_failure():  # no load to judge the query by: the run ends, invalid
                 break
+            if time.monotonic() >= next_env:  # what follows a lost leader measures the fault, not the job
+                self.fault, next_env = self.leaderless(time.monotonic() - t_load), time.monotonic() + CHECK_EVERY_S
+                if self.fault:
+                    break
             if policy.judge is not None and time.monotonic() >= next_check:
                 if policy.judge(list(self.sampler.samples), list(self.query.batches), self.sampler.t0_wall,
                                 self.input_topic):  # fmt: skip
@@ -272,6 +277,17 @@ class SutRun:
         self.figures["lag"] = self.sampler.stop()
         with contextlib.suppress(Exception):
             self.shuffles = self.query.shuffle_stages()
+
+    def leaderless(self, at_s: float) -> str:
+        """The run's topics' partitions without a leader, said as a fault ("" when every one has one
+        or the metadata did not come: a broker too busy to answer is no fault of its own)."""
+        try:
+            layout = self.access.partition_layout([self.input_topic, self.output_topic])
+        except Exception:  # noqa: BLE001 - metadata refused or late: the next check asks again
+            return ""
+        lost = [f"{t} partition {p}" for t, parts in sorted(layout.items()) for p, (leader, *_) in sorted(parts.items())
+                if leader < 0]  # fmt: skip
+        return f"{', '.join(lost)} without a leader {at_s:.0f} s into the run" if lost else ""
 
     def poll(self) -> None:
         for b in self.query.poll():
@@ -321,6 +337,7 @@ class SutRun:
         return SutResult(
             uc=self.pipe.name,
             undrained=self.undrained,
+            fault=self.fault,
             sensors=self.sensors,
             target_rate=gres.target_rate,
             generated=gres.delivered,

@@ -57,3 +57,26 @@ def test_a_query_out_of_memory_is_a_load_not_held_and_other_failures_are_errors(
     assert isinstance(heap, SparkDied) and "Java heap space" in str(heap)
     other = query_failure("uc1", RuntimeError("[UNKNOWN_TOPIC_OR_PARTITION] no such topic" + plan))
     assert type(other) is SparkError and str(other) == "uc1 failed: [UNKNOWN_TOPIC_OR_PARTITION] no such topic"
+
+
+def test_a_partition_left_without_a_leader_is_a_fault_of_the_run():
+    from streamscale.experiment.sut import Context, Placement, StopPolicy, SutRun, Workload
+
+    run = SutRun(Workload("uc1"), Placement(), StopPolicy(), Context(topics=("in", "out")))
+
+    class Access:
+        def __init__(self, layout):
+            self.layout = layout
+
+        def partition_layout(self, topics):
+            assert topics == ["in", "out"]
+            if self.layout is None:
+                raise TimeoutError("metadata did not come")
+            return self.layout
+
+    run.access = Access({"in": {0: (1, [1, 2], [1, 2]), 1: (-1, [2, 3], [])}, "out": {0: (2, [2], [2])}})
+    assert run.leaderless(25.4) == "in partition 1 without a leader 25 s into the run"
+    run.access = Access({"in": {0: (1, [1], [1])}, "out": {0: (2, [2], [2])}})
+    assert run.leaderless(3.0) == ""
+    run.access = Access(None)  # no answer: no fault said, the next check asks again
+    assert run.leaderless(3.0) == ""
