@@ -171,6 +171,9 @@ def test_every_command_takes_the_bootstrap_from_the_environment_and_the_properti
 
     def grab(name, pos):
         def f(*args, **kwargs):
+            context = next((a for a in args if hasattr(a, "bootstrap") and hasattr(a, "sessions")), None)
+            if context is not None:  # a run's Context (streamscale.experiment.sut)
+                kwargs = {"bootstrap": context.bootstrap, "properties": context.properties}
             b = kwargs.get("bootstrap", args[pos] if len(args) > pos else None)
             props = {**dict(getattr(b, "properties", ())), **(kwargs.get("properties") or {})}
             seen[name] = (str(b) if b is not None else None, props)
