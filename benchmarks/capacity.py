@@ -26,33 +26,21 @@ To re-check points rather than search: ``--loads`` (one UC) the loads, ``--resou
 resource amounts, and ``--every-run`` runs every load x resource point ``--repetitions`` times,
 with no early stop (``metric: demand``, full search), so a point's agreement is seen whole.
 
-``--confirm``: after a UC's search, each resource amount's held end and failed end run again with
-the same spec and only Theodolite's run lengths (300 s, ``--confirm-warmup`` 60 s, no early stop,
-one run each, under ``<out>/<uc>/confirm-<n>``). An end holds when the long run at the held end
-passes and the one at the failed end fails (an upper end the search left undecided claims no
-failure; a long run passing there says only that the capacity lies higher). Printed per amount,
-with Spark's CPU-seconds per million records at the held end and their range over its runs. Where
-a long run contradicts an end, or passes an upper end the search left undecided, long runs decide
-the bracket anew (at most ``--confirm-runs`` more, default 3, each under
-``<out>/<uc>/confirm-<n>-<load>``): the held end walks down the loads the search held until one
-passes, the upper end is the lowest load above it whose long run did not pass (where every one
-passed, a load ``--resolution`` higher, and so on), and their middle is run until they lie within
-``--resolution``; the answer printed is that bracket, said to be decided by long runs. Each UC's
-``confirmed.json`` holds both answers.
+``--confirm [SECONDS]``: the product's confirmation (``benchmark run --confirm``, the spec's
+``strategy.confirm``): after each amount's search its held and failed ends run again for SECONDS
+(default 300) after ``--confirm-warmup`` (60 s), no early stop; where a long run contradicts an end,
+at most ``--confirm-runs`` more long runs (default 3) decide the bracket anew. experiments.csv says
+which run confirmed which end; the answer says the ends were decided by long runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
-import json
 import math
 import time
 from pathlib import Path
 
-from streamscale.benchmark.bracket import between
-from streamscale.benchmark.confirm import end_holds, long_spec, refine
 from streamscale.benchmark.execution import run_execution
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import parse_spec
@@ -85,6 +73,10 @@ def spec_for(uc: str, args, master: str | None) -> dict:
         "strategy": {"name": "bracket", "resolution": args.resolution},
         "metric": "capacity",
     }
+    if args.confirm is not None:
+        execution["strategy"].update(
+            confirm=True, confirm_s=args.confirm, confirm_warmup_s=args.confirm_warmup, confirm_runs=args.confirm_runs
+        )
     if args.loads:
         execution.update(
             load={**load, "values": list(args.loads)},
@@ -103,12 +95,6 @@ def spec_for(uc: str, args, master: str | None) -> dict:
         "benchmark": {"sut": uc, "params": params, "topics": topics, "loadgen": {"workers": args.generators}},
         "execution": execution,
     }
-
-
-def confirm_spec(spec: dict, resources: int, loads: list[float], seconds: float, warmup: float) -> dict:
-    """``spec`` (a UC's search) re-checking ``loads`` on ``resources``: every run whole, ``seconds``
-    long after ``warmup``, once."""
-    return long_spec(spec, resources, loads, seconds, warmup, f"{spec['name']}-confirm-{resources}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -137,7 +123,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         nargs="?",
         const=300.0,
         metavar="SECONDS",
-        help="after each search, re-run every bracket end whole for SECONDS (default 300)",
+        help="decide every bracket end by a run of SECONDS (default 300): benchmark run --confirm",
     )
     ap.add_argument("--confirm-warmup", type=float, default=60.0, help="warm-up of each confirming run, s (default 60)")
     ap.add_argument("--confirm-runs", type=int, default=3, help="long runs to re-decide a bracket with (default 3)")
@@ -156,7 +142,7 @@ def main() -> None:
     out = args.out / ("standalone" if args.standalone else "local")
     if args.brokers > 1:
         out = out.with_name(f"{out.name}-{args.brokers}brokers")
-    answers, confirmed = {}, {}
+    answers = {}
     with contextlib.ExitStack() as stack:
         master = None
         if args.standalone:
@@ -177,8 +163,6 @@ def main() -> None:
             rows = read_results(out / uc)
             answers[uc] = (summary, rows, time.monotonic() - t0, len(rows) - before)
             print(f"{uc}: {summary['answer']['sentence']} ({answers[uc][2]:.0f} s)", flush=True)
-            if args.confirm is not None:
-                confirmed[uc] = confirm(raw, summary["answer"]["brackets"], out / uc, broker, args)
     unit = "executor" if args.standalone else "core"
     print(f"\nUC: capacity per {unit} count (runs: load x {unit}s: verdict, lag trend [95 %] / limit, median batch)")
     for uc, (summary, rows, secs, ran) in answers.items():
@@ -186,92 +170,6 @@ def main() -> None:
         runs = f"{len(rows)} run{'' if len(rows) == 1 else 's'}"
         print(f"{uc}: {summary['answer']['sentence']} ({runs}{resumed}, {ran} run in {secs / 60:.0f} min)")
         print_runs(rows)
-        for line in confirmed.get(uc, []):
-            print(f"  {line}")
-
-
-def confirm(raw: dict, brackets: list[dict], out: Path, broker, args) -> list[str]:
-    """Each bracket's decided ends run again whole (``--confirm`` s); one line per amount (two where
-    long runs decide its bracket anew: an end contradicted, or an undecided upper end that passed)."""
-    lines, answers = [], []
-    for b in brackets:
-        ends = [e for e in (b["held"], b["failed"]) if e is not None]
-        if not ends:
-            continue
-        n = int(b["resources"])
-        rows = _long_runs(raw, n, [float(e) for e in ends], out / f"confirm-{n}", broker, args)
-        held = rows.get(float(b["held"])) if b["held"] is not None else None
-        failed = rows.get(float(b["failed"])) if b["failed"] is not None else None
-        ok = end_holds(b, held and held.verdict, failed and failed.verdict)
-        per_m, spread = b.get("cpu_s_per_million"), b.get("cpu_s_per_million_range")
-        cpu = "—" if per_m is None else f"{per_m:.3g} [{spread[0]:.3g}, {spread[1]:.3g}]"
-        runs = "; ".join(
-            f"{r.load:,.0f}: {r.verdict.upper()} {r.lag_slope:,.0f} [{r.lag_low:,.0f}, {r.lag_high:,.0f}] / "
-            f"{r.lag_limit:,.0f}, processing p95 {r.processing_p95_ms:,.0f} ms, delivered {r.delivered_rate:,.0f}/s"
-            for r in (held, failed)
-            if r is not None
-        )
-        width = "" if b.get("width") is None else f" ({b['width']:.0%} apart)"
-        upper = "undecided" if b.get("failed_undecided") else "failed"
-        # an upper end the search left undecided that passed its long run: confirmed (it claimed no
-        # failure), but the capacity lies above it, so long runs go on up to a failed end
-        higher = ok and failed is not None and b.get("failed_undecided") and failed.verdict == "pass"
-        said = "confirmed; the capacity lies above the upper end" if higher else "confirmed" if ok else "NOT confirmed"
-        line = (
-            f"{n} x: held {_load(b['held'])} / {upper} {_load(b['failed'])}{width}, CPU-s per million held {cpu}; "
-            f"over {args.confirm:g} s: {runs} -> {said}"
-        )
-        print(f"{out.name}: {line}", flush=True)
-        lines.append(line)
-        entry = {"resources": n, "search": {k: b.get(k) for k in ("held", "failed", "failed_undecided", "width")}}
-        entry |= {"confirmed": ok, "long": {f"{r.load:g}": r.verdict for r in (held, failed) if r is not None}}
-        if not ok or higher:
-            first = {float(k): v for k, v in entry["long"].items()}
-            entry["refined"] = refine(
-                b,
-                functools.partial(_long_run, raw, n, out=out, broker=broker, args=args),
-                first,
-                args.resolution,
-                args.confirm_runs,
-                between,
-            )
-            line = f"{n} x: decided by long runs: {_refined(entry['refined'])}"
-            print(f"{out.name}: {line}", flush=True)
-            lines.append(line)
-            entry["refined"]["long"] = {f"{x:g}": v for x, v in entry["refined"]["long"].items()}
-        answers.append(entry)
-    (out / "confirmed.json").write_text(json.dumps(answers, indent=2, default=str))
-    return lines
-
-
-def _long_runs(raw: dict, n: int, loads: list[float], where: Path, broker, args) -> dict:
-    """``loads`` on ``n`` run whole (``--confirm`` s) into ``where``: their results by load."""
-    spec = parse_spec(confirm_spec(raw, n, loads, args.confirm, args.confirm_warmup))
-    run_execution(spec, where, broker.bootstrap, broker_pids=broker.pids())
-    return {float(r.load): r for r in read_results(where)}
-
-
-def _long_run(raw: dict, n: int, load: float, out: Path, broker, args) -> str:
-    """One more long run of ``load`` on ``n`` (its own directory: an execution keeps its spec)."""
-    (r,) = _long_runs(raw, n, [load], out / f"confirm-{n}-{load:g}", broker, args).values()
-    print(
-        f"  {r.load:,.0f} x {n} over {args.confirm:g} s: {r.verdict.upper()}, "
-        f"{r.cpu_s_per_million:.3g} CPU-s per million records",
-        flush=True,
-    )
-    return r.verdict
-
-
-def _refined(r: dict) -> str:
-    """A bracket long runs decided, in words."""
-    upper = "undecided" if r["failed_undecided"] else "failed"
-    width = "" if r["width"] is None else f" ({r['width']:.0%} apart)"
-    runs = ", ".join(f"{x:,.0f}: {v.upper()}" for x, v in r["long"].items())
-    return f"held {_load(r['held'])} / {upper} {_load(r['failed'])}{width}; long runs: {runs}"
-
-
-def _load(x) -> str:
-    return "none" if x is None else f"{float(x):,.0f}"
 
 
 def print_runs(rows) -> None:

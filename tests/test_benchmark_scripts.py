@@ -105,6 +105,11 @@ def test_capacity_searches_brackets_with_the_defaults_and_rechecks_given_points_
     assert two.benchmark.loadgen.workers == 2
     with pytest.raises(SystemExit):
         capacity.parse_args(["--generators", "0"])
+    # --confirm is the product's confirmation, not a flow of the script's own
+    st = capacity.parse_spec(capacity.spec_for("uc2", capacity.parse_args(["--confirm", "--confirm-runs", "2"]), None))
+    st = st.execution.strategy
+    assert (st.confirm, st.confirm_s, st.confirm_warmup_s, st.confirm_runs) == (True, 300.0, 60.0, 2)
+    assert not capacity.parse_spec(capacity.spec_for("uc2", capacity.parse_args([]), None)).execution.strategy.confirm
 
 
 def test_capacity_loads_need_one_uc(capsys):
@@ -163,109 +168,27 @@ def test_the_reassignment_benchmark_reaches_its_phases(broker):
 
 
 def test_capacity_confirms_each_amounts_ends_with_whole_long_runs(capsys):
+    # the script's --confirm is the product's: each end one whole run of 300 s after 60 s (the
+    # brackets it decides anew are tests/benchmark/test_confirm.py's, on the same hand-worked cases)
     import capacity
+
+    from streamscale.benchmark.confirm import long_execution
 
     args = capacity.parse_args(["--uc", "uc2", "--confirm"])
     assert (args.confirm, args.confirm_warmup) == (300.0, 60.0)
-    raw = capacity.spec_for("uc2", args, None)
-    ex = capacity.parse_spec(capacity.confirm_spec(raw, 2, [260_000.0, 240_000.0], 300.0, 60.0)).execution
-    assert ex.load.values == [240_000, 260_000] and ex.resources.values == [2]
-    assert (ex.duration_s, ex.warmup_s, ex.shortest_s, ex.repetitions) == (300.0, 60.0, None, 1)
-    assert (ex.strategy.name, ex.metric, ex.stop_at_majority, ex.extra_repetitions) == ("full", "demand", False, 0)
-    assert raw["execution"]["strategy"]["name"] == "bracket"  # the search's spec is left as it was
+    spec = capacity.parse_spec(capacity.spec_for("uc2", args, None))
+    ex = long_execution(spec).execution
+    assert (ex.duration_s, ex.warmup_s, ex.shortest_s, ex.repetitions, ex.extra_repetitions) == (
+        300.0,
+        60.0,
+        None,
+        1,
+        0,
+    )
+    assert spec.execution.strategy.name == "bracket" and spec.execution.duration_s == 150  # the search as it was
     with pytest.raises(SystemExit):
         capacity.parse_args(["--uc", "uc2", "--confirm", "30", "--confirm-warmup", "60"])
     assert "--confirm" in capsys.readouterr().err
-
-
-def _fake_long_runs(monkeypatch, capacity, truth: float) -> list:
-    """capacity.py's executions replaced by long runs that pass below ``truth`` and fail at or above
-    it; the list of (directory name, loads) run, in order."""
-    from types import SimpleNamespace
-
-    ran = []
-
-    def fake_run(spec, where, *a, **k):
-        ran.append((where.name, list(spec.execution.load.values)))
-
-    def fake_results(where):
-        loads = next(loads for name, loads in ran if name == where.name)
-        return [
-            SimpleNamespace(
-                load=x,
-                verdict="pass" if x < truth else "fail",
-                lag_slope=0.0,
-                lag_low=0.0,
-                lag_high=0.0,
-                lag_limit=1.0,
-                processing_p95_ms=1.0,
-                delivered_rate=x,
-                cpu_s_per_million=3.0,
-            )
-            for x in loads
-        ]
-
-    monkeypatch.setattr(capacity, "run_execution", fake_run)
-    monkeypatch.setattr(capacity, "read_results", fake_results)
-    return ran
-
-
-def test_capacity_confirm_writes_the_contradicted_bracket_decided_anew(tmp_path, monkeypatch):
-    import json
-    from types import SimpleNamespace
-
-    import capacity
-
-    ran = _fake_long_runs(monkeypatch, capacity, 300_000)  # what a long run on 2 cores holds
-    args = capacity.parse_args(["--uc", "uc1", "--confirm"])
-    bracket = {
-        "resources": 2,
-        "held": 380_000.0,
-        "failed": 400_000.0,
-        "width": 400 / 380 - 1,
-        "failed_undecided": True,
-        "verdicts": {"190000": "pass", "380000": "pass", "400000": "undecided"},
-    }
-    broker = SimpleNamespace(bootstrap="x", pids=lambda: [])
-    lines = capacity.confirm(capacity.spec_for("uc1", args, None), [bracket], tmp_path, broker, args)
-    assert [name for name, _ in ran] == ["confirm-2", "confirm-2-190000", "confirm-2-270000", "confirm-2-320000"]
-    assert "NOT confirmed" in lines[0]
-    assert lines[1].startswith("2 x: decided by long runs: held 270,000 / failed 320,000 (19% apart)")
-    (entry,) = json.loads((tmp_path / "confirmed.json").read_text())
-    assert entry["confirmed"] is False and (entry["refined"]["held"], entry["refined"]["failed"]) == (270_000, 320_000)
-
-
-def test_capacity_confirm_goes_above_an_undecided_upper_end_that_passed(tmp_path, monkeypatch):
-    import json
-    from types import SimpleNamespace
-
-    import capacity
-
-    args = capacity.parse_args(["--uc", "uc2", "--confirm"])
-    raw = capacity.spec_for("uc2", args, None)
-    broker = SimpleNamespace(bootstrap="x", pids=lambda: [])
-    bracket = {
-        "resources": 1,
-        "held": 130_000.0,
-        "failed": 140_000.0,
-        "width": 140 / 130 - 1,
-        "failed_undecided": True,
-        "verdicts": {"40000": "pass", "130000": "pass", "140000": "undecided", "160000": "undecided"},
-    }
-    ran = _fake_long_runs(monkeypatch, capacity, 170_000)
-    lines = capacity.confirm(raw, [bracket], tmp_path, broker, args)
-    assert [name for name, _ in ran] == ["confirm-1", "confirm-1-160000", "confirm-1-180000"]
-    assert lines[0].endswith("-> confirmed; the capacity lies above the upper end")
-    assert lines[1].startswith("1 x: decided by long runs: held 160,000 / failed 180,000 (12% apart)")
-    (entry,) = json.loads((tmp_path / "confirmed.json").read_text())
-    assert entry["confirmed"] is True and (entry["refined"]["held"], entry["refined"]["failed"]) == (160_000, 180_000)
-
-    # its long run did not pass (the capacity lies below it): the bracket stands as the search left it
-    ran = _fake_long_runs(monkeypatch, capacity, 135_000)
-    lines = capacity.confirm(raw, [bracket], tmp_path, broker, args)
-    assert [name for name, _ in ran] == ["confirm-1"] and lines[0].endswith("-> confirmed") and len(lines) == 1
-    (entry,) = json.loads((tmp_path / "confirmed.json").read_text())
-    assert "refined" not in entry
 
 
 def _run_dir(root: Path, rows: list[dict], lags: dict) -> None:
