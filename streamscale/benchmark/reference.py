@@ -19,7 +19,10 @@ _MEANING: dict[str, tuple[str, str]] = {
     "benchmark.params": ("the pipeline's parameters (see the pipelines' parameters below)", ""),
     "benchmark.loadgen.workers": ("load generator processes", ""),
     "benchmark.loadgen.period_s": ("each simulated sensor sends one record per period", "s"),
-    "benchmark.loadgen.encoding": ("how record values are encoded", ""),
+    "benchmark.loadgen.encoding": (
+        "the task samples' sensor readings are JSON (your job's records: records.encoding)",
+        "",
+    ),
     "benchmark.loadgen.distribution": ("distribution of the simulated power values, kind:low,high", "W"),
     "benchmark.topics.partitions": ("partitions of the input topic", ""),
     "execution.load.type": (

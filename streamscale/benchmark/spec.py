@@ -21,8 +21,20 @@ CONFIG_PARAMS = {"maxOffsetsPerTrigger": "max_offsets_per_trigger"}
 class LoadGenSpec(_Model):
     workers: int = Field(2, ge=1)
     period_s: float = Field(1.0, gt=0)
-    encoding: Literal["json", "csv"] = "json"
+    encoding: Literal["json"] = Field(
+        "json", description="the task samples' sensor readings are JSON (your job's records: records.encoding)"
+    )
     distribution: str = "uniform:0,100"
+
+    @field_validator("encoding", mode="before")
+    @classmethod
+    def _json_only(cls, v):
+        if v != "json":
+            raise ValueError(
+                f"'{v}': the task samples read JSON sensor readings; a job of your own reads CSV with "
+                "benchmark.records.encoding: csv"
+            )
+        return v
 
 
 class TopicSpec(_Model):

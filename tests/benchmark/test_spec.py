@@ -101,3 +101,14 @@ def test_the_default_processing_latency_limit_is_8_trigger_intervals_at_most_10_
     assert limit("uc3", {"emit_interval_s": 0.5}) == 4_000
     assert limit("uc3", slos={"processing_latency_p95_ms": 60_000}) == 60_000  # the spec's own
     assert limit("uc3", slos={"processing_latency_p95_ms": None}) is None
+
+
+def test_a_csv_encoding_for_the_task_samples_is_refused_in_one_line():
+    # the task samples decode JSON sensor readings: a CSV spec would run JSON, so it is refused
+    d = base()
+    d["benchmark"]["loadgen"] = {"encoding": "csv"}
+    with pytest.raises(ConfigError) as e:
+        parse_spec(d)
+    assert "\n" not in str(e.value) and "benchmark.records.encoding: csv" in str(e.value)
+    d["benchmark"]["loadgen"] = {"encoding": "json"}
+    assert parse_spec(d).benchmark.loadgen.encoding == "json"
