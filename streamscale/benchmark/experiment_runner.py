@@ -1,6 +1,6 @@
-"""One experiment for real: the settings a (load, resources) point runs with, and the runner that runs
-it (broker topics, load generator, Spark pipeline) and judges it with the SLOs of
-:mod:`streamscale.experiment.slo`. Search, repetitions and files are :mod:`.execution`'s job.
+"""One experiment for real: the runner that runs a (load, resources) point of the plan
+(:mod:`.plan`) in its phases (:class:`~streamscale.experiment.sut.SutRun`) and judges it with the SLO
+checkers (:mod:`.slos`, :mod:`.outcome`). Search, repetitions and files are :mod:`.execution`'s job.
 """
 
 from __future__ import annotations
