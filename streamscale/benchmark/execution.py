@@ -80,6 +80,7 @@ class Execution:
         self.long_experiment = long_experiment or run_experiment
         self.spec = spec
         self.plan = resolve(spec)
+        self.plan.check()  # before any load: a load value the pipeline refuses is one line now
         self.out_dir = out_dir
         self.run_experiment = run_experiment
         self.results = ResultsFile(out_dir)
@@ -423,6 +424,7 @@ def run_execution(
     from streamscale.benchmark.environment import environment
     from streamscale.benchmark.report import write_report
 
+    resolve(spec).check()  # before a broker starts: a load value its pipeline refuses is one line
     with ExitStack() as stack:
         if bootstrap is None and properties is None:  # the section (the environment is the CLI's)
             bootstrap, properties = build_connection(section=spec.kafka_section(), use_env=False)

@@ -79,6 +79,21 @@ class Plan:
             processing_limit_ms=self._processing_limit_ms(pipe),
         )
 
+    def check(self) -> None:
+        """Every load value of every configuration builds its pipeline (where a value sets one of its
+        parameters); ConfigError naming the value and the configuration otherwise."""
+        from streamscale.errors import ConfigError
+
+        if not self.load.checked:
+            return
+        for name in self.configs:
+            for load in self.spec.execution.load.values:
+                try:
+                    self.point(load, self.spec.execution.resources.values[0], name)
+                except ConfigError as exc:
+                    where = f" with configuration {name}" if name else ""
+                    raise ConfigError(f"execution.load.values: {load:g}{where}: {exc}") from None
+
     @cached_property
     def window_period_s(self) -> float | None:
         """How often the spec's pipeline's windows close, s, with its own parameters (None: no

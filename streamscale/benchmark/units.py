@@ -29,6 +29,8 @@ class LoadDimension:
     label: ClassVar[str] = "load (records/s)"
     whole: ClassVar[bool] = False  # values are whole steps (UC4's levels)
     sets_window: ClassVar[bool] = False  # the value is the pipeline's window: no one window period
+    # each value sets a pipeline parameter that the pipeline may refuse: every value is checked up front
+    checked: ClassVar[bool] = False
     period_s: float = 1.0
 
     def rate(self, load: float) -> float:
@@ -102,6 +104,7 @@ class WindowLoad(LoadDimension):
     count_unit: ClassVar[str] = "s windows"
     label: ClassVar[str] = "window size (s)"
     sets_window: ClassVar[bool] = True
+    checked: ClassVar[bool] = True
     sensors: int = 1000  # fixed: the window grows, the records/s do not
 
     def rate(self, load: float) -> float:

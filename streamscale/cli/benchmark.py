@@ -127,6 +127,7 @@ def bench_validate(spec_file: Path):
     if spec.execution.configs:
         out.print(f"  configurations searched in turn: {', '.join(spec.execution.configs)}")
     plan = resolve(spec)
+    plan.check()
     for load in ex.load.values:
         point = plan.point(load, ex.resources.values[0])
         keys = "" if point.load_rate is not None else f"{point.sensors:,} sensors = "

@@ -112,3 +112,17 @@ def test_a_csv_encoding_for_the_task_samples_is_refused_in_one_line():
     assert "\n" not in str(e.value) and "benchmark.records.encoding: csv" in str(e.value)
     d["benchmark"]["loadgen"] = {"encoding": "json"}
     assert parse_spec(d).benchmark.loadgen.encoding == "json"
+
+
+def test_a_load_value_its_pipeline_refuses_is_one_line_before_any_load():
+    # UC3's window is the load: a window shorter than its slide (a day by default) cannot run
+    from streamscale.benchmark.plan import resolve
+
+    d = base()
+    d["benchmark"] = {"sut": "uc3", "params": {"slide_s": 60}}
+    d["execution"]["load"] = {"type": "window_s", "values": [30, 600]}
+    with pytest.raises(ConfigError) as e:
+        resolve(parse_spec(d)).check()
+    assert str(e.value).startswith("execution.load.values: 30: ") and "slide_s must not exceed window_s" in str(e.value)
+    d["execution"]["load"]["values"] = [60, 600]
+    resolve(parse_spec(d)).check()  # every window at least its slide: runs
