@@ -157,7 +157,9 @@ def confirm_bracket(
     ok = end_holds(b, held, failed)
     higher = ok and failed == "pass" and bool(b.get("failed_undecided"))  # the capacity lies above
     if ok and not higher:
-        return {**b, "long": first, "long_confirmed": True, "held_assumed": False}
+        # an upper end the search left undecided and its long run failed is a failed end now
+        undecided = bool(b.get("failed_undecided")) and failed != "fail"
+        return {**b, "long": first, "long_confirmed": True, "held_assumed": False, "failed_undecided": undecided}
     r = refine(b, lambda x: long_verdict(x, ""), first, resolution, max_runs, functools.partial(between, whole=whole))
     return {**b, **r, "long_confirmed": False, "held_assumed": False}
 

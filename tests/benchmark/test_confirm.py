@@ -188,3 +188,13 @@ def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
     long, tried = truth(10_000)
     r = refine(search, long, {50_000.0: "fail", 60_000.0: "fail"}, 0.15, 3, between)
     assert tried == [] and (r["held"], r["failed"], r["width"]) == (None, 50_000, None)
+
+
+def test_an_upper_end_the_search_left_undecided_that_fails_long_is_a_failed_end():
+    # the search's runs at 76,000 stayed undecided; its 300 s run failed: the answer says failed
+    b = {"resources": 1, "held": 32_000.0, "failed": 76_000.0, "failed_undecided": True, "verdicts": {}}
+    out = confirm_bracket(b, lambda x, end: "pass" if x <= 32_000 else "fail", 0.25, 4)
+    assert (out["held"], out["failed"], out["failed_undecided"], out["long_confirmed"]) == (32_000, 76_000, False, True)
+    # one whose long run stayed undecided too stays undecided
+    out = confirm_bracket(b, lambda x, end: "pass" if x <= 32_000 else "undecided", 0.25, 4)
+    assert out["failed_undecided"] is True
