@@ -117,7 +117,8 @@ def bench_validate(spec_file: Path):
     from streamscale.benchmark.spec import load_spec
 
     spec = load_spec(spec_file)
-    ex = spec.execution
+    ex, plan = spec.execution, resolve(spec)
+    plan.check()  # every load value builds its pipeline, before the spec is called valid
     out.print(
         f"[green]valid[/]: {spec.name}: {spec.benchmark.sut}, {ex.metric} over load {ex.load.type} "
         f"{[f'{v:g}' for v in ex.load.values]} x {ex.resources.type} {ex.resources.values}, "
@@ -126,8 +127,6 @@ def bench_validate(spec_file: Path):
     )
     if spec.execution.configs:
         out.print(f"  configurations searched in turn: {', '.join(spec.execution.configs)}")
-    plan = resolve(spec)
-    plan.check()
     for load in ex.load.values:
         point = plan.point(load, ex.resources.values[0])
         keys = "" if point.load_rate is not None else f"{point.sensors:,} sensors = "
@@ -155,6 +154,7 @@ def bench_run(
     spec = with_security(load_spec(spec_file), security)
     if confirm:
         spec = with_confirm(spec)
+    resolve(spec).check()  # a load value its pipeline refuses is the one line, before anything starts
     metrics_endpoint()
     out_dir = out_dir or Path("results") / spec.name
     conn, props = external_kafka(bootstrap, kafka_property, kafka_config, spec.kafka_section())

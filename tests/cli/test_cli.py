@@ -137,6 +137,19 @@ def test_benchmark_validate_and_bad_spec(tmp_path, state):
     )
     r = run("benchmark", "run", str(bad), env=state)
     assert r.returncode == 2 and "warmup_s" in r.stderr and "Traceback" not in r.stderr
+    window = tmp_path / "window.yaml"  # UC3 windows shorter than their slide: refused before any broker starts
+    window.write_text(
+        "name: w\nbenchmark: {sut: uc3, params: {slide_s: 60}}\n"
+        "execution: {load: {type: window_s, values: [30, 600]}, resources: {values: [1]}}\n"
+    )
+    for cmd in ("validate", "run"):
+        r = (
+            run("benchmark", cmd, str(window), "--out", str(tmp_path / "w"), env=state)
+            if cmd == "run"
+            else run("benchmark", cmd, str(window), env=state)
+        )
+        assert r.returncode == 2 and r.stderr.strip().startswith("error: execution.load.values: 30: "), r.stderr
+        assert "valid" not in r.stdout and not (tmp_path / "w").exists()
     r = run("demo", "--budget", "30", "--out", str(tmp_path / "demo"), env=state)  # refused before anything starts
     assert r.returncode == 2 and "at least 90 s" in r.stderr and not (tmp_path / "demo").exists()
 
