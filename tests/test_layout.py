@@ -61,17 +61,14 @@ LONG_OR_WIDE = {
     "benchmark/confirm.py:refine": (94, 6),  # moved from benchmarks/ with its tests, as it was
     "benchmark/plots.py:plot_metric": (72, 6),
     "benchmark/probe.py:probe_capacity": (75, 12),
-    "benchmark/report.py:write_report": (84, 1),
     "broker/embedded.py:EmbeddedBroker.__init__": (32, 9),
     "demo.py:run_demo": (23, 10),
     "demo.py:run_scaling_demo": (93, 4),
     "demo.py:run_source_demo": (97, 5),
-    "loadgen/fields.py:parse": (69, 3),
     "loadgen/worker.py:_work": (118, 12),
     "loadgen/worker.py:_each_sender": (31, 9),
     "pipelines/base.py:Pipeline.start": (34, 9),
     "pipelines/output.py:WindowedOutput.__init__": (23, 9),
-    "pipelines/output.py:WindowedOutput.__call__": (61, 2),
     "reliability/campaign.py:run_spec": (118, 5),
     "reliability/pipeline.py:run_pipeline_trial": (63, 12),
     "reliability/tester.py:run_trial": (139, 14),
@@ -79,7 +76,6 @@ LONG_OR_WIDE = {
     "sparkio/io.py:route_dead_letters": (38, 11),
     "sparkio/io.py:write_kafka": (40, 9),
     "sparkio/session.py:build_session": (67, 6),
-    "topology/physical.py:render_png": (63, 2),
 }
 MAX_LINES, MAX_PARAMS = 60, 8
 

@@ -416,9 +416,8 @@ def run_execution(
     client properties for every client of the run. Neither given: both from the spec's ``kafka:``
     section (a caller that gives either has read the section itself, as the command line does).
     ``sessions``: the caller's :class:`~streamscale.experiment.sessions.SparkSessions` (the demo's
-    holds the probe's session for the first experiment); default: the runner's own. ``broker_pids``:
-    the processes of the broker given (an embedded one's), whose CPU the experiments report.
-    ``extra()``: what the caller adds to summary.json."""
+    holds the probe's session for the first experiment); default: the runner's own. ``broker_pids``: the
+    broker's processes (an embedded one's), whose CPU runs report. ``extra()``: more for summary.json."""
     from contextlib import ExitStack
 
     from streamscale.benchmark.environment import environment

@@ -223,41 +223,7 @@ def write_report(results_dir: Path) -> Path:
         html_table([_experiment_row(e, rate, configs) for e in experiments], "experiments"),
     ]
     for e in experiments:
-        verdict = e.verdict or ("pass" if e.passed else "fail")
-        parts.append(
-            f'<div class="exp" id="{html.escape(e.exp_id)}"><h3>{html.escape(e.exp_id)} '
-            f'<span class="{verdict}">{verdict.upper()}</span></h3>'
-        )
-        if math.isfinite(e.processing_p95_ms):
-            parts.append(
-                "<p>processing latency (Kafka timestamp to the batch's commit): "
-                f"p50 {_duration_ms(e.processing_p50_ms)}, p95 {_duration_ms(e.processing_p95_ms)}"
-                + (f" (limit {_duration_ms(e.processing_limit_ms)})" if math.isfinite(e.processing_limit_ms) else "")
-                + (f", trend {_num(e.processing_trend)} ms/s" if math.isfinite(e.processing_trend) else "")
-                + f"; the run took {_num(e.ran_s)} s</p>"
-            )
-        if not e.valid:
-            parts.append(f'<p class="invalid">INVALID: {html.escape(e.note or "no reason recorded")}</p>')
-        interval = (
-            f" [{_num(e.lag_low)}, {_num(e.lag_high)}] through "
-            f"{'the batch commits' if e.lag_basis == 'batches' else '1 s samples'}"
-            + (f" from {_num(e.trend_from_s)} s" if math.isfinite(e.trend_from_s) else "")
-            + (f", the jump of every {e.lag_period_s:g} s window period fitted out" if e.lag_period_s else "")
-            if math.isfinite(e.lag_low)
-            else ""
-        )
-        parts.append(
-            f"<p>lag trend {_num(e.lag_slope)} records/s{interval} (limit {_num(e.lag_limit)}): "
-            f"lag SLO {'met' if e.lag_slo else 'violated'}; "
-            f"dropped {e.dropped:,} (SLO {'met' if e.dropped_slo else 'violated'})</p>"
-        )
-        lag_png = d / "lag" / f"{e.exp_id}.png"
-        parts.append(
-            img_tag(lag_png, f"lag of {e.exp_id}")
-            if lag_png.exists()
-            else "<p><em>no lag plot (experiment resumed from an older run?)</em></p>"
-        )
-        parts.append("</div>")
+        parts += _experiment_section(e, d)
     parts += [
         "<h2>Environment</h2>",
         html_table([{"key": k, "value": v} for k, v in env.items()], "environment")
@@ -270,3 +236,43 @@ def write_report(results_dir: Path) -> Path:
     out = d / "report.html"
     out.write_text("\n".join(parts))
     return out
+
+
+def _experiment_section(e, d: Path) -> list[str]:
+    """One experiment's part of the page: its verdict, latency, lag trend and lag plot."""
+    verdict = e.verdict or ("pass" if e.passed else "fail")
+    parts = [
+        f'<div class="exp" id="{html.escape(e.exp_id)}"><h3>{html.escape(e.exp_id)} '
+        f'<span class="{verdict}">{verdict.upper()}</span></h3>'
+    ]
+    if math.isfinite(e.processing_p95_ms):
+        parts.append(
+            "<p>processing latency (Kafka timestamp to the batch's commit): "
+            f"p50 {_duration_ms(e.processing_p50_ms)}, p95 {_duration_ms(e.processing_p95_ms)}"
+            + (f" (limit {_duration_ms(e.processing_limit_ms)})" if math.isfinite(e.processing_limit_ms) else "")
+            + (f", trend {_num(e.processing_trend)} ms/s" if math.isfinite(e.processing_trend) else "")
+            + f"; the run took {_num(e.ran_s)} s</p>"
+        )
+    if not e.valid:
+        parts.append(f'<p class="invalid">INVALID: {html.escape(e.note or "no reason recorded")}</p>')
+    interval = (
+        f" [{_num(e.lag_low)}, {_num(e.lag_high)}] through "
+        f"{'the batch commits' if e.lag_basis == 'batches' else '1 s samples'}"
+        + (f" from {_num(e.trend_from_s)} s" if math.isfinite(e.trend_from_s) else "")
+        + (f", the jump of every {e.lag_period_s:g} s window period fitted out" if e.lag_period_s else "")
+        if math.isfinite(e.lag_low)
+        else ""
+    )
+    parts.append(
+        f"<p>lag trend {_num(e.lag_slope)} records/s{interval} (limit {_num(e.lag_limit)}): "
+        f"lag SLO {'met' if e.lag_slo else 'violated'}; "
+        f"dropped {e.dropped:,} (SLO {'met' if e.dropped_slo else 'violated'})</p>"
+    )
+    lag_png = d / "lag" / f"{e.exp_id}.png"
+    parts.append(
+        img_tag(lag_png, f"lag of {e.exp_id}")
+        if lag_png.exists()
+        else "<p><em>no lag plot (experiment resumed from an older run?)</em></p>"
+    )
+    parts.append("</div>")
+    return parts

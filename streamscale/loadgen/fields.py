@@ -187,66 +187,77 @@ def _key_pool(n: int, type_: str, encoding: str) -> tuple[list[bytes], list[byte
     raise GenError(f"keys are strings or whole numbers, not {type_}")
 
 
-def parse(gen: str, type_: str, encoding: str = "json") -> Generator:  # noqa: C901
+def parse(gen: str, type_: str, encoding: str = "json") -> Generator:
     """A field's generator from its text; :class:`GenError` says what is wrong with it."""
     name, _, arg = str(gen).strip().partition(":")
     name = name.strip().lower()
     usage = {g.split(":")[0]: g for g in GENERATORS}
     if name not in usage:
         raise GenError(f"unknown generator '{gen}': use one of {', '.join(GENERATORS)}")
-    what = usage[name]
-    numeric = type_ in ("long", "int", "double")
-    if name == "sequence":
-        if type_ not in ("long", "int", "string"):
-            raise GenError(f"sequence numbers records: type long, int or string, not {type_}")
+    return _PARSERS[name](name, arg, usage[name], type_, encoding)
+
+
+def _sequence(name: str, arg: str, what: str, type_: str, encoding: str) -> Generator:
+    if type_ not in ("long", "int", "string"):
+        raise GenError(f"sequence numbers records: type long, int or string, not {type_}")
+    return Generator(name, type_, encoding)
+
+
+def _keyed(name: str, arg: str, what: str, type_: str, encoding: str) -> Generator:
+    if name == "keys":
+        n, s = _count(arg, what), 0.0
+    else:
+        head, _, tail = arg.partition(",")
+        n, s = _count(head, what), _numbers(tail, 1, what)[0]
+        if s <= 0:
+            raise GenError(f"the exponent S must be positive: {what}")
+    toks, text = _key_pool(n, type_, encoding)
+    g = Generator(name, type_, encoding, (n, s), toks, text)
+    if name == "zipf":
+        w = 1.0 / np.power(np.arange(1, n + 1, dtype=float), s)
+        g.cdf = np.cumsum(w) / w.sum()
+    return g
+
+
+def _numeric(name: str, arg: str, what: str, type_: str, encoding: str) -> Generator:
+    if type_ not in ("long", "int", "double"):
+        raise GenError(f"{name} draws numbers: type double, long or int, not {type_}")
+    a, b = _numbers(arg, 2, what)
+    if name == "uniform" and b < a:
+        raise GenError(f"B must be at least A: {what}")
+    if name == "normal" and b < 0:
+        raise GenError(f"SD must be at least 0: {what}")
+    if type_ != "double" and name == "uniform":
+        lo, hi = INT_RANGE[type_]
+        if a != int(a) or b != int(b) or not lo <= a <= b <= hi:
+            raise GenError(f"A and B must be whole numbers within the {type_} range: {what}")
+    return Generator(name, type_, encoding, (a, b))
+
+
+def _listed(name: str, arg: str, what: str, type_: str, encoding: str) -> Generator:
+    values = [arg] if name == "constant" else arg.split("|")
+    if not arg or any(v == "" for v in values):
+        raise GenError(f"needs {'a value' if name == 'constant' else 'values between |'}: {what}")
+    pairs = [_token(v, "long" if type_ == "timestamp" else type_, encoding) for v in values]
+    toks = [t for t, _ in pairs]
+    text = [p for _, p in pairs]
+    return Generator(name, type_, encoding, tuple(values), toks, text if type_ == "string" else toks)
+
+
+def _event_time(name: str, arg: str, what: str, type_: str, encoding: str) -> Generator:
+    if type_ not in ("timestamp", "long"):
+        raise GenError(f"{name} is an event time: type timestamp (or long), not {type_}")
+    if name == "now":
+        if arg:
+            raise GenError("now takes no argument")
         return Generator(name, type_, encoding)
-    if name in ("keys", "zipf"):
-        if name == "keys":
-            n, s = _count(arg, what), 0.0
-        else:
-            head, _, tail = arg.partition(",")
-            n, s = _count(head, what), _numbers(tail, 1, what)[0]
-            if s <= 0:
-                raise GenError(f"the exponent S must be positive: {what}")
-        toks, text = _key_pool(n, type_, encoding)
-        g = Generator(name, type_, encoding, (n, s), toks, text)
-        if name == "zipf":
-            w = 1.0 / np.power(np.arange(1, n + 1, dtype=float), s)
-            g.cdf = np.cumsum(w) / w.sum()
-        return g
-    if name in ("uniform", "normal"):
-        if not numeric:
-            raise GenError(f"{name} draws numbers: type double, long or int, not {type_}")
-        a, b = _numbers(arg, 2, what)
-        if name == "uniform" and b < a:
-            raise GenError(f"B must be at least A: {what}")
-        if name == "normal" and b < 0:
-            raise GenError(f"SD must be at least 0: {what}")
-        if type_ != "double" and name == "uniform":
-            lo, hi = INT_RANGE[type_]
-            if a != int(a) or b != int(b) or not lo <= a <= b <= hi:
-                raise GenError(f"A and B must be whole numbers within the {type_} range: {what}")
-        return Generator(name, type_, encoding, (a, b))
-    if name in ("constant", "choice"):
-        values = [arg] if name == "constant" else arg.split("|")
-        if not arg or any(v == "" for v in values):
-            raise GenError(f"needs {'a value' if name == 'constant' else 'values between |'}: {what}")
-        pairs = [_token(v, "long" if type_ == "timestamp" else type_, encoding) for v in values]
-        toks = [t for t, _ in pairs]
-        text = [p for _, p in pairs]
-        return Generator(name, type_, encoding, tuple(values), toks, text if type_ == "string" else toks)
-    if name in ("now", "late"):
-        if type_ not in ("timestamp", "long"):
-            raise GenError(f"{name} is an event time: type timestamp (or long), not {type_}")
-        if name == "now":
-            if arg:
-                raise GenError("now takes no argument")
-            return Generator(name, type_, encoding)
-        p, max_s = _numbers(arg, 2, what)
-        if not 0 <= p <= 1 or max_s < 0:
-            raise GenError(f"P is a fraction from 0 to 1 and MAX_S at least 0: {what}")
-        return Generator(name, type_, encoding, (p, max_s))
-    # bytes:N
+    p, max_s = _numbers(arg, 2, what)
+    if not 0 <= p <= 1 or max_s < 0:
+        raise GenError(f"P is a fraction from 0 to 1 and MAX_S at least 0: {what}")
+    return Generator(name, type_, encoding, (p, max_s))
+
+
+def _bytes(name: str, arg: str, what: str, type_: str, encoding: str) -> Generator:
     if type_ != "string":
         raise GenError(f"bytes makes a payload string: type string, not {type_}")
     if not re.fullmatch(r"\d+", arg.strip()) or not 0 <= int(arg) <= 1_000_000:
@@ -256,3 +267,18 @@ def parse(gen: str, type_: str, encoding: str = "json") -> Generator:  # noqa: C
     text = [_ALPHABET[rng.integers(0, len(_ALPHABET), size)].tobytes() for _ in range(PAYLOAD_POOL)]
     toks = [b'"%s"' % t for t in text] if encoding == "json" else text
     return Generator(name, type_, encoding, (size,), toks, text)
+
+
+# each generator's parser, by its name (GENERATORS' first words)
+_PARSERS = {
+    "sequence": _sequence,
+    "keys": _keyed,
+    "zipf": _keyed,
+    "uniform": _numeric,
+    "normal": _numeric,
+    "constant": _listed,
+    "choice": _listed,
+    "now": _event_time,
+    "late": _event_time,
+    "bytes": _bytes,
+}

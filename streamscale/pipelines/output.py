@@ -266,11 +266,9 @@ class WindowedOutput:
                     observed.select(key.alias("key"), value.alias("value")), self.bootstrap, self.topic, self.kafka_impl
                 )
                 got = obs.get
-            # The batch's aggregation runs inside the write (the DataFrame is lazy): a row is out
-            # once its task's producer delivered it, by the time the write returns. Latency is
-            # measured to then (an upper bound by at most the write itself); counted from `now`,
-            # before the work, it left out the batch's processing (UC3's p95 read 2.4 s in every
-            # run while its batches took 2.5-6 s).
+            # The batch's aggregation runs inside the write (the DataFrame is lazy): a row is out once
+            # its task's producer delivered it, by the time the write returns; latency is measured to
+            # then (counted from `now`, before the work, it would leave the batch's processing out).
             written_ms = int(time.time() * 1000) - now
         finally:
             if cached is not None:

@@ -241,6 +241,29 @@ def to_dot(phys: PhysicalPlan) -> str:
     return "\n".join(out) + "\n"
 
 
+def _columns(phys: PhysicalPlan) -> dict[int, float]:
+    """Each node's x: leaves side by side in depth-first order, every other node above the mean of
+    its children."""
+    xs: dict[int, float] = {}
+    leaves = 0
+
+    def place(n) -> float:
+        nonlocal leaves
+        if n.id not in xs:
+            kids = list(n.children)
+            if not kids:
+                xs[n.id] = float(leaves)
+                leaves += 1
+            else:
+                xs[n.id] = sum(place(c) for c in kids) / len(kids)
+        return xs[n.id]
+
+    for n in phys.nodes:
+        if not n.parents:
+            place(n)
+    return xs
+
+
 def render_png(phys: PhysicalPlan, path) -> None:
     """Draw the physical plan (layered by depth, one colour per sub-topology) with networkx + matplotlib."""
     import matplotlib
@@ -257,24 +280,7 @@ def render_png(phys: PhysicalPlan, path) -> None:
         g.add_node(n.name, layer=depth[n.id])
         for p in n.parents:
             g.add_edge(p.name, n.name, repartition=p.kind == "repartition")
-    # leaves side by side in depth-first order, every other node above the mean of its children
-    xs: dict[int, float] = {}
-    leaves = 0
-
-    def place(n) -> float:
-        nonlocal leaves
-        if n.id not in xs:
-            kids = [c for c in n.children]
-            if not kids:
-                xs[n.id] = float(leaves)
-                leaves += 1
-            else:
-                xs[n.id] = sum(place(c) for c in kids) / len(kids)
-        return xs[n.id]
-
-    for n in phys.nodes:
-        if not n.parents:
-            place(n)
+    xs = _columns(phys)
     pos = {n.name: (xs[n.id], -depth[n.id]) for n in phys.nodes}
     fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(phys.nodes) ** 0.5 * 3), 1.1 * (max(depth.values()) + 2)))
     colors = plt.cm.Set2.colors
