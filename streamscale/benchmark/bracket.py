@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from streamscale.benchmark.search import Outcome
 from streamscale.benchmark.units import round_significant
 
 PASS, FAIL, UNDECIDED, INVALID = "pass", "fail", "undecided", "invalid"
@@ -340,9 +341,7 @@ class BracketSearch:
     run_cost_s: Callable[[], float]
     confirm_long: bool = False
 
-    def run(self, trials):
-        from streamscale.benchmark.search import Outcome
-
+    def run(self, trials) -> Outcome:
         budget = Budget(trials.deadline, self.run_cost_s)
         found = bracket_search(
             list(self.resources), trials.verdict, self.start, self.settings, trials.confirm, trials.drifted,

@@ -80,7 +80,6 @@ class Execution:
         self.long_experiment = long_experiment or run_experiment
         self.spec = spec
         self.plan = resolve(spec)
-        self.plan.check()  # before any load: a load value the pipeline refuses is one line now
         self.out_dir = out_dir
         self.run_experiment = run_experiment
         self.results = ResultsFile(out_dir)

@@ -13,7 +13,6 @@ from functools import cached_property
 from streamscale.benchmark.spec import PROCESSING_P95_MAX_MS, PROCESSING_P95_TRIGGERS, Spec
 from streamscale.benchmark.units import (
     RESOURCES,
-    Axes,
     LoadDimension,
     ResourceDimension,
     load_dimension,
@@ -48,10 +47,6 @@ class Plan:
     load: LoadDimension
     resource: ResourceDimension
     configs: dict[str, tuple[dict, dict]] = field(default_factory=dict)  # name: (Spark settings, parameters)
-
-    @cached_property
-    def axes(self) -> Axes:
-        return Axes.of(self.spec)
 
     def point(self, load: float, resources: int, config: str = "") -> Point:
         from streamscale.pipelines import PIPELINES, Pipeline, make_pipeline

@@ -170,7 +170,6 @@ class ResultsFile:
 
     def __init__(self, results_dir: Path):
         self.path = Path(results_dir) / FILE_NAME
-        self.missing: set[str] = set()  # today's columns the file did not have when loaded
 
     def load(self) -> tuple[list[ExperimentResult], bool]:
         """The rows, and whether a partial last row left by an interrupted run was cut off."""
@@ -182,7 +181,6 @@ class ResultsFile:
             self._replace(whole)  # repaired, so that appended rows start on a line of their own
         rows = parse(whole, str(self.path))
         header = whole.split("\n", 1)[0].rstrip("\r").split(",") if whole else []
-        self.missing = set(COLUMNS) - set(header) if header else set()
         if whole and header != COLUMNS:
             # written by an older streamscale (fewer columns): rewritten with today's columns (the
             # new ones at their defaults), so that appended rows match the header

@@ -203,19 +203,6 @@ class MetricSearch:
         return Outcome(found, assumed_capacities(found, oracle.calls))
 
 
-@dataclass(frozen=True)
-class CustomSearch:
-    """A caller's ``search(passes) -> metric``."""
-
-    search: Callable
-    metric: str = "demand"
-
-    def run(self, trials) -> Outcome:
-        oracle = CountingOracle(trials.passes)
-        found = self.search(oracle)
-        return Outcome(found, assumed_capacities(found, oracle.calls) if self.metric == "capacity" else set())
-
-
 class CountingOracle:
     """Wraps a verdict function and counts (and remembers) the experiments it ran."""
 

@@ -176,6 +176,11 @@ class ProcessingGrowth:
         return SloVerdict(self.name, slope, low, high, None, "fail" if fails else "pass", notes)
 
 
+def _between(what: str, low: float, high: float) -> str:
+    """The note of a p95 known to lie in (low, high] with the limit between."""
+    return f"{what} p95 lies in ({low:,.0f}, {high:,.0f}] ms, which holds its limit"
+
+
 @dataclass(frozen=True)
 class OutputLatency:
     """The output latency's p95 (event time to output, windowed pipelines) within ``limit_ms``."""
@@ -187,9 +192,7 @@ class OutputLatency:
         p95 = latency_percentile_ms(obs.batches, 0.95, obs.t0_wall or None, obs.steady_s)
         verdict = percentile_verdict(p95, self.limit_ms)
         low = bucket_floor_ms(p95) if p95 is not None and math.isfinite(p95) else None
-        why = ""
-        if verdict == "undecided":
-            why = f"output p95 lies in ({low or 0:,.0f}, {p95:,.0f}] ms, which holds its limit"
+        why = _between("output", low or 0, p95) if verdict == "undecided" else ""
         return SloVerdict(self.name, p95, low, p95, self.limit_ms, verdict, (), why)
 
 
@@ -205,9 +208,7 @@ class ProcessingLatency:
         bounds = processing_bounds(obs.batches, 0.95, obs.t0_wall or None, obs.steady_s)
         verdict = bounds_verdict(bounds, self.limit_ms)
         low, high = bounds if bounds is not None else (None, None)
-        why = ""
-        if verdict == "undecided":
-            why = f"processing p95 lies in ({low:,.0f}, {high:,.0f}] ms, which holds its limit"
+        why = _between("processing", low, high) if verdict == "undecided" else ""
         return SloVerdict(self.name, high, low, high, self.limit_ms, verdict, (), why)
 
 
@@ -242,7 +243,7 @@ def judge(obs: Observation, checkers: Sequence, confidence: float = 0.95, look: 
     for i, checker in enumerate(checkers):
         v = checker.check(obs, confidence)
         slos.append(v)
-        if look and (v.verdict == "fail" if i == 0 else False):
+        if look and i == 0 and v.verdict == "fail":
             return Judgement("fail", tuple(slos), True)
         if look and v.verdict == "undecided":
             return Judgement("undecided", tuple(slos), False)

@@ -3,6 +3,7 @@ rate, resources as whole cores or executors. Shared by the plots, the answer and
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -125,10 +126,8 @@ def load_dimension(
 ) -> LoadDimension:
     """The load type ``load_type`` with its spec's figures."""
     cls = LOADS[load_type]
-    extra = {"children": children} if cls is NestedGroupsLoad else {}
-    extra.update({"sensors": sensors} if cls is WindowLoad else {})
-    extra.update({"described": described} if cls is RateLoad else {})
-    return cls(period_s=period_s, **extra)
+    given = {"period_s": period_s, "children": children, "sensors": sensors, "described": described}
+    return cls(**{f.name: given[f.name] for f in dataclasses.fields(cls)})
 
 
 @dataclass(frozen=True)

@@ -136,17 +136,6 @@ def bucket_floor_ms(edge_ms: float) -> float:
     return LATENCY_EDGES_MS[k - 1] if k > 0 else 0.0
 
 
-def combined_verdict(valid: bool, lag: str, others_hold: bool, latency: str = "pass") -> str:
-    """One run's verdict: invalid, else fail when a decided SLO failed, else undecided while the lag
-    trend's interval straddles its limit or a latency limit lies between its percentile's bounds
-    (``latency``: :func:`percentile_verdict` or :func:`bounds_verdict`), else pass."""
-    if not valid:
-        return "invalid"
-    if lag == "fail" or not others_hold or latency == "fail":
-        return "fail"
-    return "undecided" if "undecided" in (lag, latency) else "pass"
-
-
 def majority_verdict(verdicts: list[str], repetitions: int, final: bool = False) -> str | None:
     """pass or fail once a strict majority of ``repetitions`` says so; invalid when every run was;
     None while more runs may decide (``final``: undecided instead)."""

@@ -1,6 +1,10 @@
-"""Results as the runner writes them, made by hand for the tests of what reads them."""
+"""Results as the runner writes them, made by hand for the tests of what reads them, and a checker
+whose verdict is given."""
+
+from dataclasses import dataclass
 
 from streamscale.benchmark.results import ExperimentResult
+from streamscale.benchmark.slos import Observation, SloVerdict
 
 
 def fake_result(load, res, rep, passed):
@@ -59,3 +63,19 @@ def capacity_spec(name, strategy, resources=(1,), loads=(20_000,), configs=None)
         **({"configs": configs} if configs else {}),
     }
     return parse_spec({"name": name, "benchmark": {"sut": "uc1", "params": {"sink": "none"}}, "execution": ex})
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """An SLO checker whose verdict is given."""
+
+    name: str
+    verdict: str
+    notes: tuple = ()
+    undecided_note: str = ""
+
+    def check(self, obs, confidence):
+        return SloVerdict(self.name, 1.0, None, None, 1.0, self.verdict, self.notes, self.undecided_note)
+
+
+NO_RUN = Observation(lag=[], batches=[], t0_wall=None, warmup_s=0.0)  # what a Fixed checker ignores

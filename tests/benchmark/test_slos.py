@@ -1,7 +1,5 @@
 """The SLO checkers and the one judge, with plain data."""
 
-from dataclasses import dataclass
-
 import pytest
 
 from streamscale.benchmark.slos import (
@@ -10,25 +8,9 @@ from streamscale.benchmark.slos import (
     NOTE_STALL,
     DroppedRecords,
     Observation,
-    SloVerdict,
     judge,
 )
-
-
-@dataclass(frozen=True)
-class Fixed:
-    """A checker whose verdict is given."""
-
-    name: str
-    verdict: str
-    notes: tuple = ()
-    undecided_note: str = ""
-
-    def check(self, obs, confidence):
-        return SloVerdict(self.name, 1.0, None, None, 1.0, self.verdict, self.notes, self.undecided_note)
-
-
-OBS = Observation(lag=[], batches=[], t0_wall=None, warmup_s=0.0)
+from tests.benchmark.helpers import NO_RUN, Fixed
 
 
 @pytest.mark.parametrize(
@@ -43,7 +25,7 @@ OBS = Observation(lag=[], batches=[], t0_wall=None, warmup_s=0.0)
 )
 def test_a_run_is_invalid_else_failed_else_undecided_else_passed(verdicts, expected):
     checkers = [Fixed(f"slo{i}", v) for i, v in enumerate(verdicts)]
-    j = judge(OBS, checkers)
+    j = judge(NO_RUN, checkers)
     assert j.verdict == expected
     assert [v.verdict for v in j.slos] == verdicts  # every SLO's own verdict is kept
     assert j.of("slo1").verdict == verdicts[1] and j.of("nothing") is None
@@ -61,7 +43,7 @@ def test_a_run_is_invalid_else_failed_else_undecided_else_passed(verdicts, expec
 )
 def test_at_a_look_the_lag_trend_leads(lag, others, decided):
     checkers = [Fixed("lag_trend", lag)] + [Fixed(f"latency{i}", v) for i, v in enumerate(others)]
-    assert judge(OBS, checkers, look=True).decided is decided
+    assert judge(NO_RUN, checkers, look=True).decided is decided
 
 
 def test_a_look_stops_checking_once_its_fate_is_known():
@@ -71,8 +53,8 @@ def test_a_look_stops_checking_once_its_fate_is_known():
         def check(self, obs, confidence):
             raise AssertionError("checked after the look was decided")
 
-    assert judge(OBS, [Fixed("lag_trend", "fail"), Exploding()], look=True).decided
-    assert not judge(OBS, [Fixed("lag_trend", "undecided"), Exploding()], look=True).decided
+    assert judge(NO_RUN, [Fixed("lag_trend", "fail"), Exploding()], look=True).decided
+    assert not judge(NO_RUN, [Fixed("lag_trend", "undecided"), Exploding()], look=True).decided
 
 
 def test_notes_come_in_one_order_and_undecided_ones_only_for_an_undecided_run():
@@ -80,14 +62,14 @@ def test_notes_come_in_one_order_and_undecided_ones_only_for_an_undecided_run():
     stalled = Fixed("b", "pass", ((NOTE_STALL, "stalled"),))
     invalid = Fixed("validity", "pass", ((NOTE_INVALID, "short"),))
     between = Fixed("p95", "undecided", (), "p95 between")
-    assert judge(OBS, [excuse, stalled, invalid, between]).notes == (
+    assert judge(NO_RUN, [excuse, stalled, invalid, between]).notes == (
         "short",
         "stalled",
         "slower machine",
         "straddles",
         "p95 between",
     )
-    failed = judge(OBS, [excuse, Fixed("dropped", "fail"), between])
+    failed = judge(NO_RUN, [excuse, Fixed("dropped", "fail"), between])
     assert failed.verdict == "fail" and failed.notes == ("slower machine",)
 
 

@@ -88,7 +88,6 @@ def test_a_latency_limit_inside_its_percentiles_bucket_is_neither_held_nor_faile
     from streamscale.benchmark.verdict import (
         bounds_verdict,
         bucket_floor_ms,
-        combined_verdict,
         percentile_verdict,
         worst,
     )
@@ -106,10 +105,17 @@ def test_a_latency_limit_inside_its_percentiles_bucket_is_neither_held_nor_faile
     assert bounds_verdict((8_000.0, 8_050.0), 8000.0) == "fail"  # above 8,000 surely
     assert bounds_verdict(None, 8000.0) == "fail" and bounds_verdict(None, None) == "pass"
     assert worst("pass", "undecided") == "undecided" and worst("undecided", "fail") == "fail"
-    assert combined_verdict(True, "pass", True, "undecided") == "undecided"
-    assert combined_verdict(True, "fail", True, "undecided") == "fail"
-    assert combined_verdict(True, "undecided", False, "pass") == "fail"  # the dropped records failed
-    assert combined_verdict(False, "pass", True, "fail") == "invalid"
+    from streamscale.benchmark.slos import judge
+    from tests.benchmark.helpers import NO_RUN, Fixed
+
+    def combined(valid: str, lag: str, dropped: str, latency: str) -> str:
+        slos = [Fixed("validity", valid), Fixed("lag_trend", lag), Fixed("dropped", dropped), Fixed("p95", latency)]
+        return judge(NO_RUN, slos).verdict
+
+    assert combined("pass", "pass", "pass", "undecided") == "undecided"
+    assert combined("pass", "fail", "pass", "undecided") == "fail"
+    assert combined("pass", "undecided", "fail", "pass") == "fail"  # the dropped records failed
+    assert combined("invalid", "pass", "pass", "fail") == "invalid"
 
 
 def _looking(spec, point):
