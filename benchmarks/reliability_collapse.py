@@ -19,7 +19,7 @@ from pathlib import Path
 
 from streamscale.reliability.spec import ProxyFault
 from streamscale.reliability.testbeds import ProxyTestbed
-from streamscale.reliability.tester import run_trial
+from streamscale.reliability.tester import Trial, run_trial
 
 SIZES = (1_000_000, 65_536, 16_384)
 
@@ -38,7 +38,9 @@ def main() -> None:
             beds[size] = ProxyTestbed(Path(tempfile.mkdtemp()), seed=11 + size % 97, properties={"batch.size": size})
         for rep in range(args.repeat):
             for size in SIZES if rep % 2 == 0 else tuple(reversed(SIZES)):
-                r = run_trial(beds[size], "at-least-once", args.messages, 100, fault, partitions=2, send_timeout_s=30)
+                r = run_trial(
+                    beds[size], Trial("at-least-once", args.messages, 100, fault, partitions=2, send_timeout_s=30)
+                )
                 rows[size].append(r)
                 print(
                     f"batch.size {size:>9,}: acknowledged {r.acked:>6,}  α {r.alpha:.3f}  β {r.beta:.3f}  "

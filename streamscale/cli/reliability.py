@@ -87,7 +87,7 @@ def reliability_pipeline(
     from contextlib import ExitStack
 
     from streamscale.errors import ConfigError
-    from streamscale.reliability.pipeline import run_pipeline_trial
+    from streamscale.reliability.pipeline import PipelineTrial, run_pipeline_trial
 
     if kill not in ("query", "leader"):
         raise ConfigError(f"--kill must be query or leader, not {kill!r}")
@@ -103,9 +103,8 @@ def reliability_pipeline(
             conn = kafka_connection(cluster.bootstrap, kafka_property, kafka_config)
         else:
             conn = kafka_connection(bootstrap, kafka_property, kafka_config)
-        r = run_pipeline_trial(
-            conn, out_dir, messages, size, partitions, kill_at, master, connector=connector, kill=kill, cluster=cluster
-        )
+        trial = PipelineTrial(messages, size, partitions, kill_at, master, connector=connector, kill=kill)
+        r = run_pipeline_trial(conn, out_dir, trial, cluster=cluster)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "pipeline.json").write_text(json.dumps(r.row(), indent=2))
     what = f"broker {r.killed_node} (the output's leader) killed" if r.killed_node is not None else "query killed"

@@ -16,7 +16,7 @@ from streamscale.broker.connection import KafkaConnection, build_connection, mas
 from streamscale.errors import ConfigError
 from streamscale.reliability.spec import NetemFault, NoFault, ReliabilitySpec
 from streamscale.reliability.testbeds import ClusterTestbed, ExternalTestbed, NetemTestbed, ProxyTestbed
-from streamscale.reliability.tester import TrialResult, run_trial
+from streamscale.reliability.tester import Trial, TrialResult, run_trial
 
 
 def _testbed_kind(spec: ReliabilitySpec, fault, external: bool) -> str:
@@ -56,13 +56,29 @@ def run_spec(
         properties = {**dict(bootstrap.properties), **(properties or {})}
         bootstrap = bootstrap.bootstrap
     faults = spec.all_faults()
-    if bootstrap and any(not isinstance(f, NoFault) for f in faults):
+    _check_runnable(spec, faults, bool(bootstrap))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    saved = spec.model_dump(mode="json")
+    saved["kafka"]["properties"] = masked(saved["kafka"]["properties"])  # results keep no credential
+    (out_dir / "spec.json").write_text(json.dumps(saved, indent=2))
+    results = _run_trials(spec, faults, out_dir, (bootstrap, properties), progress)
+    df = pd.DataFrame([r.row() for r in results])
+    summary = summarise(df)
+    summary.to_csv(out_dir / "summary.csv", index=False)
+    (out_dir / "summary.json").write_text(json.dumps(summary.to_dict(orient="records"), indent=2, default=float))
+    plot(df, out_dir)
+    return df
+
+
+def _check_runnable(spec: ReliabilitySpec, faults: list, external: bool) -> None:
+    """Refuse, before any trial, a campaign this machine or this broker cannot run."""
+    if external and any(not isinstance(f, NoFault) for f in faults):
         raise ConfigError(
             "faults need the embedded broker behind the fault proxy (or in a netem namespace); "
             "with --bootstrap-servers only `kind: none` can run, because an external cluster "
             "advertises its own addresses and clients would bypass the proxy"
         )
-    if bootstrap and spec.cluster is not None:
+    if external and spec.cluster is not None:
         raise ConfigError("cluster: starts an embedded cluster; leave out --bootstrap-servers (or cluster:)")
     if spec.isolation():
         from streamscale.broker.clusternet import namespaces_available
@@ -74,16 +90,42 @@ def run_spec(
         from streamscale.reliability.netem import require_netem
 
         require_netem()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    saved = spec.model_dump(mode="json")
-    saved["kafka"]["properties"] = masked(saved["kafka"]["properties"])  # results keep no credential
-    (out_dir / "spec.json").write_text(json.dumps(saved, indent=2))
-    results: list[TrialResult] = []
-    producers = spec.producer_settings()
-    settings = [(m, u) for m in spec.topic.min_insync_replicas for u in spec.topic.unclean_leader_election]
-    per_fault = len(spec.sizes) * len(producers) * len(settings) * spec.repetitions
-    total = len(faults) * per_fault
+
+
+def _trials(spec: ReliabilitySpec, fault) -> list[Trial]:
+    """A fault's trials, in the campaign's order: size x producer x topic setting x repetition."""
     rf = spec.replication_factor()
+    settings = [(m, u) for m in spec.topic.min_insync_replicas for u in spec.topic.unclean_leader_election]
+    return [
+        Trial(
+            producer,
+            spec.messages,
+            size,
+            fault,
+            spec.partitions,
+            spec.rate,
+            rep,
+            spec.transaction_messages,
+            spec.send_timeout_s,
+            spec.receive_timeout_s,
+            replication_factor=rf,
+            min_insync_replicas=min_isr,
+            unclean_election=unclean,
+        )
+        for size in spec.sizes
+        for producer in spec.producer_settings()
+        for min_isr, unclean in settings
+        for rep in range(spec.repetitions)
+    ]
+
+
+def _run_trials(spec: ReliabilitySpec, faults: list, out_dir: Path, where: tuple, progress) -> list[TrialResult]:
+    """Every trial, each appended to trials.csv as it ends; a testbed per kind, made when first
+    needed and closed at the end (or on failure)."""
+    bootstrap, properties = where
+    per_fault = {id(f): _trials(spec, f) for f in faults}
+    total = sum(len(t) for t in per_fault.values())
+    results: list[TrialResult] = []
     beds: dict[str, object] = {}
     csv_path = out_dir / "trials.csv"
     csv_path.unlink(missing_ok=True)
@@ -92,71 +134,53 @@ def run_spec(
             kind = _testbed_kind(spec, fault, bool(bootstrap))
             if kind not in beds:
                 beds[kind] = _testbed(kind, spec, out_dir, bootstrap, properties)
-            bed = beds[kind]
-            for size in spec.sizes:
-                for producer in producers:
-                    for min_isr, unclean in settings:
-                        for rep in range(spec.repetitions):
-                            r = run_trial(
-                                bed,
-                                producer,
-                                spec.messages,
-                                size,
-                                fault,
-                                spec.partitions,
-                                spec.rate,
-                                rep,
-                                spec.transaction_messages,
-                                spec.send_timeout_s,
-                                spec.receive_timeout_s,
-                                replication_factor=rf,
-                                min_insync_replicas=min_isr,
-                                unclean_election=unclean,
-                            )
-                            results.append(r)
-                            _append(csv_path, r)
-                            progress(_progress_line(len(results), total, r, spec))
+            for trial in per_fault[id(fault)]:
+                r = run_trial(beds[kind], trial)
+                results.append(r)
+                _append(csv_path, r)
+                progress(_progress_line(len(results), total, r, spec))
     finally:
         for bed in beds.values():
             bed.close()
-    df = pd.DataFrame([r.row() for r in results])
-    summary = (
-        df.groupby(CELL, sort=False)
-        .agg(
-            trials=("alpha", "size"),
-            N=("N", "sum"),
-            alpha=("alpha", "mean"),
-            alpha_min=("alpha", "min"),
-            alpha_max=("alpha", "max"),
-            beta=("beta", "mean"),
-            beta_min=("beta", "min"),
-            beta_max=("beta", "max"),
-            acked=("acked", "sum"),
-            acked_min=("acked", "min"),
-            acked_max=("acked", "max"),
-            unacked_lost_min=("unacked_lost", "min"),
-            unacked_lost_max=("unacked_lost", "max"),
-            transmitted=("transmitted", "mean"),
-            mean_batch_bytes=("mean_batch_bytes", "mean"),
-            resets_response=("resets_response", "sum"),
-            lost=("lost", "sum"),
-            duplicated=("duplicated", "sum"),
-            acked_but_lost=("acked_but_lost", "sum"),
-            acked_but_lost_max=("acked_but_lost", "max"),
-            unacked_lost=("unacked_lost", "sum"),
-            stall_s=("stall_s", "median"),
-            recovery_s=("recovery_s", "median"),
-            leader_changes=("leader_changes", "sum"),
-            accounted_rate=("accounted_rate", "mean"),
-            broker_restarted=("broker_restarted", "any"),
-        )
-        .reset_index()
-    )
+    return results
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """The campaign's table: a row per cell, α and β with their ranges, what was acknowledged and
+    lost, and what splits trials that disagree in kind."""
+    summary = df.groupby(CELL, sort=False).agg(**SUMMARY_COLUMNS).reset_index()
     summary["agreement"] = [agreement(g) for _, g in df.groupby(CELL, sort=False)]
-    summary.to_csv(out_dir / "summary.csv", index=False)
-    (out_dir / "summary.json").write_text(json.dumps(summary.to_dict(orient="records"), indent=2, default=float))
-    plot(df, out_dir)
-    return df
+    return summary
+
+
+SUMMARY_COLUMNS = {
+    "trials": ("alpha", "size"),
+    "N": ("N", "sum"),
+    "alpha": ("alpha", "mean"),
+    "alpha_min": ("alpha", "min"),
+    "alpha_max": ("alpha", "max"),
+    "beta": ("beta", "mean"),
+    "beta_min": ("beta", "min"),
+    "beta_max": ("beta", "max"),
+    "acked": ("acked", "sum"),
+    "acked_min": ("acked", "min"),
+    "acked_max": ("acked", "max"),
+    "unacked_lost_min": ("unacked_lost", "min"),
+    "unacked_lost_max": ("unacked_lost", "max"),
+    "transmitted": ("transmitted", "mean"),
+    "mean_batch_bytes": ("mean_batch_bytes", "mean"),
+    "resets_response": ("resets_response", "sum"),
+    "lost": ("lost", "sum"),
+    "duplicated": ("duplicated", "sum"),
+    "acked_but_lost": ("acked_but_lost", "sum"),
+    "acked_but_lost_max": ("acked_but_lost", "max"),
+    "unacked_lost": ("unacked_lost", "sum"),
+    "stall_s": ("stall_s", "median"),
+    "recovery_s": ("recovery_s", "median"),
+    "leader_changes": ("leader_changes", "sum"),
+    "accounted_rate": ("accounted_rate", "mean"),
+    "broker_restarted": ("broker_restarted", "any"),
+}
 
 
 # what a cell of the campaign's table is: its trials are repetitions of one another

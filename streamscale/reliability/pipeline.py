@@ -62,7 +62,7 @@ def _spark_job(argv: list[str] | None = None) -> int:
     ap.add_argument("--available-now", action="store_true", help="process what is there, then exit")
     ap.add_argument("--connector", default=None, help="Kafka connector: spark or python")
     a = ap.parse_args(argv)
-    from streamscale.sparkio.io import read_kafka, write_kafka
+    from streamscale.sparkio.io import WriteQuery, read_kafka, write_kafka
     from streamscale.sparkio.session import build_session
 
     spark = build_session(a.master, "streamscale-reliability-pipeline", shuffle_partitions=1, python_source=False)
@@ -71,7 +71,7 @@ def _spark_job(argv: list[str] | None = None) -> int:
         spark, conn, a.input, starting_offsets="earliest", max_offsets_per_trigger=a.max_offsets, impl=a.connector
     )
     trigger = {"availableNow": True} if a.available_now else {"processingTime": "200 milliseconds"}
-    q = write_kafka(df.select("key", "value"), conn, a.output, a.checkpoint, impl=a.connector, trigger=trigger)
+    q = write_kafka(df.select("key", "value"), conn, a.output, WriteQuery(a.checkpoint, trigger), impl=a.connector)
     q.awaitTermination()
     spark.stop()
     return 0
@@ -100,29 +100,37 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait(30)
 
 
-def run_pipeline_trial(  # noqa: PLR0913
+@dataclass(frozen=True)
+class PipelineTrial:
+    """What a pipeline trial does: ``n`` records of ``size`` bytes through a Kafka-to-Kafka query of
+    ``partitions``, and ``kill`` (``query``: its processes, then a restart from the checkpoint, or
+    ``leader``: of the output topic's partition 0) once ``kill_at_fraction`` of them are written."""
+
+    n: int = 20_000
+    size: int = 100
+    partitions: int = 2
+    kill_at_fraction: float = 0.3
+    master: str = "local[1]"
+    timeout_s: float = 300
+    connector: str | None = None
+    kill: str = "query"
+
+
+def run_pipeline_trial(
     bootstrap: KafkaConnection | str,
     work_dir: Path,
-    n: int = 20_000,
-    size: int = 100,
-    partitions: int = 2,
-    kill_at_fraction: float = 0.3,
-    master: str = "local[1]",
-    timeout_s: float = 300,
-    topics_out: list[str] | None = None,
-    connector: str | None = None,
-    kill: str = "query",
+    trial: PipelineTrial = PipelineTrial(),  # noqa: B008 - frozen, never changed
     cluster=None,
+    topics_out: list[str] | None = None,
 ) -> PipelineResult:
-    """``kill``: ``query`` (its processes, then a restart from the checkpoint) or ``leader`` (of
-    the output topic's partition 0, on ``cluster``, an :class:`EmbeddedCluster`, whose topics get
-    up to 3 replicas, 2 in sync)."""
+    """``cluster``: the :class:`EmbeddedCluster` whose leader a ``leader`` kill kills (its topics get
+    up to 3 replicas, 2 in sync); ``topics_out`` collects the topics the trial made."""
     from streamscale.sparkio.io import kafka_impl
 
-    connector = kafka_impl(connector)  # checked here, not in the child process
-    if kill not in ("query", "leader"):
-        raise ReliabilityError(f"kill must be query or leader, not {kill!r}")
-    if kill == "leader" and cluster is None:
+    connector = kafka_impl(trial.connector)  # checked here, not in the child process
+    if trial.kill not in ("query", "leader"):
+        raise ReliabilityError(f"kill must be query or leader, not {trial.kill!r}")
+    if trial.kill == "leader" and cluster is None:
         raise ReliabilityError("killing a partition's leader needs the embedded cluster")
     conn = KafkaConnection.of(bootstrap)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -132,34 +140,28 @@ def run_pipeline_trial(  # noqa: PLR0913
         topics_out.extend([src, dst])
     rf = min(3, cluster.brokers) if cluster is not None else 1
     config = {"min.insync.replicas": str(max(1, rf - 1))}
+    n = trial.n
     with BrokerAccess(conn) as access:
-        access.create_topics({src: partitions, dst: partitions}, rf, config)
-        _write_input(conn, src, n, size)
+        access.create_topics({src: trial.partitions, dst: trial.partitions}, rf, config)
+        _write_input(conn, src, n, trial.size)
         args = [
             *("--bootstrap", conn.bootstrap, "--kafka-properties", json.dumps(dict(conn.properties))),
             *("--input", src, "--output", dst, "--checkpoint", str(work_dir / f"checkpoint-{tag}")),
-            *("--master", master, "--connector", connector),
+            *("--master", trial.master, "--connector", connector),
         ]
-        log = work_dir / f"pipeline-{tag}.log"
-        run = _Run(access, dst, log, timeout_s)
-        if kill == "query":
-            result = run.query_killed(args, n, kill_at_fraction)
+        run = _Run(access, dst, work_dir / f"pipeline-{tag}.log", trial.timeout_s)
+        if trial.kill == "query":
+            result = run.query_killed(args, n, trial.kill_at_fraction)
         else:
-            result = run.leader_killed(args, n, kill_at_fraction, cluster)
-    ids = receive(conn, dst, "read_uncommitted", timeout_s)
+            result = run.leader_killed(args, n, trial.kill_at_fraction, cluster)
+    ids = receive(conn, dst, "read_uncommitted", trial.timeout_s)
     m, distinct, lost, dup = account(ids, n)
     return PipelineResult(
-        n,
-        m,
-        distinct,
-        lost,
-        dup,
-        lost / n,
-        dup / n,
+        *(n, m, distinct, lost, dup, lost / n, dup / n),
         *result,
         connector=connector,
         replication_factor=rf,
-        fault="query killed" if kill == "query" else "leader killed",
+        fault="query killed" if trial.kill == "query" else "leader killed",
         killed_node=run.killed_node,
         query_restarts=run.restarts,
     )

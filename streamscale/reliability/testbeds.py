@@ -6,7 +6,7 @@ brokers whose nodes are killed, restarted and cut off."""
 from __future__ import annotations
 
 from streamscale.broker.connection import KafkaConnection
-from streamscale.broker.embedded import EmbeddedBroker
+from streamscale.broker.embedded import EmbeddedBroker, Namespace
 from streamscale.broker.readiness import wait_for_group_coordinator
 from streamscale.errors import BrokerError, ReliabilityError
 from streamscale.ports import free_port
@@ -141,7 +141,7 @@ class NetemTestbed(Testbed):
         self.link = NetemLink().create()
         try:
             self.broker = EmbeddedBroker(
-                host=self.link.peer_ip, netns=self.link.netns, log_dir=log_dir, port=9092, security=security
+                namespace=Namespace(self.link.netns, self.link.peer_ip), log_dir=log_dir, port=9092, security=security
             ).start()
         except BaseException:
             self.link.destroy()

@@ -26,7 +26,7 @@ from streamscale.reliability.sender import ID_DIGITS, Sender, make_value, settin
 from streamscale.reliability.spec import BrokerRestart, ClusterFault, ProducerSettings, ProxyFault
 from streamscale.reliability.testbeds import Testbed
 
-__all__ = ["ID_DIGITS", "TrialResult", "account", "make_value", "receive", "run_trial"]
+__all__ = ["ID_DIGITS", "Trial", "TrialResult", "account", "make_value", "receive", "run_trial"]
 
 log = logging.getLogger("streamscale.reliability")
 
@@ -86,56 +86,91 @@ class TrialResult:
         return d
 
 
-def run_trial(  # noqa: C901, PLR0913, PLR0915
-    testbed: Testbed,
-    semantics: str | ProducerSettings,
-    n: int,
-    size: int,
-    fault,
-    partitions: int = 1,
-    rate: float = 0.0,
-    repetition: int = 0,
-    txn_messages: int = 1000,
-    send_timeout_s: float = 300,
-    receive_timeout_s: float = 60,
-    replication_factor: int = 1,
-    min_insync_replicas: int = 1,
-    unclean_election: bool = False,
-) -> TrialResult:
-    """One trial of ``n`` records of ``size`` bytes sent by a producer with the delivery settings
-    ``semantics`` (a name of :data:`~streamscale.reliability.spec.SEMANTICS` or a
-    :class:`~streamscale.reliability.spec.Producer`) while ``fault`` acts; the trial topic has
-    ``partitions``, ``replication_factor`` replicas, ``min_insync_replicas`` and unclean leader
-    election as ``unclean_election`` says."""
+@dataclass(frozen=True)
+class Trial:
+    """What one trial sends and under which fault: ``n`` records of ``size`` bytes by a producer
+    with the delivery settings ``semantics`` (a name of :data:`~streamscale.reliability.spec.SEMANTICS`
+    or a :class:`~streamscale.reliability.spec.ProducerSettings`), to a topic of ``partitions``,
+    ``replication_factor`` replicas, ``min_insync_replicas`` and unclean leader election as
+    ``unclean_election`` says."""
+
+    semantics: str | ProducerSettings
+    n: int
+    size: int
+    fault: object
+    partitions: int = 1
+    rate: float = 0.0
+    repetition: int = 0
+    txn_messages: int = 1000
+    send_timeout_s: float = 300
+    receive_timeout_s: float = 60
+    replication_factor: int = 1
+    min_insync_replicas: int = 1
+    unclean_election: bool = False
+
+    def topic_config(self) -> dict[str, str]:
+        config = {"min.insync.replicas": str(self.min_insync_replicas)}
+        if self.unclean_election:
+            config["unclean.leader.election.enable"] = "true"
+        return config
+
+
+def run_trial(testbed: Testbed, trial: Trial) -> TrialResult:
+    """One trial on ``testbed``: the records sent while the fault acts, then received over a clean
+    link and accounted."""
     t_trial = time.monotonic()
-    settings = settings_of(semantics)
+    settings = settings_of(trial.semantics)
     topic = f"trak-{uuid.uuid4().hex[:10]}"
-    config = {"min.insync.replicas": str(min_insync_replicas)}
-    if unclean_election:
-        config["unclean.leader.election.enable"] = "true"
     access = BrokerAccess(testbed.connection)
-    access.create_topic(topic, partitions, replication_factor, config)
+    access.create_topic(topic, trial.partitions, trial.replication_factor, trial.topic_config())
     testbed.settle(topic)
-    result = TrialResult(
+    result = _result_of(trial, settings)
+    sender = Sender(
+        testbed.connection, topic, settings, trial.n, trial.size, trial.rate, trial.txn_messages, trial.send_timeout_s
+    )
+    resets_before, response_resets_before = testbed.proxy_resets(), testbed.proxy_response_resets()
+    _send_under_fault(testbed, trial, result, sender, topic)
+    result.proxy_resets = testbed.proxy_resets() - resets_before
+    result.resets_response = testbed.proxy_response_resets() - response_resets_before
+    for k, v in sender.requests().items():
+        setattr(result, k, v)
+    ids = _receive(testbed, trial, result, topic, settings)
+    access.delete_topics([topic])  # after every client of the topic is closed
+    access.close()
+    if ids is None:
+        result.acked = int(sender.acked.sum())
+        result.alpha = result.beta = float("nan")
+    else:
+        _account(result, sender, ids, trial.n)
+        if result.broker_restarted:
+            result.note = "broker restarted mid-run (stopped and started again on its storage)"
+    result.trial_s = time.monotonic() - t_trial
+    return result
+
+
+def _result_of(trial: Trial, settings: ProducerSettings) -> TrialResult:
+    fault = trial.fault
+    return TrialResult(
         settings.label(),
-        size,
+        trial.size,
         fault.label(),
-        repetition,
-        n,
+        trial.repetition,
+        trial.n,
         fault_kind=fault.kind,
         delay_ms=float(getattr(fault, "delay_ms", 0.0)),
         loss_pct=float(getattr(fault, "reset_pct", getattr(fault, "loss_pct", 0.0))),
         acks=str(settings.acks),
         idempotence=settings.idempotence,
         transactions=settings.transactions,
-        replication_factor=replication_factor,
-        min_insync_replicas=min_insync_replicas,
-        unclean_election=unclean_election,
+        replication_factor=trial.replication_factor,
+        min_insync_replicas=trial.min_insync_replicas,
+        unclean_election=trial.unclean_election,
     )
-    sender = Sender(testbed.connection, topic, settings, n, size, rate, txn_messages, send_timeout_s)
-    resets_before, response_resets_before = testbed.proxy_resets(), testbed.proxy_response_resets()
-    # the fault timeline runs in this (main) thread and the sender in a worker thread: a broker
-    # restart must happen in the main thread (see EmbeddedBroker._spawn)
+
+
+def _scheduled(testbed: Testbed, trial: Trial, result: TrialResult, topic: str) -> list[tuple[float, Callable]]:
+    """The fault's timed actions, in time order: a proxy's cut and its end, a broker's restart."""
+    fault = trial.fault
     events: list[tuple[float, Callable[[], None]]] = []
     if isinstance(fault, ProxyFault) and fault.cut:
         events += [
@@ -148,12 +183,18 @@ def run_trial(  # noqa: C901, PLR0913, PLR0915
             testbed.restart_broker()
             result.broker_restarted = True
             with BrokerAccess(testbed.connection) as a:
-                a.create_topic(topic, partitions, exist_ok=True)
+                a.create_topic(topic, trial.partitions, exist_ok=True)
 
         events.append((fault.at_s, restart))
-    steps = watch = None
-    if isinstance(fault, ClusterFault):
-        steps = testbed.cluster_fault(fault, topic)
+    return sorted(events, key=lambda e: e[0])
+
+
+def _send_under_fault(testbed: Testbed, trial: Trial, result: TrialResult, sender: Sender, topic: str) -> None:
+    """Send every record in a worker thread while this (main) thread runs the fault's timeline: a
+    broker restart must happen in the main thread (see EmbeddedBroker._spawn)."""
+    events = _scheduled(testbed, trial, result, topic)
+    steps = testbed.cluster_fault(trial.fault, topic) if isinstance(trial.fault, ClusterFault) else None
+    watch = None
     failure: list[BaseException] = []
 
     def send() -> None:
@@ -163,12 +204,11 @@ def run_trial(  # noqa: C901, PLR0913, PLR0915
             failure.append(exc)
 
     try:
-        testbed.apply(fault)
+        testbed.apply(trial.fault)
         worker = threading.Thread(target=send, name="trak-sender", daemon=True)
         t0 = time.monotonic()
         if steps is not None:
             watch = testbed.leader_watch(topic, t0)
-        events.sort(key=lambda e: e[0])
         while events and events[0][0] <= 0:  # a step at 0 s is in effect before the first record is sent
             events.pop(0)[1]()
         worker.start()
@@ -189,42 +229,31 @@ def run_trial(  # noqa: C901, PLR0913, PLR0915
         testbed.clear()
     if steps is not None:
         _fault_timeline(result, sender, steps, watch)
-        try:
-            # a healed or restarted node rejoins with the metadata it had when it went: the receiver
-            # reads once every replica is in sync again, what the cluster holds, not a stale view
-            testbed.settle(topic)
-        except BrokerError as exc:
-            log.warning("the replicas of %s were not in sync again before receiving: %s", topic, exc)
-    result.proxy_resets = testbed.proxy_resets() - resets_before
-    result.resets_response = testbed.proxy_response_resets() - response_resets_before
-    for k, v in sender.requests().items():
-        setattr(result, k, v)
-    t1 = time.monotonic()
+        _resettle(testbed, topic)
+
+
+def _resettle(testbed: Testbed, topic: str) -> None:
     try:
-        ids = receive(
-            testbed.connection,
-            topic,
-            "read_committed" if settings.transactions else "read_uncommitted",
-            receive_timeout_s,
-        )
+        # a healed or restarted node rejoins with the metadata it had when it went: the receiver
+        # reads once every replica is in sync again, what the cluster holds, not a stale view
+        testbed.settle(topic)
+    except BrokerError as exc:
+        log.warning("the replicas of %s were not in sync again before receiving: %s", topic, exc)
+
+
+def _receive(testbed: Testbed, trial: Trial, result: TrialResult, topic: str, settings: ProducerSettings):
+    """The ids the topic holds, or None when the receiver failed: the trial failed then, not the
+    campaign, and its loss is unknown and said to be."""
+    t1 = time.monotonic()
+    isolation = "read_committed" if settings.transactions else "read_uncommitted"
+    try:
+        return receive(testbed.connection, topic, isolation, trial.receive_timeout_s)
     except (WaitTimeout, KafkaClientError) as exc:
-        # the trial failed, not the campaign: its loss is unknown, and said to be
-        ids = None
         result.received = False
         result.note = f"receiver failed: {exc}"
-    result.receive_s = time.monotonic() - t1
-    access.delete_topics([topic])  # after every client of the topic is closed
-    access.close()
-    if ids is None:
-        result.acked = int(sender.acked.sum())
-        result.alpha = result.beta = float("nan")
-        result.trial_s = time.monotonic() - t_trial
-        return result
-    _account(result, sender, ids, n)
-    if result.broker_restarted:
-        result.note = "broker restarted mid-run (stopped and started again on its storage)"
-    result.trial_s = time.monotonic() - t_trial
-    return result
+        return None
+    finally:
+        result.receive_s = time.monotonic() - t1
 
 
 def _account(result: TrialResult, sender: Sender, ids: np.ndarray, n: int) -> None:

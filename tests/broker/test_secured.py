@@ -167,12 +167,12 @@ def test_a_pipeline_reads_and_writes_through_both_connectors(secured, spark, con
 def test_a_reliability_trial_on_the_secured_broker_counts_every_record(tmp_path):
     from streamscale.reliability.spec import NoFault
     from streamscale.reliability.testbeds import ProxyTestbed
-    from streamscale.reliability.tester import run_trial
+    from streamscale.reliability.tester import Trial, run_trial
 
     bed = ProxyTestbed(tmp_path, seed=1, security="sasl_ssl")
     try:
         assert bed.properties["security.protocol"] == "SASL_SSL"
-        r = run_trial(bed, "exactly-once", 5_000, 100, NoFault(), partitions=2, send_timeout_s=30)
+        r = run_trial(bed, Trial("exactly-once", 5_000, 100, NoFault(), partitions=2, send_timeout_s=30))
     finally:
         bed.close()
     assert (r.acked, r.M, r.distinct, r.lost, r.duplicated) == (5_000, 5_000, 5_000, 0, 0)
@@ -272,7 +272,7 @@ def test_a_secured_cluster_keeps_every_acknowledged_record_across_a_leader_kill(
     # calls, leader watch, producer and receiver all on the secured listeners
     from streamscale.reliability.spec import ClusterFault, ClusterStep, ProducerSettings
     from streamscale.reliability.testbeds import ClusterTestbed
-    from streamscale.reliability.tester import run_trial
+    from streamscale.reliability.tester import Trial, run_trial
 
     bed = ClusterTestbed(3, log_dir=tmp_path, security="sasl_ssl")
     try:
@@ -281,14 +281,16 @@ def test_a_secured_cluster_keeps_every_acknowledged_record_across_a_leader_kill(
         fault = ClusterFault(kind="cluster", steps=[ClusterStep(at_s=1.0, do="kill", target="leader")])
         r = run_trial(
             bed,
-            ProducerSettings(acks="all", idempotence=True),
-            20_000,
-            100,
-            fault,
-            rate=20_000,
-            send_timeout_s=60,
-            replication_factor=3,
-            min_insync_replicas=2,
+            Trial(
+                ProducerSettings(acks="all", idempotence=True),
+                20_000,
+                100,
+                fault,
+                rate=20_000,
+                send_timeout_s=60,
+                replication_factor=3,
+                min_insync_replicas=2,
+            ),
         )
     finally:
         bed.close()

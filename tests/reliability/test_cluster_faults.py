@@ -121,21 +121,23 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_hard_leader_kill_loses_no_acknowledged_record_with_acks_all(bed):
-    from streamscale.reliability.tester import run_trial
+    from streamscale.reliability.tester import Trial, run_trial
 
     cluster = bed.cluster
     pids = dict(zip(cluster.nodes, cluster.pids(), strict=True))
     assert len(set(pids.values())) == 3 and all(n.log_path.exists() for n in cluster.nodes.values())
     r = run_trial(
         bed,
-        ProducerSettings(acks="all", idempotence=True),
-        N,
-        100,
-        _fault({"at_s": 1.0, "do": "kill", "target": "leader"}),
-        rate=40_000,
-        send_timeout_s=60,
-        replication_factor=3,
-        min_insync_replicas=2,
+        Trial(
+            ProducerSettings(acks="all", idempotence=True),
+            N,
+            100,
+            _fault({"at_s": 1.0, "do": "kill", "target": "leader"}),
+            rate=40_000,
+            send_timeout_s=60,
+            replication_factor=3,
+            min_insync_replicas=2,
+        ),
     )
     # the fault happened: the leader's JVM was killed, another replica took over, and the
     # producer went without acknowledgments until it found the new leader
@@ -153,10 +155,12 @@ def test_a_hard_leader_kill_loses_no_acknowledged_record_with_acks_all(bed):
 @pytest.mark.slow
 @pytest.mark.parametrize("acks", [1, 0])
 def test_weaker_acks_across_a_leader_kill_are_accounted(bed, acks):
-    from streamscale.reliability.tester import run_trial
+    from streamscale.reliability.tester import Trial, run_trial
 
     fault = _fault({"at_s": 1.0, "do": "kill", "target": "leader"})
-    r = run_trial(bed, ProducerSettings(acks=acks), N, 100, fault, rate=40_000, send_timeout_s=60, replication_factor=3)
+    r = run_trial(
+        bed, Trial(ProducerSettings(acks=acks), N, 100, fault, rate=40_000, send_timeout_s=60, replication_factor=3)
+    )
     # their loss is measured, never promised to be zero: what must hold is the accounting
     assert r.lost == N - r.distinct == r.acked_but_lost + r.unacked_lost
     assert r.leader_changes >= 1
@@ -172,18 +176,20 @@ def test_weaker_acks_across_a_leader_kill_are_accounted(bed, acks):
     ids=["controller-killed", "rolling-restart"],
 )
 def test_acks_all_loses_nothing_acknowledged_across_controller_kills_and_rolling_restarts(bed, steps):
-    from streamscale.reliability.tester import run_trial
+    from streamscale.reliability.tester import Trial, run_trial
 
     r = run_trial(
         bed,
-        ProducerSettings(acks="all", idempotence=True),
-        N,
-        100,
-        _fault(*steps),
-        rate=20_000,
-        send_timeout_s=60,
-        replication_factor=3,
-        min_insync_replicas=2,
+        Trial(
+            ProducerSettings(acks="all", idempotence=True),
+            N,
+            100,
+            _fault(*steps),
+            rate=20_000,
+            send_timeout_s=60,
+            replication_factor=3,
+            min_insync_replicas=2,
+        ),
     )
     assert (r.acked, r.M, r.distinct, r.acked_but_lost, r.duplicated) == (N, N, N, 0, 0)
 
@@ -203,7 +209,7 @@ def isolated_bed(tmp_path_factory):
 
 # in `make test` (CI runs as root): one isolation trial, namespaces made and removed included
 def test_an_isolated_leader_loses_nothing_acknowledged_with_acks_all(isolated_bed):
-    from streamscale.reliability.tester import run_trial
+    from streamscale.reliability.tester import Trial, run_trial
 
     # cut for 9 s: a leader that is also the active controller is replaced only after the other
     # controllers elect one (fetch timeout 2 s and an election) and its broker session (3 s)
@@ -213,14 +219,16 @@ def test_an_isolated_leader_loses_nothing_acknowledged_with_acks_all(isolated_be
     fault = _fault({"at_s": 1.0, "do": "isolate", "target": "leader", "for_s": 9})
     r = run_trial(
         isolated_bed,
-        ProducerSettings(acks="all", idempotence=True),
-        N,
-        100,
-        fault,
-        rate=10_000,
-        send_timeout_s=60,
-        replication_factor=3,
-        min_insync_replicas=2,
+        Trial(
+            ProducerSettings(acks="all", idempotence=True),
+            N,
+            100,
+            fault,
+            rate=10_000,
+            send_timeout_s=60,
+            replication_factor=3,
+            min_insync_replicas=2,
+        ),
     )
     assert "isolated leader node" in r.timeline and "healed node" in r.timeline and r.leader_changes >= 1
     assert (r.acked, r.M, r.distinct, r.acked_but_lost, r.duplicated) == (N, N, N, 0, 0)
@@ -228,7 +236,7 @@ def test_an_isolated_leader_loses_nothing_acknowledged_with_acks_all(isolated_be
 
 @pytest.mark.slow
 def test_unclean_election_of_a_stale_follower_loses_acknowledged_records(isolated_bed):
-    from streamscale.reliability.tester import run_trial
+    from streamscale.reliability.tester import Trial, run_trial
 
     # the follower is cut off until the in-sync replicas are the leader alone; it comes back as
     # the leader dies: with unclean election it leads without what was acknowledged meanwhile
@@ -240,14 +248,16 @@ def test_unclean_election_of_a_stale_follower_loses_acknowledged_records(isolate
     runs = {
         unclean: run_trial(
             isolated_bed,
-            ProducerSettings(acks="all"),
-            N,
-            100,
-            fault,
-            rate=10_000,
-            send_timeout_s=60,
-            replication_factor=2,
-            unclean_election=unclean,
+            Trial(
+                ProducerSettings(acks="all"),
+                N,
+                100,
+                fault,
+                rate=10_000,
+                send_timeout_s=60,
+                replication_factor=2,
+                unclean_election=unclean,
+            ),
         )
         for unclean in (True, False)
     }

@@ -12,7 +12,7 @@ from streamscale.reliability.campaign import run_spec
 from streamscale.reliability.netem import netem_available
 from streamscale.reliability.spec import BrokerRestart, Cut, NoFault, ProxyFault, parse_spec
 from streamscale.reliability.testbeds import ProxyTestbed
-from streamscale.reliability.tester import account, make_value, run_trial
+from streamscale.reliability.tester import Trial, account, make_value, run_trial
 
 N = 20_000
 
@@ -33,7 +33,7 @@ def test_accounting_matches_the_papers_definitions():
 
 @pytest.mark.parametrize("semantics", ["at-most-once", "at-least-once", "exactly-once"])
 def test_without_faults_nothing_is_lost_or_duplicated(bed, semantics):
-    r = run_trial(bed, semantics, N, 100, NoFault(), partitions=2, send_timeout_s=30)
+    r = run_trial(bed, Trial(semantics, N, 100, NoFault(), partitions=2, send_timeout_s=30))
     assert r.acked == N
     if semantics == "at-most-once":
         # acks=0 promises nothing even without a fault: once, on a saturated machine, one record
@@ -50,11 +50,13 @@ def test_without_faults_nothing_is_lost_or_duplicated(bed, semantics):
 def test_connection_resets_at_least_once_loses_nothing_exactly_once_is_exact(bed):
     # paced sending spreads the messages over a few hundred requests, so resets certainly happen
     fault = ProxyFault(kind="proxy", reset_pct=3)
-    alo = run_trial(bed, "at-least-once", N, 100, fault, partitions=2, rate=20_000, send_timeout_s=60)
+    alo = run_trial(bed, Trial("at-least-once", N, 100, fault, partitions=2, rate=20_000, send_timeout_s=60))
     assert alo.proxy_resets > 0
     assert alo.lost == 0 and alo.alpha == 0.0 and alo.acked == N
     assert alo.duplicated == alo.M - N and alo.beta == alo.duplicated / N  # retries may duplicate; counted
-    eos = run_trial(bed, "exactly-once", N, 100, fault, partitions=2, rate=20_000, send_timeout_s=60, txn_messages=2000)
+    eos = run_trial(
+        bed, Trial("exactly-once", N, 100, fault, partitions=2, rate=20_000, send_timeout_s=60, txn_messages=2000)
+    )
     assert eos.proxy_resets > 0
     assert (eos.M, eos.lost, eos.duplicated, eos.alpha, eos.beta) == (N, 0, 0, 0.0, 0.0)
 
@@ -67,13 +69,15 @@ def test_at_most_once_reports_its_losses(bed):
     for _ in range(3):
         r = run_trial(
             bed,
-            "at-most-once",
-            N,
-            100,
-            ProxyFault(kind="proxy", reset_pct=5),
-            partitions=2,
-            rate=20_000,
-            send_timeout_s=30,
+            Trial(
+                "at-most-once",
+                N,
+                100,
+                ProxyFault(kind="proxy", reset_pct=5),
+                partitions=2,
+                rate=20_000,
+                send_timeout_s=30,
+            ),
         )
         if r.lost:
             break
@@ -87,13 +91,15 @@ def test_at_most_once_reports_its_losses(bed):
 def test_a_link_cut_is_survived_by_at_least_once(bed):
     r = run_trial(
         bed,
-        "at-least-once",
-        N,
-        100,
-        ProxyFault(kind="proxy", cut=Cut(at_s=0.05, for_s=1.0)),
-        partitions=2,
-        rate=40_000,
-        send_timeout_s=30,
+        Trial(
+            "at-least-once",
+            N,
+            100,
+            ProxyFault(kind="proxy", cut=Cut(at_s=0.05, for_s=1.0)),
+            partitions=2,
+            rate=40_000,
+            send_timeout_s=30,
+        ),
     )
     assert r.proxy_resets > 0 and r.send_s >= 1.05  # the cut reset the open connections and ended
     assert r.lost == 0 and r.distinct == N
@@ -104,13 +110,15 @@ def test_a_broker_restart_loses_nothing_acknowledged_at_least_once(bed):
     # after it, and the producer's retries carry the rest across the outage
     r = run_trial(
         bed,
-        "at-least-once",
-        N,
-        100,
-        BrokerRestart(kind="broker-restart", at_s=0.3),
-        partitions=2,
-        rate=20_000,
-        send_timeout_s=30,
+        Trial(
+            "at-least-once",
+            N,
+            100,
+            BrokerRestart(kind="broker-restart", at_s=0.3),
+            partitions=2,
+            rate=20_000,
+            send_timeout_s=30,
+        ),
     )
     assert r.broker_restarted and "restarted" in r.note
     assert r.acked == N and r.acked_but_lost == 0
@@ -202,7 +210,7 @@ def test_netem_packet_loss_trial(tmp_path):
     bed = NetemTestbed(tmp_path)
     try:
         r = run_trial(
-            bed, "at-least-once", 5000, 100, NetemFault(kind="netem", delay_ms=5, loss_pct=2), send_timeout_s=60
+            bed, Trial("at-least-once", 5000, 100, NetemFault(kind="netem", delay_ms=5, loss_pct=2), send_timeout_s=60)
         )
         assert r.lost == 0
     finally:
@@ -211,10 +219,10 @@ def test_netem_packet_loss_trial(tmp_path):
 
 @pytest.mark.spark
 def test_pipeline_killed_and_restarted_loses_nothing(broker, _created_topics, tmp_path):
-    from streamscale.reliability.pipeline import run_pipeline_trial
+    from streamscale.reliability.pipeline import PipelineTrial, run_pipeline_trial
 
     n = 10_000
-    r = run_pipeline_trial(broker.bootstrap, tmp_path, n=n, topics_out=_created_topics)
+    r = run_pipeline_trial(broker.bootstrap, tmp_path, PipelineTrial(n=n), topics_out=_created_topics)
     assert 0 < r.output_at_kill < n  # the kill landed mid-run
     assert r.lost == 0 and r.alpha == 0.0 and r.distinct == n
     assert r.duplicated == r.M - n and r.beta == r.duplicated / n  # replayed micro-batch, counted exactly
@@ -227,11 +235,11 @@ def test_pipeline_across_a_leader_kill_loses_nothing(tmp_path):
     # A minute or more: Spark's source asks for the end offsets with an admin client that waits
     # for the dead leader until its 60 s default.api.timeout.ms, then retries.
     from streamscale.broker.cluster import EmbeddedCluster
-    from streamscale.reliability.pipeline import run_pipeline_trial
+    from streamscale.reliability.pipeline import PipelineTrial, run_pipeline_trial
 
     n = 10_000
     with EmbeddedCluster(3, log_dir=tmp_path / "logs") as cluster:
-        r = run_pipeline_trial(cluster.bootstrap, tmp_path, n=n, kill="leader", cluster=cluster)
+        r = run_pipeline_trial(cluster.bootstrap, tmp_path, PipelineTrial(n=n, kill="leader"), cluster=cluster)
         assert r.killed_node in cluster.nodes and cluster.nodes[r.killed_node].alive()  # back after the run
     assert (r.fault, r.replication_factor) == ("leader killed", 3)
     assert 0 < r.output_at_kill < n  # the kill landed mid-run
@@ -252,10 +260,12 @@ def test_shipped_reliability_examples_are_valid(name):
 def test_a_receiver_that_times_out_fails_its_trial_not_the_campaign(bed):
     from streamscale.reliability.campaign import range_text
 
-    r = run_trial(bed, "at-least-once", 2_000, 100, NoFault(), partitions=2, send_timeout_s=30, receive_timeout_s=1e-6)
+    r = run_trial(
+        bed, Trial("at-least-once", 2_000, 100, NoFault(), partitions=2, send_timeout_s=30, receive_timeout_s=1e-6)
+    )
     assert not r.received and r.note.startswith("receiver failed: receiver did not reach the end")
     assert r.acked == 2_000  # what the sender knows stands
     assert r.alpha != r.alpha and r.beta != r.beta  # unknown (NaN), never a 0-loss trial
     assert range_text(r.alpha, r.alpha, r.alpha) == "unknown"
-    again = run_trial(bed, "at-least-once", 2_000, 100, NoFault(), partitions=2, send_timeout_s=30)
+    again = run_trial(bed, Trial("at-least-once", 2_000, 100, NoFault(), partitions=2, send_timeout_s=30))
     assert again.received and (again.lost, again.alpha) == (0, 0.0)  # the testbed serves the next trial

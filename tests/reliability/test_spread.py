@@ -5,7 +5,7 @@ import pandas as pd
 
 from streamscale.reliability.campaign import agreement, range_text, summary_lines
 from streamscale.reliability.spec import NoFault
-from streamscale.reliability.tester import run_trial
+from streamscale.reliability.tester import Trial, run_trial
 
 
 def trials(alphas, betas, acked, acks="all"):
@@ -48,7 +48,7 @@ def test_a_trial_records_what_its_producer_sent(tmp_path):
 
     bed = ProxyTestbed(tmp_path, seed=3)
     try:
-        r = run_trial(bed, "at-least-once", 5000, 100, NoFault(), partitions=2, send_timeout_s=30)
+        r = run_trial(bed, Trial("at-least-once", 5000, 100, NoFault(), partitions=2, send_timeout_s=30))
     finally:
         bed.close()
     # no fault: every record transmitted once, in batches of several records each
@@ -114,7 +114,7 @@ def test_a_record_whose_delivery_failed_is_not_acknowledged(tmp_path):
     bed = ProxyTestbed(tmp_path, seed=5)
     try:
         fault = ProxyFault(kind="proxy", cut=Cut(at_s=0.0, for_s=4.0))
-        r = run_trial(bed, "at-least-once", 2000, 100, fault, partitions=1, send_timeout_s=1)
+        r = run_trial(bed, Trial("at-least-once", 2000, 100, fault, partitions=1, send_timeout_s=1))
     finally:
         bed.close()
     assert r.acked == 0 and r.acked_but_lost == 0
