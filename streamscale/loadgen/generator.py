@@ -19,7 +19,7 @@ import numpy as np
 
 from streamscale.errors import TopicNotFound
 from streamscale.loadgen.config import SHORTFALL_TOLERANCE, GeneratorConfig, GeneratorResult, delivery_kept_up
-from streamscale.loadgen.worker import worker_process
+from streamscale.loadgen.worker import Shared, worker_process
 from streamscale.observe import prometheus
 
 
@@ -83,26 +83,25 @@ class LoadGenerator:
                 target=worker_process,
                 name=f"streamscale-loadgen-{w}",
                 daemon=True,
-                args=(
-                    self.cfg,
-                    w,
-                    t0_wall_ms,
-                    self._t0,
-                    self._stop,
-                    self._sent[w],
-                    self._ok[w],
-                    self._failed[w],
-                    self._done[w],
-                    self._errors,
-                    os.getpid(),
-                    self._cpu[w],
-                ),
+                args=(self.cfg, w, t0_wall_ms, self._t0, self._shared(w)),
             )
             p.start()
             self._procs.append(p)
         self._monitor = threading.Thread(target=self._watch, daemon=True)
         self._monitor.start()
         return self
+
+    def _shared(self, w: int) -> Shared:
+        return Shared(
+            self._stop,
+            self._sent[w],
+            self._ok[w],
+            self._failed[w],
+            self._done[w],
+            self._cpu[w],
+            self._errors,
+            os.getpid(),
+        )
 
     def _watch(self) -> None:
         while time.monotonic() < self._t0 and self.running():

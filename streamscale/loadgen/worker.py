@@ -18,6 +18,9 @@ import os
 import signal
 import time
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,86 +42,124 @@ def worker_quota(cfg: GeneratorConfig, w: int) -> int | None:
     return cfg.records // cfg.workers + (1 if w < cfg.records % cfg.workers else 0)
 
 
-def worker_process(cfg: GeneratorConfig, w: int, *args) -> None:
-    """A worker process (``args``: :func:`_work`'s after ``w``): its failure is reported as one
-    line on the error queue and its exit code, not a traceback on the user's console; the run sees
-    the worker gone (LoadGenerator.worker_failure)."""
+@dataclass
+class Shared:
+    """What a worker shares with its parent: the stop event, its counters (sent, delivered, failed,
+    the instant it was done, its CPU seconds), the error queue and the parent's pid."""
+
+    stop: Any
+    sent: Any
+    ok: Any
+    failed: Any
+    done: Any
+    cpu: Any
+    errors: Any
+    parent_pid: int
+
+
+def worker_process(cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, shared: Shared) -> None:
+    """A worker process: record k of worker ``w`` is due at ``t0 + k / rate_w`` (monotonic) and is
+    stamped ``t0_wall_ms + k * 1000 / rate_w``. Its failure is reported as one line on the error
+    queue and its exit code, not a traceback on the user's console; the run sees the worker gone
+    (LoadGenerator.worker_failure)."""
     try:
-        _work(cfg, w, *args)
+        _Worker(cfg, w, t0_wall_ms, t0, shared).run()
     except Exception as e:  # noqa: BLE001 - reported, and the process ends with it
-        err_q = args[7]  # after t0_wall_ms, t0, stop and the four counters
-        err_q.put(f"load generator worker {w} failed: {type(e).__name__}: {e}")
+        shared.errors.put(f"load generator worker {w} failed: {type(e).__name__}: {e}")
         raise SystemExit(1) from None
 
 
-def _work(  # noqa: C901, PLR0913, PLR0915
-    cfg: GeneratorConfig,
-    w: int,
-    t0_wall_ms: int,
-    t0: float,
-    stop,
-    sent_v,
-    ok_v,
-    failed_v,
-    done_v,
-    err_q,
-    parent_pid: int,
-    cpu_v,
-) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+class _Worker:
+    def __init__(self, cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, shared: Shared):
+        self.cfg, self.w, self.t0_wall_ms, self.t0, self.shared = cfg, w, t0_wall_ms, t0, shared
+        n = len(range(w, cfg.sensors, cfg.workers))  # this worker's sensors (its share of the rate)
+        self.rate_w = n / cfg.period_s
+        self.quota = worker_quota(cfg, w)
+        self.in_bulk = cfg.bulk or cfg.records_spec is not None
+        self.counters = {"ok": 0, "failed": 0}
+        self.k = 0
 
-    def orphaned() -> bool:
+    def orphaned(self) -> bool:
         # a SIGKILLed parent never sets `stop`: a worker that outlives it would produce forever
-        return os.getppid() != parent_pid
+        return os.getppid() != self.shared.parent_pid
 
-    n = len(range(w, cfg.sensors, cfg.workers))  # this worker's sensors (its share of the rate)
-    rate_w = n / cfg.period_s
-    quota = worker_quota(cfg, w)
-    if cfg.records_spec is None:
-        sensors = worker_sensors(cfg, w)
-        keys = [sensor_id(i).encode() for i in sensors]
-        enc = Encoder(cfg.encoding)
-        prefixes = [enc.prefix(sensor_id(i)) for i in sensors]
-        dist = ValueDistribution.parse(cfg.distribution)
-    rng = np.random.default_rng([cfg.seed, w])
-    counters = {"ok": 0, "failed": 0}
-
-    def on_delivery(err, _msg):
+    def on_delivery(self, err, _msg) -> None:
         if err is None:
-            counters["ok"] += 1
+            self.counters["ok"] += 1
         else:
-            counters["failed"] += 1
-            if counters["failed"] == 1:
-                err_q.put(f"worker {w}: {err.str()}")
+            self.counters["failed"] += 1
+            if self.counters["failed"] == 1:
+                self.shared.errors.put(f"worker {self.w}: {err.str()}")
 
-    producer_settings = dict(cfg.producer_config)
-    in_bulk = cfg.bulk or cfg.records_spec is not None
-    if in_bulk:
-        # reports of failures only, to one callback of the producer's: a callback given with each
-        # produce_batch call is kept per record until its report, which never comes for a
-        # delivered one (600,000 records: +172 MB)
-        producer_settings.setdefault("delivery.report.only.error", True)
-        producer_settings["on_delivery"] = on_delivery
-    producer = cfg.connection.producer(producer_settings, defaults=PRODUCER_DEFAULTS)
-    # CLOCK_MONOTONIC is system-wide, so all workers share the parent's schedule origin t0.
-    while time.monotonic() < t0 and not stop.is_set() and not orphaned():
-        # t0 may pass between the check and the sleep on a busy machine (a negative sleep raised)
-        time.sleep(max(0.0, min(0.01, t0 - time.monotonic() + 1e-4)))
-    cpu0 = time.process_time()  # the process's CPU (librdkafka's threads included) from here
-    if cfg.records_spec is not None:
-        send = _records_sender(cfg, producer, cfg.records_spec.maker(w, cfg.workers), t0_wall_ms, rate_w)
-        nap = BULK_SLEEP_S
-    elif cfg.bulk:
-        send = _bulk_sender(cfg, producer, keys, prefixes, dist, rng, t0_wall_ms, rate_w)
-        nap = BULK_SLEEP_S
-    else:
-        send = _each_sender(cfg, producer, keys, prefixes, dist, rng, t0_wall_ms, rate_w, on_delivery)
-        nap = None
-    k = 0
-    deadline = t0 + cfg.duration_s if cfg.duration_s else None
-    try:
+    def run(self) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+        producer = self._producer()
+        # CLOCK_MONOTONIC is system-wide, so all workers share the parent's schedule origin t0.
+        while time.monotonic() < self.t0 and not self.shared.stop.is_set() and not self.orphaned():
+            # t0 may pass between the check and the sleep on a busy machine (a negative sleep raised)
+            time.sleep(max(0.0, min(0.01, self.t0 - time.monotonic() + 1e-4)))
+        cpu0 = time.process_time()  # the process's CPU (librdkafka's threads included) from here
+        send, nap = self._sender(producer)
+        try:
+            self._pace(producer, send, nap)
+        finally:
+            self._finish(producer, cpu0)
+
+    def _producer(self):
+        settings = dict(self.cfg.producer_config)
+        if self.in_bulk:
+            # reports of failures only, to one callback of the producer's: a callback given with each
+            # produce_batch call is kept per record until its report, which never comes for a
+            # delivered one (600,000 records: +172 MB)
+            settings.setdefault("delivery.report.only.error", True)
+            settings["on_delivery"] = self.on_delivery
+        return self.cfg.connection.producer(settings, defaults=PRODUCER_DEFAULTS)
+
+    def _sender(self, producer) -> tuple[Callable[[int, int], int], float | None]:
+        """How records k..due-1 are sent, and how long to nap when nothing is due (None: until the
+        next record is)."""
+        cfg, w = self.cfg, self.w
+        if cfg.records_spec is not None:
+            maker = cfg.records_spec.maker(w, cfg.workers)
+            return _records_sender(cfg, producer, maker, self.t0_wall_ms, self.rate_w), BULK_SLEEP_S
+        sensors = worker_sensors(cfg, w)
+        enc = Encoder(cfg.encoding)
+        values = _Values(
+            [sensor_id(i).encode() for i in sensors],
+            [enc.prefix(sensor_id(i)) for i in sensors],
+            ValueDistribution.parse(cfg.distribution),
+            np.random.default_rng([cfg.seed, w]),
+        )
+        if cfg.bulk:
+            return _bulk_sender(cfg, producer, values, self.t0_wall_ms, self.rate_w), BULK_SLEEP_S
+        return _each_sender(cfg, producer, values, (self.t0_wall_ms, self.rate_w), self.on_delivery), None
+
+    def _due(self, now: float) -> int:
+        cfg, rate_w = self.cfg, self.rate_w
+        due = int((now - self.t0) * rate_w) + 1 if cfg.throttle else self.k + CHUNK
+        if cfg.duration_s and cfg.throttle:
+            due = min(due, int(cfg.duration_s * rate_w))
+        if self.quota is not None:
+            due = min(due, self.quota)
+        return due
+
+    def _gathering(self, due: int, final: bool) -> bool:
+        # in bulk, a step's worth is gathered before it is sent: sending whatever was due after
+        # the last step made ~900 small steps a second at 60,000 records/s
+        k, quota = self.k, self.quota
+        return (
+            self.cfg.throttle
+            and self.in_bulk
+            and k < due < k + self.rate_w * BULK_SLEEP_S
+            and not final
+            and (quota is None or due < quota)
+        )
+
+    def _pace(self, producer, send, nap: float | None) -> None:
+        cfg, t0, rate_w, shared = self.cfg, self.t0, self.rate_w, self.shared
+        deadline = t0 + cfg.duration_s if cfg.duration_s else None
         final = False
-        while not stop.is_set() and not orphaned():
+        while not shared.stop.is_set() and not self.orphaned():
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 # Send what the schedule made due within the duration, then stop; a worker far
@@ -126,53 +167,57 @@ def _work(  # noqa: C901, PLR0913, PLR0915
                 if not cfg.throttle or now >= deadline + 1.0:
                     break
                 final = True
-            due = int((now - t0) * rate_w) + 1 if cfg.throttle else k + CHUNK
-            if deadline is not None and cfg.throttle:
-                due = min(due, int(cfg.duration_s * rate_w))
-            if quota is not None:
-                due = min(due, quota)
-            if (
-                cfg.throttle
-                and in_bulk
-                and k < due < k + rate_w * BULK_SLEEP_S
-                and not final
-                and (quota is None or due < quota)
-            ):
-                # in bulk, a step's worth is gathered before it is sent: sending whatever was due
-                # after the last step made ~900 small steps a second at 60,000 records/s
+            due = self._due(now)
+            if self._gathering(due, final):
                 time.sleep(BULK_SLEEP_S)
                 continue
-            if due <= k:
-                if (quota is not None and k >= quota) or final:
+            if due <= self.k:
+                if (self.quota is not None and self.k >= self.quota) or final:
                     break
                 # Sleep at least 1 ms: waking for each record when the next is due (0.1 ms apart at
                 # 10,000/s) cost ~15 % of a CPU in wake-ups alone; records keep their scheduled
                 # timestamps, they only leave in bursts (of BULK_SLEEP_S when sent in bulk: the
                 # producer holds them for linger.ms, 200 ms, anyway).
-                time.sleep(nap or min(0.005, max(MIN_SLEEP_S, (k - (now - t0) * rate_w) / rate_w)))
+                time.sleep(nap or min(0.005, max(MIN_SLEEP_S, (self.k - (now - t0) * rate_w) / rate_w)))
                 continue
-            k = send(k, min(due, k + CHUNK))
+            self.k = send(self.k, min(due, self.k + CHUNK))
             producer.poll(0)
-            sent_v.value = k
-            if in_bulk:  # no report per delivered record: delivered = sent - failed - still queued
-                ok_v.value = max(0, k - counters["failed"] - len(producer))
-            else:
-                ok_v.value = counters["ok"]
-            failed_v.value = counters["failed"]
-    finally:
-        remaining = producer.flush(1 if orphaned() else 60)
+            self._report(producer)
+
+    def _report(self, producer) -> None:
+        shared, k, failed = self.shared, self.k, self.counters["failed"]
+        shared.sent.value = k
+        # in bulk, no report per delivered record: delivered = sent - failed - still queued
+        shared.ok.value = max(0, k - failed - len(producer)) if self.in_bulk else self.counters["ok"]
+        shared.failed.value = failed
+
+    def _finish(self, producer, cpu0: float) -> None:
+        shared = self.shared
+        remaining = producer.flush(1 if self.orphaned() else 60)
         if remaining:
-            counters["failed"] += remaining
-            err_q.put(f"worker {w}: {remaining} records not delivered within 60 s")
-        sent_v.value = k
-        ok_v.value = k - counters["failed"] if in_bulk else counters["ok"]
-        failed_v.value = counters["failed"]
-        cpu_v.value = time.process_time() - cpu0
-        done_v.value = time.monotonic()
+            self.counters["failed"] += remaining
+            shared.errors.put(f"worker {self.w}: {remaining} records not delivered within 60 s")
+        shared.sent.value = self.k
+        shared.ok.value = self.k - self.counters["failed"] if self.in_bulk else self.counters["ok"]
+        shared.failed.value = self.counters["failed"]
+        shared.cpu.value = time.process_time() - cpu0
+        shared.done.value = time.monotonic()
 
 
-def _each_sender(cfg, producer, keys, prefixes, dist, rng, t0_wall_ms, rate_w, on_delivery):  # noqa: PLR0913
+@dataclass
+class _Values:
+    """A worker's sensors (their keys and value prefixes) and the draws of their values."""
+
+    keys: list[bytes]
+    prefixes: list[bytes]
+    dist: ValueDistribution
+    rng: np.random.Generator
+
+
+def _each_sender(cfg, producer, values: _Values, clock: tuple[int, float], on_delivery):
     """The per-record way: one formatted value and one produce() call (and report) per record."""
+    keys, prefixes, dist, rng = values.keys, values.prefixes, values.dist, values.rng
+    t0_wall_ms, rate_w = clock
     n = len(keys)
     json_mode = cfg.encoding == "json"
     produce = producer.produce
@@ -215,10 +260,11 @@ def _partitions(cfg, producer) -> int | None:
     return len(meta.partitions) if meta is not None and meta.partitions else None
 
 
-def _bulk_sender(cfg, producer, keys, prefixes, dist, rng, t0_wall_ms, rate_w):
+def _bulk_sender(cfg, producer, values: _Values, t0_wall_ms, rate_w):
     """The bulk way: a chunk's values (one draw, formatted by one repr of the list) and timestamps
     (one numpy expression, the per-record way's arithmetic) at once, then one produce_batch call
     per partition. Values follow the distribution's draws in the same order as the per-record way."""
+    keys, prefixes, dist, rng = values.keys, values.prefixes, values.dist, values.rng
     n = len(keys)
     topic = cfg.topic
     parts = _partitions(cfg, producer)
