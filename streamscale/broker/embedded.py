@@ -44,6 +44,14 @@ class BrokerInfo:
     client_config: str = ""  # sasl_ssl: the client properties file (--kafka-config, kcat -F)
 
 
+@dataclass(frozen=True)
+class Namespace:
+    """A network namespace a broker runs in (``ip netns``), listening on ``host``, its address there."""
+
+    name: str
+    host: str
+
+
 class EmbeddedBroker(SecuredKafka):
     """Start Apache Kafka on a free loopback port; use as a context manager.
 
@@ -51,15 +59,14 @@ class EmbeddedBroker(SecuredKafka):
     ...     broker.bootstrap  # '127.0.0.1:NNNNN'
     """
 
-    def __init__(  # noqa: PLR0913
+    def __init__(
         self,
         port: int | None = None,
         log_dir: str | os.PathLike | None = None,
         ready_timeout: float = 90.0,
         daemon: bool = False,
         advertised_port: int | None = None,
-        host: str = "127.0.0.1",
-        netns: str | None = None,
+        namespace: Namespace | None = None,
         data_dir: str | os.PathLike | None = None,
         security: str = "plaintext",
     ):
@@ -67,8 +74,8 @@ class EmbeddedBroker(SecuredKafka):
         self.secrets = None  # sasl_ssl: its Security (certificates, users, client properties)
         self.guardian = None  # a daemon's: kills the broker if the starting process dies first
         self.port = port
-        self.host = host
-        self.netns = netns  # run inside this network namespace (netem faults)
+        self.host = namespace.host if namespace else "127.0.0.1"
+        self.netns = namespace.name if namespace else None  # run inside this network namespace (netem faults)
         # clients learn broker addresses from metadata: a fault proxy in front of the broker must be
         # what the broker advertises, or clients would bypass it after bootstrapping
         self.advertised_port = advertised_port

@@ -29,6 +29,7 @@ from streamscale.experiment.sessions import SparkSessions
 from streamscale.loadgen import GeneratorConfig, LoadGenerator
 from streamscale.observe import prometheus
 from streamscale.pipelines import make_pipeline
+from streamscale.pipelines.base import Reading
 
 log = logging.getLogger(__name__)
 
@@ -239,9 +240,8 @@ class SutRun:
             )
         ).start()
         self.query = self.pipe.start(
-            spark, self.bootstrap, self.input_topic, self.output_topic, starting_offsets="earliest",
-            commit_group=self.group,
-        )  # fmt: skip
+            spark, self.bootstrap, self.input_topic, self.output_topic, reading=Reading("earliest", self.group)
+        )
         self.sampler = LagSampler(self.bootstrap, self.group, self.input_topic, on_sample=self.ctx.on_lag).start()
         self.ticks0 = machine_ticks()
         self.meter = CpuMeter(jvm_pid(spark), list(self.ctx.broker_pids)).start()
@@ -425,7 +425,7 @@ def warm_up_workers(
     """
     import tempfile
 
-    from streamscale.sparkio.io import read_records, write_kafka
+    from streamscale.sparkio.io import WriteQuery, read_records, write_kafka
 
     slots = spark.sparkContext.defaultParallelism
     topic = f"warmup-{run_id}"
@@ -439,7 +439,7 @@ def warm_up_workers(
         records = read_records(spark, bootstrap, topic, starting_offsets="earliest", impl=connector)
         # back into the same topic: availableNow reads only what was there when it started
         value = records.select(records["identifier"].alias("value"))
-        q = write_kafka(value, bootstrap, topic, checkpoint, impl=connector, trigger={"availableNow": True})
+        q = write_kafka(value, bootstrap, topic, WriteQuery(checkpoint, {"availableNow": True}), impl=connector)
         q.awaitTermination(180)
 
 

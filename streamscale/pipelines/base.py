@@ -19,7 +19,7 @@ from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
 from streamscale.pipelines.progress import CREATED_BIN_MS, CREATED_BINS
 from streamscale.pipelines.run import PipelineRun, temporary_checkpoint
-from streamscale.sparkio.io import read_records
+from streamscale.sparkio.io import Decoding, WriteQuery, read_records
 
 MIN_EVENT_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: Spark's timestamp range, in epoch ms
 MAX_EVENT_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
@@ -84,6 +84,17 @@ def watermarked(records, lateness_s: float):
     from streamscale.pipelines.accounting import without_flush
 
     return without_flush(event_time(records).withWatermark("event_time", f"{int(lateness_s * 1000)} milliseconds"))
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a run reads its input: from which offsets (``earliest``, ``latest`` or Spark's JSON),
+    the consumer group its offsets are committed to (the lag is read from it), and the Kafka
+    connector (spark or python; None: the pipeline's own)."""
+
+    starting_offsets: str = "earliest"
+    commit_group: str | None = None
+    kafka_impl: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,9 +179,11 @@ class Pipeline(ABC):
             spark,
             bootstrap,
             input_topic,
-            value_ddl=self.value_ddl(),
-            value_format=self.value_format(),
-            dead_letter_topic=self.params.dead_letter_topic if resolve_impl(kafka_impl) == "python" else None,
+            Decoding(
+                self.value_ddl(),
+                self.value_format(),
+                dead_letter_topic=self.params.dead_letter_topic if resolve_impl(kafka_impl) == "python" else None,
+            ),
             starting_offsets=starting_offsets,
             max_offsets_per_trigger=self.params.max_offsets_per_trigger,
             impl=kafka_impl,
@@ -273,7 +286,7 @@ class Pipeline(ABC):
             raise run.exception()
         return run
 
-    def start(  # noqa: PLR0913
+    def start(
         self,
         spark,
         bootstrap: KafkaConnection | str,
@@ -281,9 +294,7 @@ class Pipeline(ABC):
         output_topic: str = "output",
         checkpoint: str | None = None,
         available_now: bool = False,
-        starting_offsets: str = "earliest",
-        commit_group: str | None = None,
-        kafka_impl: str | None = None,
+        reading: Reading = Reading(),  # noqa: B008 - frozen, never changed
     ) -> PipelineRun:
         """Read, build and write the pipeline as a streaming query (:meth:`write`, each pipeline's
         own), with the queries that route undecodable records, and the run that reads its progress."""
@@ -292,11 +303,11 @@ class Pipeline(ABC):
         checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
         q = Query(
             spark, bootstrap, input_topic, output_topic, checkpoint, trigger, query_name,
-            resolve_impl(kafka_impl or self.params.connector), starting_offsets, commit_group,
+            resolve_impl(reading.kafka_impl or self.params.connector), reading.starting_offsets, reading.commit_group,
         )  # fmt: skip
         query, extras = self.write(q)
         letters = self.dead_letter_queries(
-            spark, bootstrap, input_topic, checkpoint, trigger, starting_offsets, q.impl
+            spark, bootstrap, input_topic, checkpoint, trigger, reading.starting_offsets, q.impl
         )  # fmt: skip
         return PipelineRun(
             self.name,
@@ -304,7 +315,7 @@ class Pipeline(ABC):
             query,
             checkpoint,
             connector=q.impl,
-            commit_to=self.committer(bootstrap, commit_group, q.impl),
+            commit_to=self.committer(bootstrap, reading.commit_group, q.impl),
             **extras,
         )
 
@@ -317,7 +328,7 @@ class Pipeline(ABC):
         update mode (or append mode with ``emit: final``) into the executor-side Kafka output (see
         streamscale.pipelines.output); late records counted on the executors
         (streamscale.pipelines.accounting)."""
-        from streamscale.pipelines.output import WindowedOutput
+        from streamscale.pipelines.output import Emission, WindowedOutput
 
         records = self.read_input(q, watermark_from=q.checkpoint if q.impl == "python" else None)
         out_df = self.build(q.spark, records)
@@ -326,11 +337,9 @@ class Pipeline(ABC):
             q.output_topic,
             self.key_cols,
             self.value_cols,
-            self.lateness_ms(),
-            self.emit_final,
+            Emission(self.lateness_ms(), self.emit_final, self.window_grid_ms()),
             q.checkpoint,
             q.impl,
-            window_grid_ms=self.window_grid_ms(),
         )
         if q.impl == "spark" and self.emit_final:
             # straight into Spark's streaming Kafka sink: one job per batch (see pipelines.output)
@@ -338,8 +347,8 @@ class Pipeline(ABC):
 
             streamed = writer.streamed(out_df)
             query = write_kafka(
-                streamed, q.bootstrap, q.output_topic, q.checkpoint, "spark", q.trigger, "append", q.name
-            )  # fmt: skip
+                streamed, q.bootstrap, q.output_topic, WriteQuery(q.checkpoint, q.trigger, name=q.name), "spark"
+            )
         else:
             query = (
                 out_df.writeStream.outputMode("append" if self.emit_final else "update")
@@ -365,13 +374,10 @@ class Pipeline(ABC):
                 spark,
                 bootstrap,
                 input_topic,
-                self.params.dead_letter_topic,
-                f"{checkpoint.rstrip('/')}/dead-letters",
+                Decoding(self.value_ddl(), self.value_format(), dead_letter_topic=self.params.dead_letter_topic),
+                WriteQuery(f"{checkpoint.rstrip('/')}/dead-letters", trigger),
                 starting_offsets,
                 self.params.max_offsets_per_trigger,
-                trigger,
-                value_ddl=self.value_ddl(),
-                value_format=self.value_format(),
             )
         ]
 

@@ -133,7 +133,7 @@ class UserJob(Pipeline):
     def write(self, q: Query) -> tuple:
         from pyspark.sql import functions as F
 
-        from streamscale.sparkio.io import write_kafka
+        from streamscale.sparkio.io import WriteQuery, write_kafka
 
         self._ship(q.spark)
         out, mode = self.build(q.spark, self.read_input(q))
@@ -146,7 +146,9 @@ class UserJob(Pipeline):
                 if "key" in out.columns:
                     cols.insert(0, F.col("key").cast("string").alias("key"))
                 rows = out.select(*cols)
-                query = write_kafka(rows, q.bootstrap, q.output_topic, q.checkpoint, q.impl, q.trigger, mode, q.name)
+                query = write_kafka(
+                    rows, q.bootstrap, q.output_topic, WriteQuery(q.checkpoint, q.trigger, mode, q.name), q.impl
+                )
         except ConfigError:
             raise
         except Exception as exc:  # noqa: BLE001 - Spark refused the job's plan (e.g. a mode it cannot run)

@@ -152,22 +152,32 @@ def streamed_written_ms(progress: dict) -> float:
     return max(0.0, float(d.get("triggerExecution", 0)) - float(d.get("commitOffsets", 0)))
 
 
+@dataclass(frozen=True)
+class Emission:
+    """When a windowed output's rows are written: the watermark trails the newest event by
+    ``lateness_ms``; ``final``: a window once, when the watermark passes its end (else each update);
+    ``window_grid_ms``: (size, slide) of the windows, where a batch can tell that none ended."""
+
+    lateness_ms: int
+    final: bool
+    window_grid_ms: tuple[int, int] | None = None
+
+
 class WindowedOutput:
-    def __init__(  # noqa: PLR0913
+    def __init__(
         self,
         bootstrap: KafkaConnection | str,
         topic: str,
         key_cols: list[str],
         value_cols: list[str],
-        lateness_ms: int,
-        emit_final: bool,
+        emission: Emission,
         checkpoint: str,
         kafka_impl: str | None = None,
-        window_grid_ms: tuple[int, int] | None = None,
     ):
         self.bootstrap, self.topic = bootstrap, topic
         self.key_cols, self.value_cols = key_cols, value_cols
-        self.lateness_ms, self.emit_final = lateness_ms, emit_final
+        self.lateness_ms, self.emit_final = emission.lateness_ms, emission.final
+        window_grid_ms = emission.window_grid_ms
         from streamscale.sparkio.io import kafka_impl as resolve_impl
 
         # resolved once: which write reports its observation (the Python sink's) decides how rows

@@ -158,19 +158,10 @@ class UC1(Pipeline):
     def sink(self, out_df, bootstrap, output_topic, checkpoint, trigger, kafka_impl, query_name):
         from pyspark.sql import functions as F
 
-        from streamscale.sparkio.io import write_kafka
+        from streamscale.sparkio.io import WriteQuery, write_kafka
 
         out = out_df.select(F.col("identifier").alias("key"), F.col("line").alias("value"))
-        return write_kafka(
-            out,
-            bootstrap,
-            output_topic,
-            checkpoint,
-            impl=kafka_impl,
-            trigger=trigger,
-            output_mode="append",
-            query_name=query_name,
-        )
+        return write_kafka(out, bootstrap, output_topic, WriteQuery(checkpoint, trigger, name=query_name), kafka_impl)
 
 
 def _write_jdbc(url: str, table: str, batch_df, _batch_id) -> None:

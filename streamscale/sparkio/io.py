@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, replace
 
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
@@ -139,43 +140,64 @@ def _local_master(spark) -> bool:
         return False
 
 
-def read_records(  # noqa: PLR0913
+@dataclass(frozen=True)
+class Decoding:
+    """How record values are decoded: their fields as a DDL string in ``value_format`` (json or
+    csv); ``include_raw``: keep Spark's ``key`` and ``value`` columns too (as ``kafka_key`` and
+    ``kafka_value``); ``dead_letter_topic``: where values that do not decode go."""
+
+    value_ddl: str = ACTIVE_POWER_DDL
+    value_format: str = "json"
+    include_raw: bool = False
+    dead_letter_topic: str | None = None
+
+
+@dataclass(frozen=True)
+class WriteQuery:
+    """How a streaming query that writes is started: its checkpoint, trigger (``DataStreamWriter.trigger``'s
+    keywords), output mode and name."""
+
+    checkpoint: str
+    trigger: dict | None = None
+    output_mode: str = "append"
+    name: str | None = None
+
+
+def read_records(
     spark,
     bootstrap: KafkaConnection | str,
     topic: str,
-    value_ddl: str = ACTIVE_POWER_DDL,
-    value_format: str = "json",
-    dead_letter_topic: str | None = None,
+    decoding: Decoding = Decoding(),  # noqa: B008 - frozen, never changed
     starting_offsets: str = "latest",
     max_offsets_per_trigger: int | None = None,
     impl: str | None = None,
     options: dict | None = None,
-    include_raw: bool = False,
 ):
     """A streaming DataFrame of decoded record values, ``value_error``, and the Kafka metadata as
     ``kafka_topic``, ``kafka_partition``, ``kafka_offset``, ``kafka_timestamp``, ``kafka_timestampType``.
 
     Rows whose value could not be decoded have ``value_error`` set (and, with the Python source,
-    went to ``dead_letter_topic``); pipelines filter them out and count them.
+    went to the decoding's dead-letter topic); pipelines filter them out and count them.
     """
     impl = kafka_impl(impl)
+    d = decoding
     if impl == "python":
         opts = {
-            "valueFormat": value_format,
-            "valueSchema": value_ddl,
-            "includeRaw": str(include_raw).lower(),
+            "valueFormat": d.value_format,
+            "valueSchema": d.value_ddl,
+            "includeRaw": str(d.include_raw).lower(),
             **(options or {}),
         }
-        if dead_letter_topic:
-            opts["deadLetterTopic"] = dead_letter_topic
+        if d.dead_letter_topic:
+            opts["deadLetterTopic"] = d.dead_letter_topic
         return read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, opts)
-    if dead_letter_topic:
+    if d.dead_letter_topic:
         raise ConfigError(
             "with Spark's connector dead letters are routed by a query of their own (route_dead_letters), "
             "not by the source"
         )
     raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, options)
-    return decode_values(raw, value_ddl, value_format, include_raw)
+    return decode_values(raw, d.value_ddl, d.value_format, d.include_raw)
 
 
 def decode_values(raw, value_ddl: str = ACTIVE_POWER_DDL, value_format: str = "json", include_raw: bool = False):
@@ -229,29 +251,28 @@ def read_kafka_ranges(spark, bootstrap: KafkaConnection | str, start: dict, end:
     )
 
 
-def route_dead_letters(  # noqa: PLR0913
+def route_dead_letters(
     spark,
     bootstrap: KafkaConnection | str,
     topic: str,
-    dead_letter_topic: str,
-    checkpoint: str,
+    decoding: Decoding,
+    query: WriteQuery,
     starting_offsets: str = "latest",
     max_offsets_per_trigger: int | None = None,
-    trigger: dict | None = None,
-    query_name: str | None = None,
-    value_ddl: str = ACTIVE_POWER_DDL,
-    value_format: str = "json",
 ):
     """Start a query (Spark's connector) that copies every record of ``topic`` whose value does not
-    decode to ``dead_letter_topic``, key and value unchanged, with the headers the Python source
+    decode to ``decoding.dead_letter_topic``, key and value unchanged, with the headers the Python source
     gives a dead letter (``error``, ``source.topic``, ``source.partition``, ``source.offset``).
 
     Spark's connector has no dead-letter path, and one query cannot write two outputs, so this one
     reads the input a second time. Delivery is at-least-once, as the Python source's."""
     from pyspark.sql import functions as F
 
+    if not decoding.dead_letter_topic:
+        raise ConfigError("route_dead_letters needs the decoding's dead_letter_topic")
     raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, "spark")
-    rows = decode_values(raw, value_ddl, value_format, include_raw=True).where(F.col(ERROR_COLUMN).isNotNull())
+    rows = decode_values(raw, decoding.value_ddl, decoding.value_format, include_raw=True)
+    rows = rows.where(F.col(ERROR_COLUMN).isNotNull())
 
     def header(name: str, col):
         return F.struct(F.lit(name).alias("key"), col.cast("string").cast("binary").alias("value"))
@@ -266,18 +287,15 @@ def route_dead_letters(  # noqa: PLR0913
             header("source.offset", F.col("kafka_offset")),
         ).alias("headers"),
     )
-    return write_kafka(letters, bootstrap, dead_letter_topic, checkpoint, "spark", trigger, "append", query_name)
+    return write_kafka(letters, bootstrap, decoding.dead_letter_topic, replace(query, output_mode="append"), "spark")
 
 
-def write_kafka(  # noqa: PLR0913
+def write_kafka(
     df,
     bootstrap: KafkaConnection | str,
     topic: str,
-    checkpoint: str,
+    query: WriteQuery,
     impl: str | None = None,
-    trigger: dict | None = None,
-    output_mode: str = "append",
-    query_name: str | None = None,
     options: dict | None = None,
 ):
     """Start a streaming query writing ``value`` (and ``key``) columns to ``topic``.
@@ -290,8 +308,8 @@ def write_kafka(  # noqa: PLR0913
     if impl == "python":
         use_python_source(df.sparkSession)
     opts = _write_options(bootstrap, impl, topic, options)
-    w = df.writeStream.option("checkpointLocation", checkpoint).outputMode(output_mode)
-    if impl == "python" and output_mode in ("update", "complete"):
+    w = df.writeStream.option("checkpointLocation", query.checkpoint).outputMode(query.output_mode)
+    if impl == "python" and query.output_mode in ("update", "complete"):
 
         def write_batch(batch_df, _batch_id):
             writer = batch_df.write.format(FORMAT_NAME).mode("append")
@@ -304,10 +322,10 @@ def write_kafka(  # noqa: PLR0913
         w = w.format(FORMAT_NAME if impl == "python" else "kafka")
         for k, v in opts.items():
             w = w.option(k, str(v))
-    if trigger:
-        w = w.trigger(**trigger)
-    if query_name:
-        w = w.queryName(query_name)
+    if query.trigger:
+        w = w.trigger(**query.trigger)
+    if query.name:
+        w = w.queryName(query.name)
     return w.start()
 
 

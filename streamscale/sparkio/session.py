@@ -127,33 +127,8 @@ def build_session(
         raise SparkError(
             f"a Spark session on {active.master} already runs in this process: stop it before starting one on {master}"
         )
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.ui.enabled", str(ui).lower())
-        .config("spark.driver.host", os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1"))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    )
-    if master.startswith("local"):
-        builder = builder.config("spark.driver.bindAddress", "127.0.0.1")
-    if shuffle_partitions is None:
-        # One shuffle partition per task slot on a local master: each costs a state-store commit
-        # and a Python writer task per micro-batch, fixed costs that set the batch time of a
-        # streaming run (UC2 at 20,000/s on local[2]: median batch 2.35 s with 4, 1.63 s with 2).
-        # A cluster's slots are not known before the session exists: twice the driver's cores.
-        shuffle_partitions = _cores(master) if master.startswith("local") else max(2, _cores(master) * 2)
-    builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    conf = with_driver_options({**SESSION_DEFAULTS, **(conf or {})}, master)  # and the class-data archive
-    jars = spark_kafka_jars()
-    if jars:
-        # Spark's Kafka connector for format("kafka"), installed by `make install`: on the driver's
-        # classpath and shipped to every executor (a standalone cluster's workers too)
-        conf["spark.jars"] = ",".join([*([conf["spark.jars"]] if conf.get("spark.jars") else []), *map(str, jars)])
-    for k, v in conf.items():
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for k, v in _session_conf(master, conf, shuffle_partitions, ui).items():
         builder = builder.config(k, str(v))
     _quiet_accumulator_servers()
     if os.environ.get("STREAMSCALE_SPARK_LOG") == "-" or SparkContext._gateway is not None:
@@ -168,6 +143,35 @@ def build_session(
     if python_source:
         use_python_source(spark)
     return spark
+
+
+def _session_conf(master: str, conf: dict | None, shuffle_partitions: int | None, ui: bool) -> dict:
+    """Every setting a session starts with: streamscale's, then the caller's ``conf`` over them."""
+    settings = {
+        "spark.ui.enabled": str(ui).lower(),
+        "spark.driver.host": os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1"),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        "spark.python.worker.reuse": "true",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }
+    if master.startswith("local"):
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
+    if shuffle_partitions is None:
+        # One shuffle partition per task slot on a local master: each costs a state-store commit
+        # and a Python writer task per micro-batch, fixed costs that set the batch time of a
+        # streaming run (UC2 at 20,000/s on local[2]: median batch 2.35 s with 4, 1.63 s with 2).
+        # A cluster's slots are not known before the session exists: twice the driver's cores.
+        shuffle_partitions = _cores(master) if master.startswith("local") else max(2, _cores(master) * 2)
+    settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+    conf = with_driver_options({**SESSION_DEFAULTS, **(conf or {})}, master)  # and the class-data archive
+    jars = spark_kafka_jars()
+    if jars:
+        # Spark's Kafka connector for format("kafka"), installed by `make install`: on the driver's
+        # classpath and shipped to every executor (a standalone cluster's workers too)
+        conf["spark.jars"] = ",".join([*([conf["spark.jars"]] if conf.get("spark.jars") else []), *map(str, jars)])
+    return {**settings, **conf}
 
 
 def codegen_compiles(spark) -> int:

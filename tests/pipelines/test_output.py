@@ -99,7 +99,7 @@ def test_a_batchs_latency_includes_its_processing(spark, broker, topic_factory, 
     from pyspark.sql.types import DoubleType
 
     from streamscale.experiment.slo import latency_percentile_ms
-    from streamscale.pipelines.output import WindowedOutput
+    from streamscale.pipelines.output import Emission, WindowedOutput
 
     from .helpers import read_topic
 
@@ -124,7 +124,7 @@ def test_a_batchs_latency_includes_its_processing(spark, broker, topic_factory, 
     )
     (tmp_path / "ck" / "offsets").mkdir(parents=True)  # the batch's entry in Spark's offsets log
     (tmp_path / "ck" / "offsets" / "0").write_text('v1\n{"batchWatermarkMs":0,"batchTimestampMs":0}\n{}\n')
-    writer = WindowedOutput(broker.bootstrap, out, ["sensor"], ["v"], 0, emit_final, str(tmp_path / "ck"))
+    writer = WindowedOutput(broker.bootstrap, out, ["sensor"], ["v"], Emission(0, emit_final), str(tmp_path / "ck"))
     writer(batch, 0)
     got = writer.batches[0]
     rows = read_topic(broker.bootstrap, out, 1)
@@ -195,7 +195,7 @@ def test_streamed_rows_run_the_same_code_in_every_batch(spark, tmp_path):
     files compiles nothing: every batch of both reuses the first one's classes."""
     from pyspark.sql import functions as F
 
-    from streamscale.pipelines.output import WindowedOutput
+    from streamscale.pipelines.output import Emission, WindowedOutput
 
     for i in range(3):
         spark.range(i * 50, (i + 1) * 50).select(
@@ -204,7 +204,9 @@ def test_streamed_rows_run_the_same_code_in_every_batch(spark, tmp_path):
             (F.col("id") + 1_700_000_000_000).alias("max_event_ms"),
         ).coalesce(1).write.parquet(str(tmp_path / "in" / f"part={i}"))
     files = spark.read.parquet(str(tmp_path / "in"))
-    writer = WindowedOutput("unused:9092", "unused", ["sensor"], ["v"], 0, True, str(tmp_path / "unused"), "spark")
+    writer = WindowedOutput(
+        "unused:9092", "unused", ["sensor"], ["v"], Emission(0, True), str(tmp_path / "unused"), "spark"
+    )
 
     def run(name: str) -> list[dict]:
         stream = spark.readStream.schema(files.schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
@@ -233,7 +235,7 @@ def test_a_batchs_clock_and_watermark_are_not_compiled_into_its_code(spark, brok
     batch over the same rows compiles nothing the first did not."""
     from pyspark.sql import functions as F
 
-    from streamscale.pipelines.output import WindowedOutput
+    from streamscale.pipelines.output import Emission, WindowedOutput
 
     out = topic_factory(1)
     rows = spark.range(20).select(
@@ -246,7 +248,7 @@ def test_a_batchs_clock_and_watermark_are_not_compiled_into_its_code(spark, brok
     offsets.mkdir(parents=True)
     for n, wm in enumerate((1_700_000_000_000, 1_700_000_000_005)):
         (offsets / str(n)).write_text(f'v1\n{{"batchWatermarkMs":{wm},"batchTimestampMs":0}}\n{{}}\n')
-    writer = WindowedOutput(broker.bootstrap, out, ["sensor"], ["v"], 0, False, str(tmp_path / "ck"), "spark")
+    writer = WindowedOutput(broker.bootstrap, out, ["sensor"], ["v"], Emission(0, False), str(tmp_path / "ck"), "spark")
     writer(rows, 0)
     before = codegen_compiles(spark)
     writer(rows, 1)

@@ -12,6 +12,7 @@ import pytest
 
 from streamscale.errors import ConfigError
 from streamscale.pipelines import make_pipeline
+from streamscale.pipelines.base import Reading
 from tests.conftest import produce
 from tests.pipelines.helpers import T0, assert_stats_equal, latest_per_key, read_topic, rec, reference_stats, send
 
@@ -138,11 +139,11 @@ def test_uc2_windows_exact_and_late_records_dropped_and_counted(
 
     pipe = make_pipeline("uc2", {"window_s": 10, "lateness_s": 5, "emit": "update"}, connector=connector)  # open too
     send(broker.bootstrap, src, phase1, 2)
-    r1 = run(pipe, spark, broker, src, out, tmp_path / "ck", commit_group="uc2-test")
+    r1 = run(pipe, spark, broker, src, out, tmp_path / "ck", reading=Reading(commit_group="uc2-test"))
     assert r1.shuffle_stages() == 1
     send(broker.bootstrap, src, phase2, 2)
     produce(broker.bootstrap, src, [(b"s_0", b"{not json", 0)])  # malformed: counted, not aggregated
-    r2 = run(pipe, spark, broker, src, out, tmp_path / "ck", commit_group="uc2-test")
+    r2 = run(pipe, spark, broker, src, out, tmp_path / "ck", reading=Reading(commit_group="uc2-test"))
     totals = r2.totals()
     assert totals["malformed"] == 1 and totals["connector"] == connector
     assert access.committed_offsets("uc2-test", src) == access.end_offsets(src)  # lag observable: 0

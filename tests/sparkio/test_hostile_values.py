@@ -20,7 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamscale.sparkio import formats, kafka
-from streamscale.sparkio.io import decode_values, read_kafka_ranges, read_records, route_dead_letters
+from streamscale.sparkio.io import (
+    Decoding,
+    WriteQuery,
+    decode_values,
+    read_kafka_ranges,
+    read_records,
+    route_dead_letters,
+)
 from streamscale.sparkio.kafka import SourceConfig, read_range
 from tests.conftest import produce
 from tests.pipelines.helpers import dead_letters
@@ -274,9 +281,7 @@ def test_hostile_values_are_dead_lettered_once_and_valid_ones_exact(
         spark,
         broker.bootstrap,
         topic,
-        value_format=fmt,
-        value_ddl=DDL,
-        dead_letter_topic=dlq if connector == "python" else None,
+        Decoding(DDL, fmt, dead_letter_topic=dlq if connector == "python" else None),
         starting_offsets="earliest",
         max_offsets_per_trigger=3000,
         impl=connector,
@@ -294,11 +299,9 @@ def test_hostile_values_are_dead_lettered_once_and_valid_ones_exact(
                 spark,
                 broker.bootstrap,
                 topic,
-                dlq,
-                str(tmp_path / "dlq"),
+                Decoding(value_format=fmt, dead_letter_topic=dlq),
+                WriteQuery(str(tmp_path / "dlq"), {"availableNow": True}),
                 starting_offsets="earliest",
-                trigger={"availableNow": True},
-                value_format=fmt,
             )
         )
     for q in queries:

@@ -133,7 +133,7 @@ def test_the_python_connector_reads_and_writes_from_another_thread(spark, broker
     # thread of its own gets a JVM thread with none
     import threading
 
-    from streamscale.sparkio.io import write_kafka
+    from streamscale.sparkio.io import WriteQuery, write_kafka
 
     src, out = topic_factory(1), topic_factory(1)
     produce(broker.bootstrap, src, ((None, b"v%d" % i, 0) for i in range(100)))
@@ -142,7 +142,9 @@ def test_the_python_connector_reads_and_writes_from_another_thread(spark, broker
     def work():
         try:
             df = read_kafka(spark, broker.bootstrap, src, "earliest", impl="python").select("value")
-            q = write_kafka(df, broker.bootstrap, out, str(tmp_path / "ck"), "python", {"availableNow": True})
+            q = write_kafka(
+                df, broker.bootstrap, out, WriteQuery(str(tmp_path / "ck"), {"availableNow": True}), "python"
+            )
             q.awaitTermination(300)
             outcome["error"] = q.exception()
         except Exception as e:  # noqa: BLE001 - handed to the test's thread

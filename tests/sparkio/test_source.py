@@ -7,7 +7,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from streamscale.sparkio import readers
-from streamscale.sparkio.io import read_kafka, read_records
+from streamscale.sparkio.io import Decoding, read_kafka, read_records
 from streamscale.waiting import wait_for
 from tests.conftest import produce
 
@@ -175,7 +175,7 @@ def test_malformed_values_counted_and_dead_lettered(spark, broker, topic_factory
     ]
     records = [(None, v, i % 2) for i, v in enumerate(good)] + [(b"bad", v, 1) for v in bad]
     produce(broker.bootstrap, topic, records)
-    df = read_records(spark, broker.bootstrap, topic, dead_letter_topic=dlq, starting_offsets="earliest")
+    df = read_records(spark, broker.bootstrap, topic, Decoding(dead_letter_topic=dlq), starting_offsets="earliest")
     rows, _ = _drain(spark, df, tmp_path)
     ok = [r for r in rows if r["value_error"] is None]
     errors = [r for r in rows if r["value_error"] is not None]
