@@ -23,7 +23,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--records", type=int, default=300_000)
     args = ap.parse_args()
-    from streamscale.benchmark.probe import probe_capacity
+    from streamscale.benchmark.probe import ProbeLoad, probe_capacity
     from streamscale.broker import EmbeddedBroker
 
     with EmbeddedBroker() as broker:
@@ -36,9 +36,7 @@ def main() -> None:
                         [2, 1],
                         uc,
                         PARAMS.get(uc, {}),
-                        records=args.records,
-                        batch_records=args.records // 3,
-                        confine=confine,
+                        ProbeLoad(records=args.records, batch_records=args.records // 3, confine=confine),
                     ):
                         rates[p.cores].append(p.rate)
                 med = {k: statistics.median(v) for k, v in rates.items()}

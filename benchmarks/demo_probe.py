@@ -29,7 +29,7 @@ def main() -> None:
     if args.batches < PROBE_WARM + 4:
         ap.error(f"--batches: at least {PROBE_WARM + 4} (the warm ones, the two left out, the demo's two)")
 
-    from streamscale.benchmark.probe import probe_capacity
+    from streamscale.benchmark.probe import ProbeLoad, probe_capacity
     from streamscale.broker import EmbeddedBroker
 
     def show(p) -> None:
@@ -49,11 +49,10 @@ def main() -> None:
             [1] * args.rounds,
             SUT,
             PARAMS,
-            records=args.batches * BATCH,
-            batch_records=BATCH,
-            sensors=PROBE_SENSORS,
+            ProbeLoad(
+                records=args.batches * BATCH, batch_records=BATCH, sensors=PROBE_SENSORS, warm_batches=PROBE_WARM
+            ),
             on_probe=show,
-            warm_batches=PROBE_WARM,
         )
 
 

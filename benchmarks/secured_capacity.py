@@ -35,7 +35,7 @@ def main() -> None:
 
     from contextlib import ExitStack
 
-    from streamscale.benchmark.probe import probe_capacity
+    from streamscale.benchmark.probe import ProbeLoad, probe_capacity
     from streamscale.broker import EmbeddedBroker
 
     params = {"connector": args.connector, "sink": "kafka"}  # the output through the broker too
@@ -63,9 +63,7 @@ def main() -> None:
                     [1],
                     "uc1",
                     params,
-                    records=args.batches * BATCH,
-                    batch_records=BATCH,
-                    warm_batches=WARM,
+                    ProbeLoad(records=args.batches * BATCH, batch_records=BATCH, warm_batches=WARM),
                 )
                 label = f"round {i}" if i > 0 else "warm-up"
                 print(f"{label}: {name:9s} {p.rate:>9,.0f} records/s ({p.batches} batches)", flush=True)

@@ -14,6 +14,7 @@ import csv
 import functools
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from streamscale import terminal
@@ -24,14 +25,21 @@ from streamscale.errors import SparkError
 console = terminal.console()
 
 
-def run_demo(  # noqa: PLR0913
-    seconds: float = 10.0,
-    sensors: int = 10000,
+@dataclass(frozen=True)
+class SourceDemo:
+    """The source demo: ``sensors`` records/s through the PySpark Kafka source on ``master`` for
+    ``seconds`` after its first micro-batch, from a topic of ``partitions``."""
+
+    seconds: float = 10.0
+    sensors: int = 10000
+    master: str = "local[2]"
+    partitions: int = 4
+
+
+def run_demo(
     out_dir: Path = Path("demo-results"),
-    master: str = "local[2]",
-    partitions: int = 4,
+    source: SourceDemo | None = None,
     execution: bool = True,
-    source: bool = False,
     connector: str | None = None,
     security: str = "plaintext",
     budget_s: float | None = None,
@@ -40,8 +48,8 @@ def run_demo(  # noqa: PLR0913
     within ``budget_s``, default :data:`BUDGET_S`); ``source``: first the PySpark source under
     load; ``execution=False``: only that."""
     result: dict = {}
-    if source or not execution:
-        result = run_source_demo(seconds, sensors, out_dir, master, partitions)
+    if source is not None or not execution:
+        result = run_source_demo(source or SourceDemo(), out_dir)
     if execution:
         result["execution"] = run_scaling_demo(
             out_dir / f"{SUT}-scaling", connector=connector, security=security, budget_s=budget_s
@@ -168,15 +176,10 @@ def run_scaling_demo(
     (``connector``: the Kafka connector, default spark; ``security``: the broker's, plaintext or
     sasl_ssl)."""
     from streamscale.benchmark.execution import run_execution
-    from streamscale.benchmark.probe import probe_capacity
-    from streamscale.benchmark.results import read_results
     from streamscale.benchmark.spec import parse_spec
-    from streamscale.benchmark.units import approx
     from streamscale.broker import EmbeddedBroker
-    from streamscale.broker.connection import kafka_log_path
     from streamscale.experiment.sessions import SparkSessions
     from streamscale.sparkio.io import kafka_impl
-    from streamscale.sparkio.session import spark_log_path
 
     params = {**PARAMS, "connector": kafka_impl(connector)}  # named in the spec the results keep
     replace_previous_demo(out_dir)
@@ -190,49 +193,68 @@ def run_scaling_demo(
         EmbeddedBroker(log_dir=out_dir / "logs", security=security) as broker,
         SparkSessions(keep=True) as sessions,
     ):
-        secured = " (SASL_SSL, SCRAM-SHA-512)" if broker.secrets is not None else ""
-        console.print(
-            f"[bold]1/3[/] embedded broker (Apache Kafka) at {broker.bootstrap}{secured}; Spark's and Java's own "
-            f"log: {spark_log_path()}, the Kafka clients': {kafka_log_path() or 'stderr'}",
-            highlight=False,
-        )
-        console.print(
-            f"[bold]2/3[/] capacity probe: {SUT.upper()} drains {PROBE_RECORDS:,} records on 1 CPU "
-            f"(its first {PROBE_WARM} batches on every CPU, warming the JVM and closing windows)"
-        )
-        with console.status("probing"):
-            (probe,) = probe_capacity(
-                broker.connection,
-                [1],
-                SUT,
-                params,
-                records=PROBE_RECORDS,
-                batch_records=BATCH,
-                sensors=PROBE_SENSORS,
-                sessions=sessions,
-                warm_batches=PROBE_WARM,
-            )
-        one = probe.rate
-        console.print(f"    1 core: ~{approx(one)} records/s")
+        _say_broker(broker)
+        probe = _probe(broker, params, sessions)
         budget = max(60.0, (budget_s or BUDGET_S) - (time.monotonic() - t0) - CLOSING_S)
-        spec = parse_spec(demo_spec(one, params, budget))
-        console.print(
-            f"[bold]3/3[/] {SUT.upper()} benchmark (Theodolite method): the highest load held and the lowest "
-            f"failed on 1 core, then on 2, from {_round2(one):,} records/s in steps of {FACTOR:g}x, then halving "
-            f"the bracket to {RESOLUTION:.0%} within {budget:.0f} s; runs of "
-            f"{MIN_DURATION_S:g}-{run_seconds(budget):g} s "
-            f"({WARMUP_S:g} s warm-up), each until its lag trend is decided; a benchmark's SLOs: lag trend at "
-            "most 1% of the load, p95 processing latency at most 8 trigger intervals, a latency that does not "
-            "keep growing"
-        )
+        spec = parse_spec(demo_spec(probe.rate, params, budget))
+        _say_search(probe.rate, budget)
         extra = functools.partial(_probe_said, probe, sessions)
         summary = run_execution(
             spec, out_dir, broker.connection, sessions=sessions, broker_pids=broker.pids(), extra=extra
         )
+    _say_answer(summary, out_dir, probe.rate, time.monotonic() - t0)
+    return summary
+
+
+def _say_broker(broker) -> None:
+    from streamscale.broker.connection import kafka_log_path
+    from streamscale.sparkio.session import spark_log_path
+
+    secured = " (SASL_SSL, SCRAM-SHA-512)" if broker.secrets is not None else ""
+    console.print(
+        f"[bold]1/3[/] embedded broker (Apache Kafka) at {broker.bootstrap}{secured}; Spark's and Java's own "
+        f"log: {spark_log_path()}, the Kafka clients': {kafka_log_path() or 'stderr'}",
+        highlight=False,
+    )
+
+
+def _probe(broker, params: dict, sessions):
+    """The probe's figure for one core (see PROBE_WARM)."""
+    from streamscale.benchmark.probe import ProbeLoad, probe_capacity
+    from streamscale.benchmark.units import approx
+
+    console.print(
+        f"[bold]2/3[/] capacity probe: {SUT.upper()} drains {PROBE_RECORDS:,} records on 1 CPU "
+        f"(its first {PROBE_WARM} batches on every CPU, warming the JVM and closing windows)"
+    )
+    load = ProbeLoad(records=PROBE_RECORDS, batch_records=BATCH, sensors=PROBE_SENSORS, warm_batches=PROBE_WARM)
+    with console.status("probing"):
+        (probe,) = probe_capacity(broker.connection, [1], SUT, params, load, sessions=sessions)
+    console.print(f"    1 core: ~{approx(probe.rate)} records/s")
+    return probe
+
+
+def _say_search(one: float, budget: float) -> None:
+    console.print(
+        f"[bold]3/3[/] {SUT.upper()} benchmark (Theodolite method): the highest load held and the lowest "
+        f"failed on 1 core, then on 2, from {_round2(one):,} records/s in steps of {FACTOR:g}x, then halving "
+        f"the bracket to {RESOLUTION:.0%} within {budget:.0f} s; runs of "
+        f"{MIN_DURATION_S:g}-{run_seconds(budget):g} s "
+        f"({WARMUP_S:g} s warm-up), each until its lag trend is decided; a benchmark's SLOs: lag trend at "
+        "most 1% of the load, p95 processing latency at most 8 trigger intervals, a latency that does not "
+        "keep growing"
+    )
+
+
+def _say_answer(summary: dict, out_dir: Path, one: float, took_s: float) -> None:
+    """The closing paragraph: the answer, the verdicts that decided it, the report's path - last."""
+    from streamscale.benchmark.results import read_results
+    from streamscale.benchmark.units import approx
+
     rows = read_results(out_dir)
     console.print(
         f"\n[bold]{summary['answer']['sentence']}[/] (probe: ~{approx(one)} records/s on 1 core, "
-        f"{len(rows)} experiments in {time.monotonic() - t0:.0f} s).",
+        f"{len(rows)} experiments in {took_s:.0f} s).",
         soft_wrap=True,
     )
     for r in rows:
@@ -252,80 +274,38 @@ def run_scaling_demo(
             soft_wrap=True,
         )
     console.print(f"report: {summary['report']}", highlight=False, soft_wrap=True)
-    return summary
 
 
-def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, partitions: int) -> dict:  # noqa: PLR0915
-    from pyspark.sql import functions as F
-
+def run_source_demo(demo: SourceDemo, out_dir: Path) -> dict:
+    """Broker -> load generator -> the PySpark source (decode JSON, count per sensor), its rate
+    printed every micro-batch; demo-batches.csv and demo-rates.png in ``out_dir``."""
     from streamscale.broker import BrokerAccess, EmbeddedBroker
     from streamscale.loadgen import GeneratorConfig, LoadGenerator
     from streamscale.pipelines.run import remove_checkpoint, remove_stopped_checkpoints
-    from streamscale.sparkio.io import read_records
     from streamscale.sparkio.session import build_session
 
     out_dir.mkdir(parents=True, exist_ok=True)
     with EmbeddedBroker(log_dir=out_dir / "logs") as broker, BrokerAccess(broker.bootstrap) as access:
         console.print(f"[bold]1/4[/] embedded broker (Apache Kafka) at {broker.bootstrap}")
-        access.create_topic("input", partitions)
-        console.print(f"[bold]2/4[/] Spark session on {master} (the first micro-batch starts Python workers)")
-        spark = build_session(master, "streamscale-demo", python_source=False)
+        access.create_topic("input", demo.partitions)
+        console.print(f"[bold]2/4[/] Spark session on {demo.master} (the first micro-batch starts Python workers)")
+        spark = build_session(demo.master, "streamscale-demo", python_source=False)
         if spark.streamscale_log:
             console.print(f"    Spark's and Java's own log: {spark.streamscale_log}", highlight=False)
-        gen = None
-        query = None
-        ckpt = None
+        gen = query = ckpt = None
         try:
-            cfg = GeneratorConfig(broker.bootstrap, topic="input", sensors=sensors, workers=2, duration_s=seconds + 60)
+            cfg = GeneratorConfig(
+                broker.bootstrap, topic="input", sensors=demo.sensors, workers=2, duration_s=demo.seconds + 60
+            )
             console.print(
-                f"[bold]3/4[/] load generator: {sensors:,} sensors x 1 record/s "
-                f"= {cfg.target_rate:,.0f} records/s into 'input' ({partitions} partitions)"
+                f"[bold]3/4[/] load generator: {demo.sensors:,} sensors x 1 record/s "
+                f"= {cfg.target_rate:,.0f} records/s into 'input' ({demo.partitions} partitions)"
             )
             gen = LoadGenerator(cfg).start()
-            df = read_records(spark, broker.bootstrap, "input", starting_offsets="earliest")
-            counts = df.where(F.col("value_error").isNull()).groupBy("identifier").agg(F.count("*").alias("n"))
             ckpt = tempfile.mkdtemp(prefix="streamscale-demo-ckpt-")
-            query = (
-                counts.writeStream.format("memory")
-                .queryName("demo_counts")
-                .outputMode("complete")
-                .option("checkpointLocation", ckpt)
-                .trigger(processingTime="1 second")
-                .start()
-            )
-            console.print(f"[bold]4/4[/] streaming query running for {seconds:.0f} s")
-            rows = []
-            seen = set()
-            t0 = time.monotonic()
-            warm_at = None  # the clock starts once the cold first micro-batch is done
-            while query.isActive and (warm_at is None or time.monotonic() - warm_at < seconds + 8):
-                if warm_at is None and time.monotonic() - t0 > 180:
-                    raise SparkError("the first micro-batch did not finish within 180 s")
-                time.sleep(0.5)
-                for p in query.recentProgress:
-                    if p["batchId"] in seen:
-                        continue
-                    seen.add(p["batchId"])
-                    dur = p["durationMs"].get("triggerExecution", 0) / 1000
-                    row = {
-                        "batch": p["batchId"],
-                        "t_s": round(time.monotonic() - t0, 1),
-                        "input_rows": p["numInputRows"],
-                        "input_rate": round(p.get("inputRowsPerSecond") or 0.0),
-                        "processed_rate": round(p.get("processedRowsPerSecond") or 0.0),
-                        "batch_s": dur,
-                    }
-                    rows.append(row)
-                    if warm_at is None:
-                        warm_at = time.monotonic()
-                    console.print(
-                        f"  batch {row['batch']:>3}: {row['input_rows']:>8,} rows in {dur:5.2f} s "
-                        f"-> {row['processed_rate']:>9,} records/s processed"
-                    )
-                if warm_at is not None and time.monotonic() - warm_at >= seconds:
-                    break
-            if query.exception():
-                raise SparkError(str(query.exception()))
+            query = _counting_query(spark, broker.bootstrap, ckpt)
+            console.print(f"[bold]4/4[/] streaming query running for {demo.seconds:.0f} s")
+            rows = _follow(query, demo.seconds)
         finally:
             if query is not None:
                 query.stop()
@@ -335,23 +315,79 @@ def run_source_demo(seconds: float, sensors: int, out_dir: Path, master: str, pa
         total_read = spark.sql("select coalesce(sum(n), 0) as n from demo_counts").collect()[0]["n"]
         spark.stop()
         remove_stopped_checkpoints()  # what a state-store thread wrote into it until the session stopped
-        steady = [r for r in rows[1:] if r["input_rows"] > 0]  # batch 0 pays the worker start-up
-        rate = (sum(r["input_rows"] for r in steady) / sum(r["batch_s"] for r in steady)) if steady else 0.0
-        csv_path = out_dir / "demo-batches.csv"
-        with open(csv_path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["batch"])
-            w.writeheader()
-            w.writerows(rows)
-        png = _plot(rows, cfg.target_rate, out_dir / "demo-rates.png")
-        console.print(
-            f"\ngenerated {result.delivered:,} records at {result.achieved_rate:,.0f} records/s; "
-            f"the query counted {total_read:,} of them"
-        )
-        console.print(
-            f"[bold green]PySpark source processing rate: {rate:,.0f} records/s[/] (micro-batches after the first)"
-        )
-        console.print(f"wrote {csv_path} and {png}")
-        return {"processed_rate": rate, "generated": result.delivered, "read": total_read}
+    return _source_said(rows, cfg.target_rate, out_dir, result.delivered, result.achieved_rate, total_read)
+
+
+def _counting_query(spark, bootstrap, ckpt: str):
+    """Valid records counted per sensor, into the memory table ``demo_counts``, a batch a second."""
+    from pyspark.sql import functions as F
+
+    from streamscale.sparkio.io import read_records
+
+    df = read_records(spark, bootstrap, "input", starting_offsets="earliest")
+    counts = df.where(F.col("value_error").isNull()).groupBy("identifier").agg(F.count("*").alias("n"))
+    return (
+        counts.writeStream.format("memory")
+        .queryName("demo_counts")
+        .outputMode("complete")
+        .option("checkpointLocation", ckpt)
+        .trigger(processingTime="1 second")
+        .start()
+    )
+
+
+def _follow(query, seconds: float) -> list[dict]:
+    """Each micro-batch's row, printed as it ends, for ``seconds`` after the cold first one."""
+    rows: list[dict] = []
+    seen: set = set()
+    t0 = time.monotonic()
+    warm_at = None  # the clock starts once the cold first micro-batch is done
+    while query.isActive and (warm_at is None or time.monotonic() - warm_at < seconds + 8):
+        if warm_at is None and time.monotonic() - t0 > 180:
+            raise SparkError("the first micro-batch did not finish within 180 s")
+        time.sleep(0.5)
+        for p in query.recentProgress:
+            if p["batchId"] in seen:
+                continue
+            seen.add(p["batchId"])
+            dur = p["durationMs"].get("triggerExecution", 0) / 1000
+            row = {
+                "batch": p["batchId"],
+                "t_s": round(time.monotonic() - t0, 1),
+                "input_rows": p["numInputRows"],
+                "input_rate": round(p.get("inputRowsPerSecond") or 0.0),
+                "processed_rate": round(p.get("processedRowsPerSecond") or 0.0),
+                "batch_s": dur,
+            }
+            rows.append(row)
+            if warm_at is None:
+                warm_at = time.monotonic()
+            console.print(
+                f"  batch {row['batch']:>3}: {row['input_rows']:>8,} rows in {dur:5.2f} s "
+                f"-> {row['processed_rate']:>9,} records/s processed"
+            )
+        if warm_at is not None and time.monotonic() - warm_at >= seconds:
+            break
+    if query.exception():
+        raise SparkError(str(query.exception()))
+    return rows
+
+
+def _source_said(rows: list[dict], target: float, out_dir: Path, delivered: int, achieved: float, read: int) -> dict:
+    steady = [r for r in rows[1:] if r["input_rows"] > 0]  # batch 0 pays the worker start-up
+    rate = (sum(r["input_rows"] for r in steady) / sum(r["batch_s"] for r in steady)) if steady else 0.0
+    csv_path = out_dir / "demo-batches.csv"
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["batch"])
+        w.writeheader()
+        w.writerows(rows)
+    png = _plot(rows, target, out_dir / "demo-rates.png")
+    console.print(f"\ngenerated {delivered:,} records at {achieved:,.0f} records/s; the query counted {read:,} of them")
+    console.print(
+        f"[bold green]PySpark source processing rate: {rate:,.0f} records/s[/] (micro-batches after the first)"
+    )
+    console.print(f"wrote {csv_path} and {png}")
+    return {"processed_rate": rate, "generated": delivered, "read": read}
 
 
 def _plot(rows: list[dict], target: float, path: Path) -> Path:

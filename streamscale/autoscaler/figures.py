@@ -37,7 +37,7 @@ def _save(fig, path: Path) -> None:
     _plt().close(fig)
 
 
-def evaluate(  # noqa: PLR0915
+def evaluate(
     out_dir: Path,
     partitions: int = 32,
     measurements: int = 500,
@@ -49,9 +49,28 @@ def evaluate(  # noqa: PLR0915
     out_dir.mkdir(parents=True, exist_ok=True)
     capacity = consumer_capacity * CAPACITY_RATIO  # the bin capacity C = 5/6 C-bar
     plt = _plt()
+    # §VI-D/E: CBS, E(Rscore), Pareto fronts per delta
+    rows, points_by_delta = _by_delta(partitions, measurements, capacity, seed, progress)
+    fronts = {delta: pareto_front(points) for delta, points in points_by_delta.items()}
+    _write_csv(out_dir / "algorithms_by_delta.csv", rows)
+    _plot_by_delta(plt, rows, points_by_delta, fronts, out_dir)
+    # §VI-C: latency, modified worst fit vs Kafka's equal-count assignment
+    stream = measurement_stream(partitions, latency_measurements, 5, capacity, seed=seed)
+    lat_rows, samples = _latencies(stream, partitions, capacity, consumer_capacity)
+    _write_csv(out_dir / "latency_summary.csv", lat_rows)
+    table = ["algorithm  avg consumers  p90 latency (s)  samples > 0 s"]
+    table += [
+        f"{r['algorithm']:<10} {r['avg_consumers']:>13.2f}  {r['p90_latency_s']:>15.3f}  {r['samples_latency_gt0']:>13}"
+        for r in lat_rows
+    ]
+    (out_dir / "latency_table.txt").write_text("\n".join(table) + "\n")
+    _plot_latencies(plt, lat_rows, samples, f"kd_{min(27, partitions)}", out_dir)
+    return {"fronts": fronts, "latency": lat_rows, "by_delta": rows}
 
-    # -- §VI-D/E: CBS, E(Rscore), Pareto fronts per delta ---------------------------------------
-    rows, fronts, points_by_delta = [], {}, {}
+
+def _by_delta(partitions: int, measurements: int, capacity: float, seed: int, progress) -> tuple[list, dict]:
+    """Each algorithm's CBS, E(Rscore) and consumers per delta, and the (CBS, E(Rscore)) points."""
+    rows, points_by_delta = [], {}
     for delta in DELTAS:
         stream = measurement_stream(partitions, measurements, delta, capacity, seed=seed + delta)
         runs = {name: run_stream(name, algo, stream, capacity) for name, algo in ALGORITHMS.items()}
@@ -66,13 +85,14 @@ def evaluate(  # noqa: PLR0915
                     "avg_consumers": round(float(np.mean(run.bins)), 3),
                 }
             )
-        points = {n: (cbs[n], expected_rscore(runs[n])) for n in runs}
-        points_by_delta[delta] = points
-        fronts[delta] = pareto_front(points)
+        points_by_delta[delta] = {n: (cbs[n], expected_rscore(runs[n])) for n in runs}
         if progress:
             progress(f"delta {delta}: {len(runs)} algorithms over {measurements} measurements")
-    _write_csv(out_dir / "algorithms_by_delta.csv", rows)
+    return rows, points_by_delta
 
+
+def _plot_by_delta(plt, rows: list[dict], points_by_delta: dict, fronts: dict, out_dir: Path) -> None:
+    """Figures 9-12: CBS per delta (baselines, modified), Rscore per delta, two Pareto fronts."""
     for fig_no, group, title in ((9, BASELINES, "baselines"), (10, MODIFIED, "modified any fit")):
         fig, ax = plt.subplots(figsize=(6.5, 4))
         for name in group:
@@ -102,8 +122,9 @@ def evaluate(  # noqa: PLR0915
         ax.grid(alpha=0.3)
     _save(fig, out_dir / "fig12_pareto_fronts.png")
 
-    # -- §VI-C: latency, modified worst fit vs Kafka's equal-count assignment ------------------
-    stream = measurement_stream(partitions, latency_measurements, 5, capacity, seed=seed)
+
+def _latencies(stream, partitions: int, capacity: float, consumer_capacity: float) -> tuple[list, dict]:
+    """Each algorithm's and each equal-count assignment's (kd_n) latency samples and their summary."""
     configs: dict[str, list] = {}
     for name in ALGORITHMS:
         configs[name] = run_stream(name, ALGORITHMS[name], stream, capacity).assignments
@@ -125,15 +146,12 @@ def evaluate(  # noqa: PLR0915
                 "max_latency_s": round(float(lat.max()), 3) if len(lat) else 0.0,
             }
         )
-    _write_csv(out_dir / "latency_summary.csv", lat_rows)
-    table = ["algorithm  avg consumers  p90 latency (s)  samples > 0 s"]
-    table += [
-        f"{r['algorithm']:<10} {r['avg_consumers']:>13.2f}  {r['p90_latency_s']:>15.3f}  {r['samples_latency_gt0']:>13}"
-        for r in lat_rows
-    ]
-    (out_dir / "latency_table.txt").write_text("\n".join(table) + "\n")
+    return lat_rows, samples
 
-    kd = f"kd_{min(27, partitions)}"
+
+def _plot_latencies(plt, lat_rows: list[dict], samples: dict, kd: str, out_dir: Path) -> None:
+    """Figures 5-8: MWF against ``kd`` in a histogram, consumers and latency samples per
+    algorithm, and the latency box plot."""
     fig, ax = plt.subplots(figsize=(6.5, 4))
     bins = np.linspace(0, max(1.0, float(max(samples["MWF"].max(), samples[kd].max()))), 40)
     ax.hist([samples["MWF"][samples["MWF"] > 0], samples[kd][samples[kd] > 0]], bins=bins, label=["MWF", kd])
@@ -156,7 +174,6 @@ def evaluate(  # noqa: PLR0915
     ax.set(ylabel="latency (s), samples > 0")
     ax.tick_params(axis="x", rotation=90)
     _save(fig, out_dir / "fig08_latency_boxplot.png")
-    return {"fronts": fronts, "latency": lat_rows, "by_delta": rows}
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:

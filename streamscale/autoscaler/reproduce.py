@@ -229,24 +229,44 @@ def packing_stream(spec: PackingSpec, delta: float, seed: int) -> dict[str, tupl
 def reproduce(spec: ReproduceSpec, out_dir: Path, progress: Callable[[str], None] | None = None) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda _msg: None)
-    lat, pk = spec.latency, spec.packing
-    alg = lat.algorithm
-
+    lat, alg = spec.latency, spec.latency.algorithm
     draws: list[LatencyDraw] = []
     for d in range(lat.draws):
         draws.append(latency_draw(lat, spec.seed + d))
         if (d + 1) % max(1, lat.draws // 10) == 0 or d + 1 == lat.draws:
             say(f"§VI-C latency: {d + 1}/{lat.draws} draws")
+    rows, variants = _latency_rows(draws, alg, lat.partitions)
+    packed_rows, packed_variants = _packing_rows(spec, say)
+    rows += packed_rows
+    variants += packed_variants
+    order = list(PAPER)
+    rows.sort(key=lambda r: order.index(r.figure) if r.figure in order else len(order))
+    table = [r.as_dict() for r in rows]
+    var_table = [r.as_dict() for r in variants]
+    _write(out_dir / "reproduction.csv", table)
+    _write(out_dir / "reproduction-variants.csv", var_table)
+    (out_dir / "reproduction.json").write_text(
+        json.dumps({"figures": table, "variants": var_table, "spec": spec.model_dump()}, indent=2)
+    )
+    mwf_consumers = [dr.consumers[alg] for dr in draws]
+    kd_curve = {n: [dr.p90[f"kd_{n}"] for dr in draws] for n in range(1, lat.partitions + 1)}
+    _plots(out_dir, table, kd_curve, [dr.p90[alg] for dr in draws], mwf_consumers, alg)
+    (out_dir / "report.html").write_text(_html(spec, table, var_table, out_dir))
+    return {"rows": table, "variants": var_table, "mwf_consumers": float(np.median(mwf_consumers))}
 
-    def same_cost(dr: LatencyDraw, p90: dict[str, float]) -> float:
-        n = min(lat.partitions, max(1, round(dr.consumers[alg])))
-        return p90[f"kd_{n}"]
+
+def _latency_rows(draws: list[LatencyDraw], alg: str, partitions: int) -> tuple[list[Row], list[Row]]:
+    """§VI-C's rows (and their variants) over the draws."""
+
+    def same_cost(dr: LatencyDraw) -> float:
+        n = min(partitions, max(1, round(dr.consumers[alg])))
+        return dr.p90[f"kd_{n}"]
 
     rows = [
         Row("VI-C p90 latency of MWF", [dr.p90[alg] for dr in draws]),
         Row(
             "VI-C p90 latency of kd_N with MWF's cost (paper: kd_15)",
-            [same_cost(dr, dr.p90) for dr in draws],
+            [same_cost(dr) for dr in draws],
             "N = MWF's average consumers, rounded",
         ),
         Row("VI-C smallest kd_N whose p90 beats MWF", [_smallest_beating(dr, alg, dr.p90) for dr in draws]),
@@ -261,8 +281,12 @@ def reproduce(spec: ReproduceSpec, out_dir: Path, progress: Callable[[str], None
             variant="kd_15 fixed, whatever MWF's cost",
         ),
     ]
-    mwf_consumers = [dr.consumers[alg] for dr in draws]
+    return rows, variants
 
+
+def _packing_rows(spec: ReproduceSpec, say: Callable[[str], None]) -> tuple[list[Row], list[Row]]:
+    """§VI-E's rows (and their variants) over the packing streams of each delta."""
+    pk = spec.packing
     packing: dict[float, list[tuple[float, float]]] = {}
     packing_nfd0: dict[float, list[tuple[float, float]]] = {}
     for delta in pk.deltas:
@@ -271,6 +295,7 @@ def reproduce(spec: ReproduceSpec, out_dir: Path, progress: Callable[[str], None
             packing.setdefault(delta, []).append(r["text"])
             packing_nfd0.setdefault(delta, []).append(r["nfd0"])
             say(f"§VI-E delta {delta:g}: stream {s + 1}/{pk.streams}")
+    rows, variants = [], []
     for delta in pk.deltas:
         d = f"{delta:g}"
         rows += [
@@ -289,19 +314,7 @@ def reproduce(spec: ReproduceSpec, out_dir: Path, progress: Callable[[str], None
                 variant="NFD opens consumer 0 first",
             ),
         ]
-    order = list(PAPER)
-    rows.sort(key=lambda r: order.index(r.figure) if r.figure in order else len(order))
-    table = [r.as_dict() for r in rows]
-    var_table = [r.as_dict() for r in variants]
-    _write(out_dir / "reproduction.csv", table)
-    _write(out_dir / "reproduction-variants.csv", var_table)
-    (out_dir / "reproduction.json").write_text(
-        json.dumps({"figures": table, "variants": var_table, "spec": spec.model_dump()}, indent=2)
-    )
-    kd_curve = {n: [dr.p90[f"kd_{n}"] for dr in draws] for n in range(1, lat.partitions + 1)}
-    _plots(out_dir, table, kd_curve, [dr.p90[alg] for dr in draws], mwf_consumers, alg)
-    (out_dir / "report.html").write_text(_html(spec, table, var_table, out_dir))
-    return {"rows": table, "variants": var_table, "mwf_consumers": float(np.median(mwf_consumers))}
+    return rows, variants
 
 
 def _write(path: Path, rows: list[dict]) -> None:

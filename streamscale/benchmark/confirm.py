@@ -45,7 +45,7 @@ def end_holds(bracket: dict, held_verdict: str | None, failed_verdict: str | Non
     return failed_verdict is None or failed_verdict == "fail" or bool(bracket.get("failed_undecided"))
 
 
-def refine(  # noqa: C901
+def refine(
     bracket: dict,
     long_verdict,
     first: dict[float, str],
@@ -67,78 +67,98 @@ def refine(  # noqa: C901
     (its long run measured no failure: undecided or invalid), ``width`` and ``long`` (every long
     verdict, load -> verdict).
     """
-    runs = dict(first)
-    added = 0
-
-    def verdict(x: float) -> str | None:
-        nonlocal added
-        if x not in runs:
-            if added >= max_runs:
-                return None
-            added += 1
-            runs[x] = long_verdict(x)
-        return runs[x]
-
-    short = {float(k): v for k, v in bracket.get("verdicts", {}).items()}
-    # the lowest load the generator could not produce in the search: no long run is asked at or above it
-    ceiling = min((x for x, v in short.items() if v == "invalid"), default=float("inf"))
-    held = None if bracket.get("held") is None else float(bracket["held"])
-    upper = None if bracket.get("failed") is None else float(bracket["failed"])
-    held_loads = {x for x, v in short.items() if v == "pass"} | ({held} if held is not None else set())
-    lo = None
-    for x in sorted((x for x in held_loads if held is None or x <= held), reverse=True):
-        v = verdict(x)
-        if v is None:
-            break
-        if v == "pass":
-            lo = x
-            break
-    # every load above the held end the search tried or a long run failed, lowest first: the first
-    # whose long run does not pass is the upper end (one that passes raises the held end)
-    above = sorted(
-        x
-        for x in set(short) | set(runs) | ({upper} if upper is not None else set())
-        if (lo is None or x > lo) and (x < ceiling or x in runs)
-    )
-    hi = None
-    for x in above:
-        # never run long and held by the search, or below a load that passed a long run: no
-        # evidence against it, and a long run there would spend one that a higher load needs
-        if x not in runs and (short.get(x) == "pass" or any(v == "pass" and y > x for y, v in runs.items())):
-            continue
-        v = verdict(x)
-        if v is None:
-            break
-        if v == "pass":
-            lo = x
-            continue
-        hi = x
-        break
-    # every load tried above the held end passed long (an upper end the search left undecided, or
-    # a failed end that passed): the capacity lies higher, so long runs go on up a resolution's step
-    # at a time until one does not pass
-    while lo is not None and hi is None:
-        x = between(lo, lo * (1 + resolution) ** 2)
-        v = None if x is None or x >= ceiling else verdict(x)
-        if v is None:
-            break
-        if v == "pass":
-            lo = x
-        else:
-            hi = x
-    while lo is not None and hi is not None and hi / lo - 1 > resolution:
-        mid = between(lo, hi)
-        v = None if mid is None else verdict(mid)
-        if v is None:
-            break
-        lo, hi = (mid, hi) if v == "pass" else (lo, mid)
+    r = _Refinement(bracket, long_verdict, dict(first), max_runs)
+    lo = r.held_end()
+    lo, hi = r.upper_end(lo)
+    lo, hi = r.climb(lo, hi, resolution, between)
+    lo, hi = r.narrow(lo, hi, resolution, between)
     return {
         "held": lo,
         "failed": hi,
-        "failed_undecided": hi is not None and runs.get(hi) != "fail",
+        "failed_undecided": hi is not None and r.runs.get(hi) != "fail",
         "width": None if lo is None or hi is None else hi / lo - 1,
-        "long": dict(sorted(runs.items())),
+        "long": dict(sorted(r.runs.items())),
     }
+
+
+class _Refinement:
+    """The long verdicts of one refinement: those given, and up to ``max_runs`` more."""
+
+    def __init__(self, bracket: dict, long_verdict, runs: dict[float, str], max_runs: int):
+        self.long_verdict, self.runs, self.max_runs, self.added = long_verdict, runs, max_runs, 0
+        self.short = {float(k): v for k, v in bracket.get("verdicts", {}).items()}
+        # the lowest load the generator could not produce in the search: no long run is asked at or above it
+        self.ceiling = min((x for x, v in self.short.items() if v == "invalid"), default=float("inf"))
+        self.held = None if bracket.get("held") is None else float(bracket["held"])
+        self.upper = None if bracket.get("failed") is None else float(bracket["failed"])
+
+    def verdict(self, x: float) -> str | None:
+        """The long verdict at ``x``, run now if it was not; None: no long run is left."""
+        if x not in self.runs:
+            if self.added >= self.max_runs:
+                return None
+            self.added += 1
+            self.runs[x] = self.long_verdict(x)
+        return self.runs[x]
+
+    def held_end(self) -> float | None:
+        """The highest load the search held (at most its held end) whose long run passes."""
+        held = self.held
+        held_loads = {x for x, v in self.short.items() if v == "pass"} | ({held} if held is not None else set())
+        for x in sorted((x for x in held_loads if held is None or x <= held), reverse=True):
+            v = self.verdict(x)
+            if v is None:
+                return None
+            if v == "pass":
+                return x
+        return None
+
+    def upper_end(self, lo: float | None) -> tuple[float | None, float | None]:
+        """Every load above the held end the search tried or a long run failed, lowest first: the
+        first whose long run does not pass is the upper end (one that passes raises the held end)."""
+        runs, upper = self.runs, self.upper
+        above = sorted(
+            x
+            for x in set(self.short) | set(runs) | ({upper} if upper is not None else set())
+            if (lo is None or x > lo) and (x < self.ceiling or x in runs)
+        )
+        for x in above:
+            # never run long and held by the search, or below a load that passed a long run: no
+            # evidence against it, and a long run there would spend one that a higher load needs
+            if x not in runs and (self.short.get(x) == "pass" or any(v == "pass" and y > x for y, v in runs.items())):
+                continue
+            v = self.verdict(x)
+            if v is None:
+                break
+            if v != "pass":
+                return lo, x
+            lo = x
+        return lo, None
+
+    def climb(self, lo, hi, resolution: float, between) -> tuple[float | None, float | None]:
+        """Every load tried above the held end passed long (an upper end the search left undecided,
+        or a failed end that passed): the capacity lies higher, so long runs go on up a
+        resolution's step at a time until one does not pass."""
+        while lo is not None and hi is None:
+            x = between(lo, lo * (1 + resolution) ** 2)
+            v = None if x is None or x >= self.ceiling else self.verdict(x)
+            if v is None:
+                break
+            if v == "pass":
+                lo = x
+            else:
+                hi = x
+        return lo, hi
+
+    def narrow(self, lo, hi, resolution: float, between) -> tuple[float | None, float | None]:
+        """Halve the bracket (at ``between``'s middle) until it is within ``resolution``."""
+        while lo is not None and hi is not None and hi / lo - 1 > resolution:
+            mid = between(lo, hi)
+            v = None if mid is None else self.verdict(mid)
+            if v is None:
+                break
+            lo, hi = (mid, hi) if v == "pass" else (lo, mid)
+        return lo, hi
 
 
 def confirm_bracket(

@@ -98,65 +98,73 @@ def plot_metric(
     ``assumed``: amounts whose capacity no experiment ran, drawn hollow)."""
     fig, ax = plt.subplots(figsize=(6.5, 4))
     if kind == "demand":
-        pts = sorted((axes.rate(k), v) for k, v in metric.items() if v is not None)
-        missing = sorted(axes.rate(k) for k, v in metric.items() if v is None)
-        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        if xs:
-            # 'pre': on (x_i-1, x_i] the demand is at most y_i (more load never needs fewer resources)
-            ax.step(
-                [0.0, *xs],
-                [ys[0], *ys],
-                where="pre",
-                color="tab:blue",
-                linewidth=2,
-                label="enough for every load up to the point on the step",
-            )
-            ax.plot(xs, ys, "o", markersize=8, color="tab:blue", label="measured")
-        # a load no tested amount held: drawn above the most tested amount, not above the most used
-        top = max([*ys, most_tested or 0], default=1)
-        _missing_and_fit(
-            ax,
-            xs,
-            ys,
-            [(x, top + 1) for x in missing],
-            "^",
-            f"more than {axes.resources(most_tested)}" if most_tested else "more than the most tested",
-            kind,
-            axes,
-        )
-        ax.set_ylim(0, top + 1.5)
-        ax.set_xlim(0, max(xs + missing, default=1) * 1.08)
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        _thousands(ax.xaxis)
-        ax.set_title("resource demand: fewest resources meeting every SLO")
+        _draw_demand(ax, metric, axes, most_tested)
         xlabel, ylabel = axes.load_label, axes.resource_label
     else:
-        pts = sorted((k, axes.rate(v)) for k, v in metric.items() if v is not None)
-        missing = sorted(k for k, v in metric.items() if v is None)
-        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        ran = [(x, y) for x, y in pts if x not in assumed]
-        ax.plot(xs, ys, "-", color="tab:blue")
-        ax.plot([x for x, _ in ran], [y for _, y in ran], "o", markersize=8, color="tab:blue", label="measured")
-        took = [(x, y) for x, y in pts if x in assumed]
-        if took:
-            ax.plot(
-                [x for x, _ in took],
-                [y for _, y in took],
-                "o",
-                markersize=8,
-                markerfacecolor="white",
-                color="tab:blue",
-                label="not run: every higher load failed, the capacity of fewer resources assumed",
-            )
-        _missing_and_fit(ax, xs, ys, [(x, 0) for x in missing], "v", "even the lowest load failed", kind, axes)
-        ax.set_ylim(bottom=0)
-        # whole resource amounts from 0: one amount alone would otherwise get ticks such as 0.945
-        ax.set_xlim(0, max(xs + missing, default=1) + 0.5)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        _thousands(ax.yaxis)
-        ax.set_title("load capacity: highest load meeting every SLO")
+        _draw_capacity(ax, metric, axes, assumed)
         xlabel, ylabel = axes.resource_label, axes.load_label
     return _finish(fig, ax, xlabel, ylabel, path)
+
+
+def _draw_demand(ax, metric: dict, axes: Axes, most_tested: int | None) -> None:
+    pts = sorted((axes.rate(k), v) for k, v in metric.items() if v is not None)
+    missing = sorted(axes.rate(k) for k, v in metric.items() if v is None)
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    if xs:
+        # 'pre': on (x_i-1, x_i] the demand is at most y_i (more load never needs fewer resources)
+        ax.step(
+            [0.0, *xs],
+            [ys[0], *ys],
+            where="pre",
+            color="tab:blue",
+            linewidth=2,
+            label="enough for every load up to the point on the step",
+        )
+        ax.plot(xs, ys, "o", markersize=8, color="tab:blue", label="measured")
+    # a load no tested amount held: drawn above the most tested amount, not above the most used
+    top = max([*ys, most_tested or 0], default=1)
+    _missing_and_fit(
+        ax,
+        xs,
+        ys,
+        [(x, top + 1) for x in missing],
+        "^",
+        f"more than {axes.resources(most_tested)}" if most_tested else "more than the most tested",
+        "demand",
+        axes,
+    )
+    ax.set_ylim(0, top + 1.5)
+    ax.set_xlim(0, max(xs + missing, default=1) * 1.08)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    _thousands(ax.xaxis)
+    ax.set_title("resource demand: fewest resources meeting every SLO")
+
+
+def _draw_capacity(ax, metric: dict, axes: Axes, assumed: set | frozenset) -> None:
+    pts = sorted((k, axes.rate(v)) for k, v in metric.items() if v is not None)
+    missing = sorted(k for k, v in metric.items() if v is None)
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    ran = [(x, y) for x, y in pts if x not in assumed]
+    ax.plot(xs, ys, "-", color="tab:blue")
+    ax.plot([x for x, _ in ran], [y for _, y in ran], "o", markersize=8, color="tab:blue", label="measured")
+    took = [(x, y) for x, y in pts if x in assumed]
+    if took:
+        ax.plot(
+            [x for x, _ in took],
+            [y for _, y in took],
+            "o",
+            markersize=8,
+            markerfacecolor="white",
+            color="tab:blue",
+            label="not run: every higher load failed, the capacity of fewer resources assumed",
+        )
+    _missing_and_fit(ax, xs, ys, [(x, 0) for x in missing], "v", "even the lowest load failed", "capacity", axes)
+    ax.set_ylim(bottom=0)
+    # whole resource amounts from 0: one amount alone would otherwise get ticks such as 0.945
+    ax.set_xlim(0, max(xs + missing, default=1) + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _thousands(ax.yaxis)
+    ax.set_title("load capacity: highest load meeting every SLO")
 
 
 def plot_brackets(brackets: list[dict], axes: Axes, path: Path) -> Path:

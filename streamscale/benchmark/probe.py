@@ -150,70 +150,62 @@ def start_backlog(bootstrap: str, topic: str, records: int, sensors: int = 10_00
     return Backlog(bootstrap, topic, parts or [BacklogPart(records, 1.0)], sensors).start()
 
 
-def probe_capacity(  # noqa: PLR0913
+@dataclass(frozen=True)
+class ProbeLoad:
+    """The probe's backlog: ``records`` from ``sensors`` sensors (the number of keys a windowed
+    pipeline aggregates) on ``partitions``, read in batches of ``batch_records``; ``confine``: each
+    session confined to its core count's CPUs, after its first ``warm_batches`` batches, which run
+    on every CPU (0: from the start)."""
+
+    records: int = 120_000
+    batch_records: int = 20_000
+    partitions: int = 4
+    sensors: int = 10_000
+    confine: bool = True
+    warm_batches: int = 0
+
+
+def probe_capacity(
     bootstrap: str,
     cores: list[int],
     uc: str = "uc1",
     params: dict | None = None,
-    records: int = 120_000,
-    batch_records: int = 20_000,
-    partitions: int = 4,
+    load: ProbeLoad = ProbeLoad(),  # noqa: B008 - frozen, never changed
     on_probe=None,
-    confine: bool = True,
-    sensors: int = 10_000,
     sessions=None,
-    warm_batches: int = 0,
 ) -> list[Probe]:
-    """One ``Probe`` per core count, all reading the same backlog (each from the beginning) of
-    ``records`` from ``sensors`` sensors (the number of keys a windowed pipeline aggregates).
+    """One ``Probe`` per core count, all reading the same backlog (each from the beginning).
     ``sessions``: a :class:`~streamscale.experiment.sessions.SparkSessions` to take the sessions
     from (a keeping one holds the last core count's session for what runs next, as the demo's
-    first experiment); default: each session stopped after its drain. ``warm_batches`` (with
-    ``confine``): the application runs its first batches on every CPU and is confined to k CPUs
-    only then; the rate comes from the batches after the one running at that moment."""
+    first experiment); default: each session stopped after its drain. With ``load.warm_batches``
+    the rate comes from the batches after the one running when the session was confined."""
     from streamscale.experiment.sessions import SparkSessions
     from streamscale.pipelines import make_pipeline
 
-    params = {**(params or {}), "max_offsets_per_trigger": batch_records}
+    params = {**(params or {}), "max_offsets_per_trigger": load.batch_records}
     pipeline = make_pipeline(uc, params)  # a bad parameter fails before anything starts
     grid = pipeline.window_grid_ms() if getattr(pipeline, "windowed", False) else None
     parts = backlog_parts(
-        records,
-        sensors,
-        batch_records,
-        warm_batches if confine else 0,
+        load.records,
+        load.sensors,
+        load.batch_records,
+        load.warm_batches if load.confine else 0,
         grid[1] / 1000 if grid else 0.0,
         pipeline.lateness_ms() / 1000 if grid else 0.0,
     )
     run_id = uuid.uuid4().hex[:8]
-    topic, out_topic = f"probe-{run_id}", f"probe-out-{run_id}"
+    topics = (f"probe-{run_id}", f"probe-out-{run_id}")
     results: list[Probe] = []
     with BrokerAccess(bootstrap) as access:
-        access.create_topics({topic: partitions, out_topic: partitions})
+        access.create_topics({t: load.partitions for t in topics})
         gen = None
         try:
             # the backlog is generated while the first session starts (its JVM takes ~7 s)
-            gen = start_backlog(bootstrap, topic, records, sensors, parts)
+            gen = start_backlog(bootstrap, topics[0], load.records, load.sensors, parts)
             sessions = sessions if sessions is not None else SparkSessions()
-            late = confine and warm_batches > 0  # confined after the warm batches, not from the start
             for k in cores:
-                name = f"streamscale-probe-{k}"
-                with sessions.session(f"local[{k}]", name, cpus=k if confine and not late else None) as spark:
-                    if gen is not None:
-                        got, gen = gen.wait(600), None
-                        if got < records:
-                            raise ConfigError(f"capacity probe: the broker took {got:,} of {records:,} records")
-                    run = make_pipeline(uc, params).start(spark, bootstrap, topic, out_topic, available_now=True)
-                    try:
-                        rated_from = 1
-                        if late:
-                            rated_from = _confine_after(run, warm_batches, lambda k=k: sessions.confine(k), records) + 1
-                            # the batch after the one that closed the last warm window is slow too
-                            rated_from += len(parts) - 1
-                        run.await_available(300)
-                    finally:
-                        run.stop()
-                results.append(rate_batches(k, run.batches, rated_from, records))
+                results.append(_drain(k, (uc, params), bootstrap, topics, load, len(parts), sessions, gen))
+                gen = None
                 if on_probe is not None:
                     on_probe(results[-1])
         finally:
@@ -222,8 +214,32 @@ def probe_capacity(  # noqa: PLR0913
             # after the Spark applications that read them stopped (a kept session's readers of them
             # are idle: its query stopped)
             with contextlib.suppress(Exception):
-                access.delete_topics([topic, out_topic])
+                access.delete_topics(list(topics))
     return results
+
+
+def _drain(k: int, sut: tuple, bootstrap, topics: tuple, load: ProbeLoad, parts: int, sessions, gen) -> Probe:
+    """One core count's drain of the backlog (``gen``: its generator, still running for the first)."""
+    from streamscale.pipelines import make_pipeline
+
+    late = load.confine and load.warm_batches > 0  # confined after the warm batches, not from the start
+    cpus = k if load.confine and not late else None
+    with sessions.session(f"local[{k}]", f"streamscale-probe-{k}", cpus=cpus) as spark:
+        if gen is not None:
+            got = gen.wait(600)
+            if got < load.records:
+                raise ConfigError(f"capacity probe: the broker took {got:,} of {load.records:,} records")
+        run = make_pipeline(*sut).start(spark, bootstrap, *topics, available_now=True)
+        try:
+            rated_from = 1
+            if late:
+                rated_from = _confine_after(run, load.warm_batches, lambda: sessions.confine(k), load.records) + 1
+                # the batch after the one that closed the last warm window is slow too
+                rated_from += parts - 1
+            run.await_available(300)
+        finally:
+            run.stop()
+    return rate_batches(k, run.batches, rated_from, load.records)
 
 
 def rate_batches(cores: int, batches: list, rated_from: int, records: int) -> Probe:

@@ -260,18 +260,15 @@ def demo_cmd(
     ),
 ):
     """A Spark job's (UC2's) resource demand found rising with its load on this machine (~4 min), with report."""
-    from streamscale.demo import run_demo
+    from streamscale.demo import SourceDemo, run_demo
 
     if budget < 90:
         raise typer.BadParameter("at least 90 s: the probe and a run of each core count", param_hint="--budget")
 
     run_demo(
-        seconds=seconds,
-        sensors=sensors,
-        out_dir=out_dir,
-        master=master,
+        out_dir,
+        SourceDemo(seconds, sensors, master) if source or not execution else None,
         execution=execution,
-        source=source,
         connector=connector,
         security=security,
         budget_s=budget,
