@@ -84,7 +84,7 @@ def final_checkers(spec: Spec, point: Point) -> tuple:
     slos = spec.execution.slos
     checkers = (
         Validity(),
-        LagTrend(slos.lag_trend_threshold),
+        LagTrend(slos.lag_trend_threshold, at_end=True),
         ProcessingGrowth(),
         OutputLatency(slos.latency_p95_ms),
         ProcessingLatency(point.processing_limit_ms),

@@ -4,8 +4,9 @@ final verdict.
 An :class:`Observation` is a run as the SLOs see it: its lag samples, its micro-batches, the load it
 was given and what the machine did around it. Every checker judges one steady span of it: from the
 end of the warm-up, or later where the lag trend found the start-up backlog still draining (a
-latency percentile that took in the backlog's records would fail a steady state that holds; a
-backlog that never drains shows as a lag that does not fall to its level, which fails the trend).
+latency percentile that took in the backlog's records would fail a steady state that holds). A
+backlog that never drains (the lag still surely falling faster than the limit when the run ends)
+fails the lag trend, said so; at a look it only lets the run go on.
 
 Each checker's :meth:`check` gives an :class:`SloVerdict` (name, value, bounds, limit, verdict,
 notes). A run is invalid when its validity fails, else it fails when any SLO failed, else it is
@@ -34,7 +35,7 @@ from streamscale.experiment.processing import processing_bounds, processing_tren
 from streamscale.experiment.slo import lag_limit, lag_trend_estimate, latency_percentile_ms, median_batch_ms, stall
 
 # The order a run's notes are said in, whichever SLO said them.
-NOTE_INVALID, NOTE_STALL, NOTE_GROWING, NOTE_EXCUSE = range(4)
+NOTE_INVALID, NOTE_STALL, NOTE_BACKLOG, NOTE_GROWING, NOTE_EXCUSE = range(5)
 
 
 @dataclass(frozen=True)
@@ -135,10 +136,14 @@ class Validity:
 @dataclass(frozen=True)
 class LagTrend:
     """The consumer lag's trend over the steady span grows by at most ``threshold`` of the records/s
-    (``rate``; default: the rate delivered); a query that stopped committing fails as stalled."""
+    (``rate``; default: the rate delivered); a query that stopped committing fails as stalled.
+    ``at_end``: the run is over, so a backlog still draining when it ended (the lag surely falling
+    faster than the limit all through the steady span) is a fail: no steady state was seen; at a
+    look it only keeps the run going."""
 
     threshold: float = 0.01
     rate: float | None = None
+    at_end: bool = False
     name = "lag_trend"
 
     def check(self, obs: Observation, confidence: float) -> SloVerdict:
@@ -148,6 +153,13 @@ class LagTrend:
             note = (NOTE_STALL, stalled.note(obs.stall_batch_s))
             return SloVerdict(self.name, None, None, None, limit, "fail", (note,))
         trend = obs.trend
+        if self.at_end and trend.draining(limit):
+            note = (
+                NOTE_BACKLOG,
+                f"the backlog never drained: the lag still fell {-trend.slope:,.0f} records/s when the run "
+                f"ended after {obs.ran_s:.0f} s (no steady state seen; a longer run may see one)",
+            )
+            return SloVerdict(self.name, trend.slope, trend.low, trend.high, limit, "fail", (note,))
         verdict, _, excuse = obs.slowdown_allowed(trend.verdict(limit, confidence))
         notes = ((NOTE_EXCUSE, excuse),) if excuse else ()
         undecided = ""
