@@ -1,9 +1,11 @@
 """Finding a user's job: ``path/to/file.py:function`` (a file, relative to the spec's folder) or
 ``package.module:function`` (importable), beside the built-in ``uc1`` ... ``uc4``.
 
-A job file is imported under a module name of its own and registered with PySpark's cloudpickle to
-travel *by value*: the UDFs it defines reach Spark's Python workers without the file being on their
-path (on a cluster master the file is also shipped with ``addPyFile``, for what it imports).
+A job file is imported under a module name of its own, with its folder on the path (a helper
+module beside it imports as it does when the user runs the job), and registered with PySpark's
+cloudpickle to travel *by value*, as is every module its import brought in from its folder: the
+UDFs they define reach Spark's Python workers without the files being on the workers' path (on a
+cluster master the job's file is also shipped with ``addPyFile``).
 """
 
 from __future__ import annotations
@@ -74,6 +76,10 @@ def _import_file(path: Path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # cloudpickle finds a function's module here
+    folder = str(path.parent.resolve())
+    if folder not in sys.path:
+        sys.path.append(folder)  # after the installed packages: a helper never shadows one of them
+    before = set(sys.modules)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - the user's code: its error, one line
@@ -85,8 +91,30 @@ def _import_file(path: Path):
     from pyspark import cloudpickle
 
     cloudpickle.register_pickle_by_value(module)  # its UDFs travel with the plan, not by import
+    for helper in _imported_from(folder, set(sys.modules) - before):
+        cloudpickle.register_pickle_by_value(helper)
     _loaded[key] = module
     return module
+
+
+def _imported_from(folder: str, names: set[str]) -> list:
+    """The modules among ``names`` whose file lies in ``folder`` (or below it), installed packages
+    left out: a job at the top of a project may have its virtualenv beside it, and pandas or
+    pyspark pickled by value would be shipped with every task."""
+    installed = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    found = []
+    for name in sorted(names):
+        module = sys.modules.get(name)
+        where = getattr(module, "__file__", None)
+        if not where:
+            continue
+        file = Path(where).resolve()
+        if not file.is_relative_to(folder) or any(file.is_relative_to(p) for p in installed):
+            continue
+        if {"site-packages", "dist-packages"} & set(file.parts):
+            continue
+        found.append(module)
+    return found
 
 
 def load(ref: str):

@@ -201,3 +201,40 @@ def test_a_jobs_python_udf_runs_on_spark_s_workers(broker, spark, topic_factory,
     run.await_available(120)
     got = sorted((k.decode(), json.loads(v)["loud"]) for _, _, k, v in read_topic(broker.bootstrap, tout, 2))
     assert got == sorted((f"s_{i}", f"S_{i}!") for i in range(50))
+
+
+def test_a_helper_module_beside_the_job_imports_and_its_udf_runs_on_the_workers(broker, spark, topic_factory, tmp_path):
+    # the job imports a module of its own folder, as when its user runs it there; the helper's UDF
+    # reaches Spark's Python workers, whose path holds neither folder
+    helper = f"helpers_{tmp_path.name.replace('-', '_')}"
+    job_file(tmp_path, "def whisper(text):\n    return text.lower() + '...'\n", f"{helper}.py")
+    job = job_file(
+        tmp_path,
+        f"""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType
+
+        import {helper}
+
+        def job(readings, params):
+            soft = F.udf({helper}.whisper, StringType())
+            return readings.select(F.col("identifier").alias("key"), soft(F.col("identifier")).alias("soft"))
+        """,
+        "helperjob.py",
+    )
+    pipe = make_pipeline(f"{job}:job")
+    tin, tout = topic_factory(2, "helper-in"), topic_factory(2, "helper-out")
+    readings = [
+        (
+            f"S_{i}".encode(),
+            json.dumps({"identifier": f"S_{i}", "timestamp": 1000 + i, "valueInW": 1.0}).encode(),
+            i % 2,
+        )
+        for i in range(40)
+    ]
+    produce(broker.bootstrap, tin, readings)
+    run = pipe.start(spark, broker.bootstrap, tin, tout, str(tmp_path / "ck"), available_now=True)
+    run.await_available(120)
+    assert run.exception() is None
+    got = sorted((k.decode(), json.loads(v)["soft"]) for _, _, k, v in read_topic(broker.bootstrap, tout, 2))
+    assert got == sorted((f"S_{i}", f"s_{i}...") for i in range(40))
