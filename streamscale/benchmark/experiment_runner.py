@@ -165,6 +165,7 @@ class ExperimentRunner:
             rate=point.load_rate,
             period_s=bm.loadgen.period_s,
             records=bm.records,
+            job=bm.job_setup(str(self.out_dir / "sink")),
             distribution=bm.loadgen.distribution,
             gen_workers=bm.loadgen.workers,
             partitions=bm.topics.partitions,

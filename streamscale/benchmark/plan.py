@@ -56,7 +56,7 @@ class Plan:
         kind = PIPELINES.get(bm.sut, Pipeline)  # a user's job: the base's facts (sized by nothing)
         applied = self.load.apply(float(load), {**bm.params, **params}, kind)
         placed = self.resource.apply(int(resources))
-        pipe = make_pipeline(bm.sut, applied.params, records=bm.records)
+        pipe = make_pipeline(bm.sut, applied.params, records=bm.records, job=bm.job_setup())
         grid = pipe.window_grid_ms()
         return Point(
             load=load,
@@ -96,7 +96,7 @@ class Plan:
         from streamscale.pipelines import make_pipeline
 
         bm = self.spec.benchmark
-        grid = make_pipeline(bm.sut, dict(bm.params), records=bm.records).window_grid_ms()
+        grid = make_pipeline(bm.sut, dict(bm.params), records=bm.records, job=bm.job_setup()).window_grid_ms()
         return grid[1] / 1000 if grid else None
 
     def _processing_limit_ms(self, pipe) -> float | None:

@@ -25,6 +25,7 @@ _MEANING: dict[str, tuple[str, str]] = {
     ),
     "benchmark.loadgen.distribution": ("distribution of the simulated power values, kind:low,high", "W"),
     "benchmark.topics.partitions": ("partitions of the input topic", ""),
+    "benchmark.sink.options": ("the format's options (DataStreamWriter.option), e.g. path", ""),
     "execution.load.type": (
         "what a load value counts: sensors (records/s at period 1 s), rate (records/s, any SUT), nested "
         "groups of UC4's registry (4^n sensors; UC4 also takes sensors, any number) or UC3's window",

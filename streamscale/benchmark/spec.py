@@ -14,6 +14,13 @@ from streamscale.specs import StrictModel, base_dir, read_yaml, validate
 
 _Model = StrictModel
 
+
+def _is_job(sut: str) -> bool:
+    from streamscale.pipelines import jobref
+
+    return jobref.is_job(sut)
+
+
 # a configuration's keys that are pipeline parameters under another name (the Kafka source's option)
 CONFIG_PARAMS = {"maxOffsetsPerTrigger": "max_offsets_per_trigger"}
 
@@ -67,6 +74,40 @@ class BrokerSection(_Model):
     )
 
 
+class SinkSpec(_Model):
+    """Where your job writes instead of the output topic: a format of Spark's DataStreamWriter (with
+    its options; a file format's ``path`` defaults into the run's output folder), or your own
+    ``foreach_batch`` function, FILE.py:FUNCTION (relative to the spec's folder), called with each
+    micro-batch and its id."""
+
+    format: str | None = Field(None, description="kafka, parquet, json, csv, orc, text, noop, console, ...")
+    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    foreach_batch: str | None = Field(None, description="FILE.py:FUNCTION or module:FUNCTION")
+
+    @field_validator("foreach_batch")
+    @classmethod
+    def _function_there(cls, v: str | None, info: ValidationInfo):
+        if v is None:
+            return v
+        from streamscale.pipelines import jobref
+        from streamscale.pipelines.jobsetup import foreach_batch_function
+
+        try:
+            ref = jobref.resolve(v, base_dir(info))
+            foreach_batch_function(ref)
+        except ConfigError as exc:
+            raise ValueError(str(exc).removeprefix("sink.foreach_batch: ")) from None
+        return ref
+
+    @model_validator(mode="after")
+    def _one(self):
+        if bool(self.format) == bool(self.foreach_batch):
+            raise ValueError("give a format (with its options) or foreach_batch: FILE.py:FUNCTION, one of them")
+        if self.foreach_batch and self.options:
+            raise ValueError("options are a format's: foreach_batch takes none")
+        return self
+
+
 class BenchmarkSpec(_Model):
     sut: str = Field(
         description="uc1, uc2, uc3, uc4, or your job: FILE.py:FUNCTION (relative to the spec's folder) "
@@ -78,6 +119,46 @@ class BenchmarkSpec(_Model):
     )
     loadgen: LoadGenSpec = Field(default_factory=LoadGenSpec)
     topics: TopicSpec = Field(default_factory=TopicSpec)
+    decode: Literal["fields", "raw"] = Field(
+        "fields",
+        description="your job's input: fields (the records' fields, malformed values counted) or raw "
+        "(Spark's Kafka columns: key, value, topic, partition, offset, timestamp, timestampType, headers)",
+    )
+    sink: SinkSpec | None = Field(None, description="your job's own sink; none: the output topic")
+    py_files: list[str] = Field(
+        default_factory=list,
+        description="modules (.py) or archives (.zip) your job imports, relative to the spec's folder: on the "
+        "path here and shipped to Spark's Python workers",
+    )
+
+    @field_validator("py_files")
+    @classmethod
+    def _files_there(cls, v: list[str], info: ValidationInfo):
+        found = []
+        for f in v:
+            path = Path(f).expanduser()
+            path = path if path.is_absolute() else (base_dir(info) / path).resolve()
+            if not path.is_file() or path.suffix not in (".py", ".zip", ".egg"):
+                raise ValueError(f"{f}: no such .py, .zip or .egg file ({path})")
+            found.append(str(path))
+        return found
+
+    def job_setup(self, output_dir: str | None = None):
+        """What the job is fed and where it writes (None for a task sample)."""
+        from streamscale.pipelines import jobref
+        from streamscale.pipelines.jobsetup import JobSetup
+
+        if not jobref.is_job(self.sut):
+            return None
+        sink = self.sink
+        return JobSetup(
+            decode=self.decode,
+            sink_format=sink.format if sink else None,
+            sink_options=tuple(sorted((k, str(v)) for k, v in sink.options.items())) if sink else (),
+            foreach_batch=sink.foreach_batch if sink else None,
+            py_files=tuple(self.py_files),
+            output_dir=output_dir,
+        )
 
     @field_validator("sut")
     @classmethod
@@ -97,8 +178,10 @@ class BenchmarkSpec(_Model):
     def _params_valid(self):
         from streamscale.pipelines import make_pipeline
 
+        if not _is_job(self.sut) and (self.decode != "fields" or self.sink or self.py_files):
+            raise ValueError(f"{self.sut} is a task sample: decode, sink and py_files are for your own job")
         try:
-            make_pipeline(self.sut, self.params, records=self.records)
+            make_pipeline(self.sut, self.params, records=self.records, job=self.job_setup())
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return self
@@ -332,7 +415,12 @@ class Spec(_Model):
         for name in self.execution.configs:
             _, params = self.config(name)
             try:
-                make_pipeline(self.benchmark.sut, {**self.benchmark.params, **params}, records=self.benchmark.records)
+                make_pipeline(
+                    self.benchmark.sut,
+                    {**self.benchmark.params, **params},
+                    records=self.benchmark.records,
+                    job=self.benchmark.job_setup(),
+                )
             except ConfigError as exc:
                 raise ValueError(f"execution.configs.{name}: {exc}") from None
         return self

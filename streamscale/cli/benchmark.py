@@ -22,12 +22,21 @@ from streamscale.cli.app import (
     with_security,
 )
 from streamscale.demo import BUDGET_S
+from streamscale.errors import ConfigError
 
 
 @root.command("run-sut")
 def run_sut_cmd(
     uc: str = typer.Argument(
-        ..., metavar="SUT", help="uc1, uc2, uc3, uc4, or your job: FILE.py:FUNCTION or module:FUNCTION"
+        None, metavar="SUT", help="uc1, uc2, uc3, uc4, or your job: FILE.py:FUNCTION or module:FUNCTION"
+    ),
+    spec_file: Path = typer.Option(
+        None,
+        "--spec",
+        help="Run a benchmark spec's job (its sut, params, records, decode, sink, py_files, topics' partitions)",
+    ),
+    topic_prefix: str = typer.Option(
+        None, "--topic-prefix", help="Input topic P.input and output topic P.output (created if missing, kept)"
     ),
     sensors: int = typer.Option(
         1000, "--sensors", "-s", min=1, help="Load: sensors x 1 record/s (UC4: from --param levels)"
@@ -36,7 +45,7 @@ def run_sut_cmd(
     records: Path = typer.Option(None, "--records", help="Records YAML: fields and generators, or replay: FILE"),
     duration: float = typer.Option(60.0, "--duration", "-d", min=1),
     master: str = typer.Option("local[2]", help="Spark master: local[k], spark://..., k8s://..."),
-    partitions: int = typer.Option(8, min=1),
+    partitions: int = typer.Option(8, min=1, help="Of the input and output topics (with --spec: the spec's)"),
     gen_workers: int = typer.Option(1, "--gen-workers", min=1),
     param: list[str] = typer.Option(None, "--param", "-p", help="Pipeline parameter NAME=VALUE (repeatable)"),
     input_topic: str = typer.Option(None, "--input-topic", help="Write the load here (created if missing, kept)"),
@@ -54,11 +63,22 @@ def run_sut_cmd(
     from streamscale.loadgen.recordspec import load_records
     from streamscale.pipelines import jobref, make_pipeline
 
-    params = parse_params(param)
-    if jobref.is_job(uc):
-        uc = jobref.resolve(uc)
-    spec = load_records(records) if records is not None else None
-    pipe = make_pipeline(uc, params, records=spec)
+    params, job = parse_params(param), None
+    if topic_prefix is not None:
+        if input_topic or output_topic:
+            raise ConfigError("--topic-prefix names both topics: leave out --input-topic and --output-topic")
+        input_topic, output_topic = f"{topic_prefix}.input", f"{topic_prefix}.output"
+    if spec_file is not None:
+        uc, params, spec, job, partitions = _from_spec(spec_file, uc, records, params, out_dir)
+        if rate is None:
+            raise ConfigError("a spec's job is loaded by rate: give --rate N")
+    elif uc is None:
+        raise ConfigError("name the SUT (uc1-uc4 or FILE.py:FUNCTION), or give --spec FILE")
+    else:
+        if jobref.is_job(uc):
+            uc = jobref.resolve(uc)
+        spec = load_records(records) if records is not None else None
+    pipe = make_pipeline(uc, params, records=spec, job=job)
     metrics_endpoint()  # once the input is known to be good: a bad one is its error line alone
     out.print(pipe.describe())
 
@@ -77,7 +97,7 @@ def run_sut_cmd(
 
     conn, props = external_kafka(bootstrap, kafka_property, kafka_config)
     workload = Workload(
-        uc, params, sensors=sensors, rate=rate, records=spec, gen_workers=gen_workers, partitions=partitions
+        uc, params, sensors=sensors, rate=rate, records=spec, job=job, gen_workers=gen_workers, partitions=partitions
     )
     context = Context(
         bootstrap=conn,
@@ -101,6 +121,17 @@ def run_sut_cmd(
         out.print(f"topics kept: input {r.input_topic}" + (f", output {output_topic}" if output_topic else ""))
     if out_dir:
         out.print(f"wrote {out_dir}/summary.json, lag.csv, batches.csv")
+
+
+def _from_spec(spec_file: Path, uc, records, params: dict, out_dir):
+    """(sut, params, records, job setup, partitions) of a spec's benchmark section; -p over its params."""
+    from streamscale.benchmark.spec import load_spec
+
+    if uc is not None or records is not None:
+        raise ConfigError("--spec names the job and its records: leave out SUT and --records")
+    bm = load_spec(spec_file).benchmark
+    sink_dir = str(out_dir / "sink") if out_dir else None
+    return bm.sut, {**bm.params, **params}, bm.records, bm.job_setup(sink_dir), bm.topics.partitions
 
 
 @bench_app.command("reference")

@@ -103,6 +103,7 @@ class Workload:
     rate: float | None = None
     period_s: float = 1.0
     records: object = None
+    job: object = None  # a user's job: what it is fed and where it writes (pipelines.jobsetup.JobSetup)
     distribution: str = "uniform:0,100"
     gen_workers: int = 1
     partitions: int = 8  # of the input and output topics
@@ -167,7 +168,7 @@ class SutRun:
 
     def __init__(self, workload: Workload, placement: Placement, policy: StopPolicy, context: Context):
         self.w, self.placement, self.policy, self.ctx = workload, placement, policy, context
-        self.pipe = make_pipeline(workload.uc, workload.params, records=workload.records)
+        self.pipe = make_pipeline(workload.uc, workload.params, records=workload.records, job=workload.job)
         self.sensors, self.period_s = load_shape(
             self.pipe, workload.records, workload.sensors, workload.period_s, workload.rate
         )

@@ -12,11 +12,15 @@ from streamscale.pipelines.uc4 import UC4, UC4Params
 PIPELINES: dict[str, type[Pipeline]] = {"uc1": UC1, "uc2": UC2, "uc3": UC3, "uc4": UC4}
 
 
-def make_pipeline(name: str, params: dict | None = None, connector: str | None = None, records=None) -> Pipeline:
+def make_pipeline(
+    name: str, params: dict | None = None, connector: str | None = None, records=None, job=None
+) -> Pipeline:
     """A pipeline by name with its parameters; ``connector`` ("spark" or "python") overrides the
     parameter of that name (the Kafka connector its runs read and write with). ``name``: uc1-uc4
     or a user's job (``FILE.py:FUNC``, ``module:FUNC``: streamscale.pipelines.job), which reads
-    ``records`` (a RecordsSpec; None: sensor readings)."""
+    ``records`` (a RecordsSpec; None: sensor readings) as its ``job`` setup says (a
+    :class:`~streamscale.pipelines.jobsetup.JobSetup`; None: the records' fields into the output
+    topic)."""
     from pydantic import ValidationError
 
     from streamscale.pipelines import jobref
@@ -27,7 +31,7 @@ def make_pipeline(name: str, params: dict | None = None, connector: str | None =
         from streamscale.pipelines.job import UserJob
 
         try:
-            return UserJob(name, params or {}, records)
+            return UserJob(name, params or {}, records, job)
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or name}: {e['msg']}" for e in exc.errors())
             raise ConfigError(f"job parameters: {problems}") from None
@@ -38,6 +42,8 @@ def make_pipeline(name: str, params: dict | None = None, connector: str | None =
         )
     if records is not None:
         raise ConfigError(f"{name} reads Theodolite's sensor readings: a records section is for your own job")
+    if job is not None and not job.is_default():
+        raise ConfigError(f"{name} is a task sample: decode, sink and py_files are for your own job")
     try:
         return cls(params or {})
     except ValidationError as exc:

@@ -19,6 +19,8 @@ from pydantic import ConfigDict, Field
 from streamscale.errors import ConfigError
 from streamscale.pipelines import jobref
 from streamscale.pipelines.base import MAX_EVENT_MS, MIN_EVENT_MS, Pipeline, PipelineParams, Query
+from streamscale.pipelines.jobsetup import JobSetup, add_py_files, check_format, ship_py_files, start_sink
+from streamscale.pipelines.progress import CREATED_BIN_MS, CREATED_BINS
 
 MODES = ("append", "update", "complete")
 
@@ -42,13 +44,21 @@ class UserJob(Pipeline):
     windowed = False
     drops_late = True  # its watermarks and state are its own: Spark counts what they drop
 
-    def __init__(self, ref: str, params: dict | None = None, records=None):
+    def __init__(self, ref: str, params: dict | None = None, records=None, setup: JobSetup | None = None):
         self.ref = ref
+        self.setup = setup or JobSetup()
+        add_py_files(self.setup.py_files)  # before the job's import, which may need them
         self.fn = jobref.load(ref)
         self.name = jobref.display_name(ref)
         self.records = records
         self.job_params = {k: v for k, v in (params or {}).items()}
         super().__init__(params or {})
+        if self.setup.own_sink and self.params.sink == "noop":
+            raise ConfigError("params.sink: noop and benchmark.sink both say where the job writes: keep one")
+
+    @property
+    def raw(self) -> bool:
+        return self.setup.decode == "raw"
 
     # -- the records ---------------------------------------------------------------------------
     def columns(self) -> list[tuple[str, str]]:
@@ -75,11 +85,20 @@ class UserJob(Pipeline):
     def describe(self) -> str:
         cols = ", ".join(f"{n} {t}" for n, t in self.columns())
         sink = "Spark's noop sink" if self.params.sink == "noop" else "Kafka output topic (JSON of its columns)"
+        if self.setup.own_sink:
+            sink = self.setup.describe_sink()
+        source = (
+            ["  Source: Kafka input topic -> Spark's Kafka columns (key, value, ..., headers), decoded by the job"]
+            if self.raw
+            else [
+                f"  Source: Kafka input topic -> decode {self.value_format().upper()} records ({cols})",
+                "  --> filter malformed (counted)",
+            ]
+        )
         return "\n".join(
             [
                 f"job {self.name} ({self.ref})",
-                f"  Source: Kafka input topic -> decode {self.value_format().upper()} records ({cols})",
-                "  --> filter malformed (counted)",
+                *source,
                 f"  --> {self.name}(records, params)",
                 f"  --> {sink}",
             ]
@@ -96,9 +115,11 @@ class UserJob(Pipeline):
         from pyspark.sql import DataFrame
         from pyspark.sql import functions as F
 
-        stream = records.select(
-            *[F.timestamp_millis(F.col(n)).alias(n) if t == "timestamp" else F.col(n) for n, t in self.columns()]
-        )
+        stream = records
+        if not self.raw:
+            stream = records.select(
+                *[F.timestamp_millis(F.col(n)).alias(n) if t == "timestamp" else F.col(n) for n, t in self.columns()]
+            )
         try:
             out = self.fn(stream, dict(self.job_params))
         except ConfigError:
@@ -128,7 +149,38 @@ class UserJob(Pipeline):
         from streamscale.sparkio.io import kafka_impl
 
         impl = kafka_impl(self.params.connector)
+        if self.setup.sink_format:
+            check_format(spark, self.setup.sink_format)
         self.build(spark, self.read(spark, bootstrap, input_topic, "earliest", None, impl))
+
+    def read(self, spark, bootstrap, input_topic: str, starting_offsets: str, commit_group, kafka_impl=None, **kw):  # noqa: PLR0913
+        """``decode: raw``: Spark's Kafka columns as its connector gives them, headers included
+        (nothing is malformed); else the records' fields (:meth:`Pipeline.read`)."""
+        if not self.raw:
+            return super().read(spark, bootstrap, input_topic, starting_offsets, commit_group, kafka_impl, **kw)
+        from pyspark.sql import functions as F
+
+        from streamscale.sparkio.io import kafka_impl as resolve_impl
+        from streamscale.sparkio.io import read_kafka
+
+        impl = resolve_impl(kafka_impl)
+        if impl != "spark":
+            raise ConfigError("decode: raw hands the job the columns of Spark's Kafka connector: use connector spark")
+        df = read_kafka(
+            spark,
+            bootstrap,
+            input_topic,
+            starting_offsets,
+            self.params.max_offsets_per_trigger,
+            impl,
+            {"includeHeaders": "true"},
+        )
+        created = F.floor(F.unix_millis(F.col("timestamp")) / F.lit(CREATED_BIN_MS))
+        return df.observe(
+            "input",
+            F.count(F.when(F.lit(False), 1)).alias("malformed"),
+            F.histogram_numeric(created, F.lit(CREATED_BINS)).alias("created_bins"),
+        )
 
     def write(self, q: Query) -> tuple:
         from pyspark.sql import functions as F
@@ -138,7 +190,9 @@ class UserJob(Pipeline):
         self._ship(q.spark)
         out, mode = self.build(q.spark, self.read_input(q))
         try:
-            if self.params.sink == "noop":
+            if self.setup.own_sink:
+                query = start_sink(out, mode, q, self.setup, self.name)
+            elif self.params.sink == "noop":
                 w = out.writeStream.format("noop").outputMode(mode).option("checkpointLocation", q.checkpoint)
                 query = w.trigger(**q.trigger).queryName(q.name).start()
             else:
@@ -164,6 +218,7 @@ class UserJob(Pipeline):
             return
         if path is not None and not local:
             spark.sparkContext.addPyFile(str(path))
+        ship_py_files(spark, self.setup.py_files)
 
 
 def _first_line(exc: BaseException) -> str:

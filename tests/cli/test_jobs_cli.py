@@ -59,3 +59,41 @@ def test_benchmark_validate_names_the_job_and_its_records(state):  # noqa: F811
     assert p.returncode == 0, p.stderr
     assert "totals.py:totals" in p.stdout and "configurations searched in turn: default, rocksdb" in p.stdout
     assert re.search(r"load \d+: [\d,]+ records/s", p.stdout)
+
+
+@pytest.mark.spark
+def test_run_sut_runs_a_spec_s_job_into_topics_it_keeps(state, broker, tmp_path):  # noqa: F811
+    from streamscale.broker import BrokerAccess
+    from tests.pipelines.helpers import read_topic
+
+    prefix = f"spec-{tmp_path.name[-12:]}"
+    p = run(
+        "run-sut", "--spec", str(EXAMPLES / "enrich.yaml"), "--rate", "1000", "-d", "4", "--topic-prefix", prefix,
+        "-b", broker.bootstrap, env={**state, "STREAMSCALE_METRICS_PORT": "-1"}, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert f"topics kept: input {prefix}.input, output {prefix}.output" in p.stdout
+    with BrokerAccess(broker.bootstrap) as a:
+        assert a.topic_exists(f"{prefix}.input") and a.topic_exists(f"{prefix}.output")
+    # the spec's job, its params and records: every order of a product the table holds (0-49), once
+    import json
+
+    orders = [json.loads(v) for _, _, _, v in read_topic(broker.bootstrap, f"{prefix}.input", 4)]
+    out = [json.loads(v) for _, _, _, v in read_topic(broker.bootstrap, f"{prefix}.output", 4)]
+    assert sorted(d["order"] for d in out) == sorted(d["order"] for d in orders if d["product"] < 50)
+    assert len(orders) > 2000
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["uc1", "--spec", "SPEC", "--rate", "10"], ["--spec names the job and its records"]),
+        (["--spec", "SPEC"], ["give --rate N"]),
+        ([], ["name the SUT", "or give --spec FILE"]),
+        (["uc1", "--topic-prefix", "p", "--input-topic", "x"], ["--topic-prefix names both topics"]),
+    ],
+)
+def test_run_sut_with_a_spec_refuses_what_it_cannot_mean(state, args, words):  # noqa: F811
+    spec = str(EXAMPLES / "enrich.yaml")
+    p = run("run-sut", *[spec if a == "SPEC" else a for a in args], env=state)
+    one_line_error(p, *words)

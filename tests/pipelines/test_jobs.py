@@ -79,6 +79,37 @@ def test_running_totals_end_at_each_users_sums(broker, spark, topic_factory):
     assert r.dropped_late == 0
 
 
+def test_large_orders_land_in_parquet_exactly(broker, spark, topic_factory, tmp_path):
+    # the example's own sink: Spark's parquet files in the run's folder, no output topic
+    spec = load_spec(EXAMPLES / "large_orders.yaml")
+    tin = topic_factory(4, "large-in")
+    r = run_sut(
+        Workload(
+            spec.benchmark.sut,
+            spec.benchmark.params,
+            rate=3000,
+            records=spec.benchmark.records,
+            job=spec.benchmark.job_setup(str(tmp_path / "sink")),
+        ),
+        policy=StopPolicy(6, drain_s=180),
+        context=Context(bootstrap=broker.bootstrap, spark=spark, topics=(tin, topic_factory(1, "large-unused"))),
+    )
+    assert r.undrained == 0 and r.malformed == 0
+    inputs = [json.loads(v) for _, _, _, v in read_topic(broker.bootstrap, tin, 4)]
+    assert len(inputs) == r.generated == r.processed_records > 3000 * 6 * 0.8
+    [folder] = list((tmp_path / "sink").iterdir())
+    got = pd.concat([pd.read_parquet(f) for f in folder.glob("*.parquet")])
+    expected = sorted(
+        (d["order"], d["product"], d["quantity"], d["quantity"] * (d["product"] % 10 + 1), d["at"])
+        for d in inputs
+        if d["quantity"] >= 4
+    )
+    at = pd.to_datetime(got["at"], utc=True)
+    stamps = ((at - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1)).tolist()
+    assert sorted(zip(got["order"], got["product"], got["quantity"], got["value"], stamps)) == expected
+    assert 0 < len(expected) < len(inputs)
+
+
 def test_records_behind_the_watermark_are_counted_by_spark(broker, spark, topic_factory, tmp_path):
     job = tmp_path / "windows.py"
     job.write_text(
