@@ -33,6 +33,11 @@ def generate_cmd(
     seed: int = typer.Option(42),
     unthrottled: bool = typer.Option(False, "--unthrottled", help="Send as fast as possible"),
     partitions: int = typer.Option(None, "--create-topic", help="Create the topic with this many partitions"),
+    replay: Path = typer.Option(
+        None, "--replay", help="Send a captured sample's keys, values and headers byte for byte (streamscale capture)"
+    ),
+    rate: float = typer.Option(None, "--rate", min=1, help="Records/s (with --replay; instead of sensors / period)"),
+    key_copies: int = typer.Option(1, "--key-copies", min=1, help="With --replay: disjoint copies of its keys"),
     json_out: Path = typer.Option(None, "--json-out", help="Write the run's figures here"),
     bootstrap: str = Bootstrap,
     kafka_property: list[str] = KafkaProperty,
@@ -42,7 +47,6 @@ def generate_cmd(
 
     Without --records or --duration it runs until Ctrl-C.
     """
-    metrics_endpoint()
     import dataclasses
 
     from streamscale.broker import BrokerAccess
@@ -50,6 +54,10 @@ def generate_cmd(
     from streamscale.loadgen.config import IN_FLIGHT_LIMIT_S, SHORTFALL_TOLERANCE
 
     # options first (a bad value is named at once), then the broker
+    spec = None
+    if replay is not None or rate is not None:
+        spec, sensors, period = _replay_load(replay, rate, key_copies)
+    metrics_endpoint()  # once the input is known to be good: a bad one is its error line alone
     cfg = GeneratorConfig(
         "unresolved",
         topic=topic,
@@ -62,6 +70,7 @@ def generate_cmd(
         records=records,
         duration_s=duration,
         throttle=not unthrottled,
+        records_spec=spec,
     )
     bs = kafka_connection(bootstrap, kafka_property, kafka_config)
     cfg = dataclasses.replace(cfg, bootstrap=bs)
@@ -69,8 +78,9 @@ def generate_cmd(
         with BrokerAccess(bs) as access:
             access.create_topic(topic, partitions, exist_ok=True)
     mode = "unthrottled" if unthrottled else f"target {cfg.target_rate:,.0f} records/s"
+    what = f"{replay} replayed" if replay is not None else f"{sensors:,} sensors"
     console.print(
-        f"generating into {topic} at {bs}: {sensors:,} sensors, {mode}, {cfg.workers} worker(s)"
+        f"generating into {topic} at {bs}: {what}, {mode}, {cfg.workers} worker(s)"
         + ("" if records is not None or duration else " — Ctrl-C to stop")
     )
 
@@ -101,6 +111,38 @@ def generate_cmd(
         json_out.write_text(json.dumps(result.as_dict(), indent=2))
     if result.failed:
         raise typer.Exit(1)
+
+
+def _replay_load(replay: Path | None, rate: float | None, key_copies: int):
+    """(records spec, sensors, period) of a replay at ``rate`` records/s."""
+    from streamscale.errors import ConfigError
+    from streamscale.loadgen.recordspec import records_spec
+
+    if replay is None or rate is None:
+        raise ConfigError("--replay FILE and --rate N go together: a sample is sent at a rate")
+    spec = records_spec({"replay": str(replay.resolve()), "raw": True, "key_copies": key_copies}, "--replay")
+    return spec, max(1, round(rate)), 1.0
+
+
+@root.command("capture")
+def capture_cmd(
+    topic: str = typer.Argument(..., help="The topic to sample"),
+    count: int = typer.Option(10_000, "--count", "-n", min=1, help="Records to keep (from each partition's start)"),
+    out_file: Path = typer.Option(Path("sample.parquet"), "--out", help="The Parquet file written"),
+    timeout: float = typer.Option(60.0, "--timeout", min=1, help="Seconds to wait for the records"),
+    bootstrap: str = Bootstrap,
+    kafka_property: list[str] = KafkaProperty,
+    kafka_config: Path = KafkaConfig,
+):
+    """Keep a sample of a real topic (keys, value bytes, headers, timestamps) to replay as a load."""
+    from streamscale.loadgen.raw import capture
+
+    bs = kafka_connection(bootstrap, kafka_property, kafka_config)
+    kept = capture(bs, topic, count, out_file, timeout)
+    out.print(
+        f"captured {kept:,} records of {topic} into {out_file}"
+        + ("" if kept == count else f" (the topic held {kept:,})")
+    )
 
 
 @root.command("registry")

@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from streamscale.loadgen import fields as gens
+from streamscale.loadgen.raw import RawSample
 from streamscale.loadgen.sample import Sample
 from streamscale.specs import StrictModel, base_dir, read_yaml, validate
 
@@ -38,6 +39,11 @@ class RecordsSpec(StrictModel):
         None, description="replay: the sample's field re-stamped to the send time (its lateness in the sample kept)"
     )
     key_copies: int = Field(1, ge=1, le=100_000, description="replay: disjoint copies of the sample's key space")
+    raw: bool = Field(
+        False,
+        description="replay: the sample's keys, value bytes and headers as they are (a Parquet capture, "
+        "streamscale capture); your job decodes them (benchmark.decode: raw)",
+    )
     seed: int = Field(42, description="seed of the generators' draws (each worker its own stream from it)")
     _sample: Sample | None = PrivateAttr(None)
 
@@ -60,8 +66,17 @@ class RecordsSpec(StrictModel):
             if not path.is_absolute():
                 path = (base_dir(info) / path).resolve()
                 self.replay = str(path)
+            if self.raw:
+                if self.key or self.event_time or "encoding" in self.model_fields_set:
+                    raise ValueError(
+                        "raw: the sample's own keys and bytes are sent: key, event_time and encoding do not apply"
+                    )
+                self._sample = RawSample.read(path)
+                return self
             self._sample = Sample.read(path, self.key, self.event_time, self.encoding)
             return self
+        if self.raw:
+            raise ValueError("raw applies to replay: a sample captured from a topic (streamscale capture)")
         if self.event_time or self.key_copies != 1:
             raise ValueError("event_time and key_copies apply to replay only")
         if self.key is not None and self.key not in self.fields:
@@ -75,7 +90,9 @@ class RecordsSpec(StrictModel):
 
     # -- what the pipeline reads -------------------------------------------------------------
     def columns(self) -> list[tuple[str, str]]:
-        """(name, type) of every field, in record order."""
+        """(name, type) of every field, in record order (a raw sample's: none, its bytes are the job's)."""
+        if self.raw:
+            return []
         if self.replay:
             return self.sample().columns
         return [(n, f.type) for n, f in self.fields.items()]
@@ -87,12 +104,17 @@ class RecordsSpec(StrictModel):
     def timestamp_fields(self) -> list[str]:
         return [n for n, t in self.columns() if t == "timestamp"]
 
-    def sample(self) -> Sample:
+    def sample(self):
         if self._sample is None:  # a spec unpickled in a worker, or built without validation
-            self._sample = Sample.read(Path(self.replay), self.key, self.event_time, self.encoding)
+            if self.raw:
+                self._sample = RawSample.read(Path(self.replay))
+            else:
+                self._sample = Sample.read(Path(self.replay), self.key, self.event_time, self.encoding)
         return self._sample
 
-    def maker(self, worker: int = 0, workers: int = 1) -> RecordMaker:
+    def maker(self, worker: int = 0, workers: int = 1):
+        if self.raw:
+            return self.sample().maker(worker, workers, self.key_copies)
         return RecordMaker(self, worker, workers)
 
 

@@ -249,6 +249,19 @@ def _each_sender(cfg, producer, values: _Values, clock: tuple[int, float], on_de
     return send
 
 
+def _hand_over_with_headers(producer, topic: str, keys, values, headers) -> None:
+    """One produce() call per record: librdkafka's batch call takes no headers."""
+    produce = producer.produce
+    keys = keys if keys is not None else [None] * len(values)
+    for key, value, head in zip(keys, values, headers):
+        while True:
+            try:
+                produce(topic, value, key, headers=head)
+                break
+            except BufferError:
+                producer.poll(0.01)
+
+
 def _partitions(cfg, producer) -> int | None:
     """The topic's partition count, where the records may be placed here as librdkafka's default
     partitioner places them (crc32 of the key, modulo the count); None: leave it to the producer."""
@@ -354,6 +367,10 @@ def _records_sender(cfg, producer, maker, t0_wall_ms, rate_w):
         kk = np.arange(k, due, dtype=np.int64)
         stamps = t0_wall_ms + (kk * 1000.0 / rate_w).astype(np.int64)
         keys, values = maker.make(k, due, stamps)
+        headers = getattr(maker, "headers", None)  # a raw sample's, per record of the chunk
+        if headers is not None:
+            _hand_over_with_headers(producer, topic, keys, values, headers)
+            return due
         if parts is None:
             if keys is None:
                 _hand_over(producer, topic, [{"value": v} for v in values])
@@ -367,7 +384,13 @@ def _records_sender(cfg, producer, maker, t0_wall_ms, rate_w):
             where = getattr(maker, "where", None)  # known per pool entry (keys:N, zipf, choice)
             if where is None:
                 crc = zlib.crc32
-                where = np.fromiter((crc(key) for key in keys), np.int64, len(keys)) % parts
+                # a raw sample's record without a key: round the partitions, as librdkafka spreads them
+                where = (
+                    np.fromiter(
+                        (crc(key) if key is not None else i for i, key in enumerate(keys, k)), np.int64, len(keys)
+                    )
+                    % parts
+                )
             messages = [{"value": v, "key": key} for key, v in zip(keys, values)]
         order = np.argsort(where, kind="stable")
         _hand_over_by_partition(producer, topic, [messages[i] for i in order.tolist()], where[order], parts)

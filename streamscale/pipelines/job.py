@@ -53,6 +53,10 @@ class UserJob(Pipeline):
         self.records = records
         self.job_params = {k: v for k, v in (params or {}).items()}
         super().__init__(params or {})
+        if records is not None and getattr(records, "raw", False) and not self.raw:
+            raise ConfigError(
+                "records.raw sends a sample's bytes as they are: set benchmark.decode: raw (the job decodes)"
+            )
         if self.setup.own_sink and self.params.sink == "noop":
             raise ConfigError("params.sink: noop and benchmark.sink both say where the job writes: keep one")
 

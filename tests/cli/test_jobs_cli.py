@@ -97,3 +97,45 @@ def test_run_sut_with_a_spec_refuses_what_it_cannot_mean(state, args, words):  #
     spec = str(EXAMPLES / "enrich.yaml")
     p = run("run-sut", *[spec if a == "SPEC" else a for a in args], env=state)
     one_line_error(p, *words)
+
+
+def test_capture_and_replay_from_the_command_line(state, broker, tmp_path):  # noqa: F811
+    from confluent_kafka import Producer
+
+    from tests.pipelines.helpers import read_topic
+
+    src, dst = f"cap-src-{tmp_path.name[-10:]}", f"cap-dst-{tmp_path.name[-10:]}"
+    p = run("topic", "create", src, "--partitions", "1", "-b", broker.bootstrap, env=state)
+    assert p.returncode == 0, p.stderr
+    prod = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(40):
+        prod.produce(src, b"\x00raw-%d" % i, b"k%d" % (i % 4), headers=[("n", b"%d" % i)])
+    assert prod.flush(30) == 0
+    sample = tmp_path / "s.parquet"
+    p = run("capture", src, "-b", broker.bootstrap, "--count", "30", "--out", str(sample), env=state)
+    assert p.returncode == 0 and f"captured 30 records of {src}" in p.stdout, p.stdout + p.stderr
+    p = run(
+        "generate", "--replay", str(sample), "--rate", "500", "-n", "60", "--topic", dst, "--create-topic", "1",
+        "-b", broker.bootstrap, env=state,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = sorted(v for _, _, _, v in read_topic(broker.bootstrap, dst, 1))
+    assert got == sorted([b"\x00raw-%d" % i for i in range(30)] * 2)
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["capture", "no-such-topic-here"], ["capture: topic 'no-such-topic-here' does not exist"]),
+        (["generate", "--replay", "SAMPLE"], ["--replay FILE and --rate N go together"]),
+        (["generate", "--replay", "NOVALUE", "--rate", "10"], ["its rows have no value column"]),
+    ],
+)
+def test_capture_and_replay_refuse_in_one_line(state, broker, tmp_path, args, words):  # noqa: F811
+    import pandas as pd
+
+    pd.DataFrame({"value": [b"x"]}).to_parquet(tmp_path / "ok.parquet")
+    pd.DataFrame({"key": [b"x"]}).to_parquet(tmp_path / "novalue.parquet")
+    files = {"SAMPLE": str(tmp_path / "ok.parquet"), "NOVALUE": str(tmp_path / "novalue.parquet")}
+    p = run(*[files.get(a, a) for a in args], "-b", broker.bootstrap, env=state)
+    one_line_error(p, *words)

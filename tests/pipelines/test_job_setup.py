@@ -180,6 +180,8 @@ def test_a_sink_format_this_spark_lacks_is_refused_before_any_load(broker, spark
     pipe = make_pipeline(f"{job}:job", job=JobSetup(sink_format="no-such-format"))
     with pytest.raises(ConfigError, match=r"sink.format: 'no-such-format' is not a data source this Spark has"):
         pipe.check(spark, broker.bootstrap, "unused-topic")
+    for fmt in ("parquet", "json", "csv", "console", "noop", "kafka"):  # what this Spark has
+        make_pipeline(f"{job}:job", job=JobSetup(sink_format=fmt)).check(spark, broker.bootstrap, "unused-topic")
 
 
 def _spec(tmp_path, benchmark: dict) -> dict:
