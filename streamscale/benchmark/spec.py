@@ -15,12 +15,6 @@ from streamscale.specs import StrictModel, base_dir, read_yaml, validate
 _Model = StrictModel
 
 
-def _is_job(sut: str) -> bool:
-    from streamscale.pipelines import jobref
-
-    return jobref.is_job(sut)
-
-
 # a configuration's keys that are pipeline parameters under another name (the Kafka source's option)
 CONFIG_PARAMS = {"maxOffsetsPerTrigger": "max_offsets_per_trigger"}
 
@@ -176,9 +170,9 @@ class BenchmarkSpec(_Model):
 
     @model_validator(mode="after")
     def _params_valid(self):
-        from streamscale.pipelines import make_pipeline
+        from streamscale.pipelines import jobref, make_pipeline
 
-        if not _is_job(self.sut) and (self.decode != "fields" or self.sink or self.py_files):
+        if not jobref.is_job(self.sut) and (self.decode != "fields" or self.sink or self.py_files):
             raise ValueError(f"{self.sut} is a task sample: decode, sink and py_files are for your own job")
         try:
             make_pipeline(self.sut, self.params, records=self.records, job=self.job_setup())

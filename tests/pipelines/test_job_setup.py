@@ -36,6 +36,14 @@ def _readings(n: int) -> list[tuple[bytes, bytes, int]]:
     ]
 
 
+def _drain(pipe, spark, bootstrap: str, topics: tuple[str, str], tmp_path):
+    """The job's run over what the input topic holds, to its end, without an error."""
+    run = pipe.start(spark, bootstrap, *topics, str(tmp_path / "ck"), available_now=True)
+    run.await_available(120)
+    assert run.exception() is None
+    return run
+
+
 def _produce_with_headers(bootstrap: str, topic: str, records) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for i, (key, value, part) in enumerate(records):
@@ -69,9 +77,7 @@ def test_a_raw_job_gets_spark_s_kafka_columns_and_decodes_them_itself(broker, sp
     tin, tout = topic_factory(2, "raw-in"), topic_factory(2, "raw-out")
     sent = _readings(60)
     _produce_with_headers(broker.bootstrap, tin, sent)
-    run = pipe.start(spark, broker.bootstrap, tin, tout, str(tmp_path / "ck"), available_now=True)
-    run.await_available(120)
-    assert run.exception() is None
+    run = _drain(pipe, spark, broker.bootstrap, (tin, tout), tmp_path)
     assert sum(b.input_rows for b in run.batches) == 60 and sum(b.malformed for b in run.batches) == 0
     got = sorted(
         (d["key"], d["w"], d["topic"], d["partition"], d["seq"], d["headers"])
@@ -105,9 +111,7 @@ def test_a_job_writes_parquet_into_the_run_s_folder_exactly(broker, spark, topic
     pipe = make_pipeline(f"{job}:job", job=setup)
     tin = topic_factory(2, "pq-in")
     _produce_with_headers(broker.bootstrap, tin, _readings(80))
-    run = pipe.start(spark, broker.bootstrap, tin, "unused", str(tmp_path / "ck"), available_now=True)
-    run.await_available(120)
-    assert run.exception() is None
+    _drain(pipe, spark, broker.bootstrap, (tin, "unused"), tmp_path)
     [folder] = [p for p in out.iterdir() if p.is_dir()]
     files = [f for f in folder.glob("*.parquet")]
     assert files
@@ -136,9 +140,7 @@ def test_a_jobs_own_foreach_batch_gets_every_batch(broker, spark, topic_factory,
     pipe = make_pipeline(f"{job}:job", job=JobSetup(foreach_batch=f"{sink}:write"))
     tin = topic_factory(2, "fb-in")
     _produce_with_headers(broker.bootstrap, tin, _readings(50))
-    run = pipe.start(spark, broker.bootstrap, tin, "unused", str(tmp_path / "ck"), available_now=True)
-    run.await_available(120)
-    assert run.exception() is None
+    _drain(pipe, spark, broker.bootstrap, (tin, "unused"), tmp_path)
     rows = [json.loads(line) for line in seen.read_text().splitlines()]
     assert sorted(r["identifier"] for r in rows) == sorted(f"s_{i}" for i in range(50))
 
@@ -167,9 +169,7 @@ def test_a_py_files_archive_is_on_the_path_and_its_udf_runs_on_the_workers(broke
     pipe = make_pipeline(f"{job}:job", job=JobSetup(py_files=(str(archive),)))
     tin, tout = topic_factory(2, "zip-in"), topic_factory(2, "zip-out")
     _produce_with_headers(broker.bootstrap, tin, _readings(30))
-    run = pipe.start(spark, broker.bootstrap, tin, tout, str(tmp_path / "ck"), available_now=True)
-    run.await_available(120)
-    assert run.exception() is None
+    _drain(pipe, spark, broker.bootstrap, (tin, tout), tmp_path)
     got = sorted((k.decode(), json.loads(v)["w2"]) for _, _, k, v in read_topic(broker.bootstrap, tout, 2))
     assert got == sorted((f"s_{i}", float(i)) for i in range(30))
 
