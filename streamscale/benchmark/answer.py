@@ -128,6 +128,7 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
         )
         row = {
             **b,
+            **held_latency(mine, b["held"]),
             "held_rate": None if b["held"] is None else axes.rate(b["held"]),
             "failed_rate": None if b["failed"] is None else axes.rate(b["failed"]),
             "spark_cpus": sum(cpus) / len(cpus) if cpus else None,
@@ -152,6 +153,19 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
         for r in table
     ]
     return {"sentence": sentence, "brackets": table, "capacity": capacity, "demand": []}
+
+
+def held_latency(rows, held) -> dict:
+    """The processing latency's p50, p95 and p99 at a bracket's held end (the median of its passed
+    runs'), ms, and where it was read (at each batch's commit, or at the output topic)."""
+    ok = [r for r in rows if held is not None and float(r.load) == float(held) and r.verdict == "pass"]
+    pcts = {}
+    for name in ("p50", "p95", "p99"):
+        got = [v for r in ok if math.isfinite(v := float(getattr(r, f"processing_{name}_ms", math.nan)))]
+        if got:
+            pcts[name] = statistics.median(got)
+    at = sorted({getattr(r, "latency_at", "commit") for r in ok})
+    return {"processing_ms": pcts, "latency_at": at[0] if len(at) == 1 else "/".join(at)} if pcts else {}
 
 
 def _bracket_words(row: dict, axes: Axes) -> str:

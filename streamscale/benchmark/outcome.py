@@ -181,6 +181,7 @@ def _latency_columns(obs: Observation, j: Judgement, point: Point) -> dict:
         "latency_slo": output.verdict != "fail",
         "processing_p50_ms": _nan(processing_percentile_ms(obs.batches, 0.5, obs.t0_wall or None, obs.steady_s)),
         "processing_p95_ms": _nan(processing.value),
+        "processing_p99_ms": _nan(processing_percentile_ms(obs.batches, 0.99, obs.t0_wall or None, obs.steady_s)),
         "processing_max_ms": max(longest) if longest else float("nan"),
         "processing_limit_ms": _nan(point.processing_limit_ms),
         "processing_slo": processing.verdict != "fail",
@@ -195,6 +196,7 @@ def _latency_columns(obs: Observation, j: Judgement, point: Point) -> dict:
 def _run_columns(r, obs: Observation, j: Judgement, ran: float) -> dict:
     return {
         "target_rate": r.target_rate,
+        "latency_at": getattr(r, "latency_at", "commit"),
         "generator_rate": round(r.generator_rate, 1),
         "generator_reached_target": r.generator_reached_target,
         "cpu_s_per_million": round(r.spark_cpu_pct / 100 * ran / r.processed_records * 1e6, 2)

@@ -57,6 +57,8 @@ class Plan:
         applied = self.load.apply(float(load), {**bm.params, **params}, kind)
         placed = self.resource.apply(int(resources))
         pipe = make_pipeline(bm.sut, applied.params, records=bm.records, job=bm.job_setup())
+        spark_conf = {**placed.spark_conf, **conf}
+        check_trigger(pipe, placed.master, spark_conf, bm.topics.partitions)
         grid = pipe.window_grid_ms()
         return Point(
             load=load,
@@ -67,7 +69,7 @@ class Plan:
             rate=applied.rate,
             load_rate=applied.load_rate,
             master=placed.master,
-            spark_conf={**placed.spark_conf, **conf},
+            spark_conf=spark_conf,
             cpus=placed.cpus,
             drops_late=bool(pipe.drops_late),
             period_s=grid[1] / 1000 if grid else None,
@@ -79,6 +81,14 @@ class Plan:
         parameters); ConfigError naming the value and the configuration otherwise."""
         from streamscale.errors import ConfigError
 
+        for name in self.configs:  # each configuration's trigger on each resource
+            for resources in self.spec.execution.resources.values:
+                try:
+                    self.point(self.spec.execution.load.values[0], resources, name)
+                except ConfigError as exc:  # a load value's own error is said by the loop below
+                    if str(exc).startswith("trigger"):
+                        where = f"execution.configs.{name}" if name else "benchmark.params"
+                        raise ConfigError(f"{where}: {exc}") from None
         if not self.load.checked:
             return
         for name in self.configs:
@@ -103,10 +113,27 @@ class Plan:
         given = self.spec.execution.slos.processing_latency_p95_ms
         if given is None:
             return None
-        if given == "auto":
-            interval_ms = pipe.params.trigger_interval_s * 1000
+        if given == "auto":  # a micro-batch's interval (real-time mode's batches span their checkpoint interval)
+            trigger = pipe.trigger()
+            timed = trigger.kind == "processing_time" and trigger.seconds > 0
+            interval_ms = (trigger.seconds if timed else pipe.params.trigger_interval_s) * 1000
             return min(PROCESSING_P95_TRIGGERS * interval_ms, PROCESSING_P95_MAX_MS)
         return float(given)
+
+
+def check_trigger(pipe, master: str, spark_conf: dict, partitions: int) -> None:
+    """The pipeline's trigger can run a benchmark's run here (real-time mode's rules that need no
+    Spark: streamscale.pipelines.realtime; the rest when its run starts)."""
+    from streamscale.pipelines import realtime
+    from streamscale.pipelines.trigger import check_streams
+
+    trigger = pipe.trigger()
+    check_streams(trigger)
+    if trigger.real_time:
+        realtime.check_setup(pipe, spark_conf)
+        slots = realtime.slots_of(master, spark_conf)
+        if slots is not None:
+            realtime.check_slots(slots, partitions, trigger)
 
 
 def resolve(spec: Spec) -> Plan:

@@ -87,6 +87,12 @@ _PARAM_MEANING: dict[str, tuple[str, str]] = {
         "",
     ),
     "trigger_interval_s": ("processing-time trigger: a micro-batch starts at most this often", "s"),
+    "trigger": (
+        "how the query triggers, over trigger_interval_s: processing_time:DURATION (0: as fast as it can) or "
+        "real_time:DURATION (Spark's real-time mode: stateless, Kafka to Kafka, a task slot per input "
+        "partition; each record's latency read at the output topic); DURATION as Spark writes it (5 seconds)",
+        "",
+    ),
     "dead_letter_topic": (
         "topic for records that cannot be decoded (Spark's connector: a second query routes them); null: counted",
         "",

@@ -97,12 +97,22 @@ def _bracket_rows(a: dict, load_col: str, res_col: str) -> list[dict]:
                 f"lowest {load_col} failed": failed,
                 "apart": "—" if b.get("width") is None else f"{b['width']:.0%}",
                 "runs": b.get("runs", ""),
+                "processing p50 / p95 / p99 held": _percentiles(b),
                 "CPUs Spark used": "—" if b.get("spark_cpus") is None else f"{b['spark_cpus']:.2f}",
                 "CPU-s per million records held": _per_million(b),
                 "deciding runs on a drifting machine": b.get("ends_drifted", 0),
             }
         )
     return rows
+
+
+def _percentiles(b: dict) -> str:
+    """The processing latency's percentiles at the held end, and where they were read."""
+    p = b.get("processing_ms") or {}
+    if not p:
+        return "—"
+    text = " / ".join(_duration_ms(p[k]) if k in p else "—" for k in ("p50", "p95", "p99"))
+    return text + (" (at the output topic)" if b.get("latency_at") == "output" else "")
 
 
 def _per_million(b: dict) -> str:
@@ -246,9 +256,12 @@ def _experiment_section(e, d: Path) -> list[str]:
         f'<span class="{verdict}">{verdict.upper()}</span></h3>'
     ]
     if math.isfinite(e.processing_p95_ms):
+        end = "the output record's" if getattr(e, "latency_at", "commit") == "output" else "the batch's commit"
+        p99 = getattr(e, "processing_p99_ms", math.nan)
         parts.append(
-            "<p>processing latency (Kafka timestamp to the batch's commit): "
+            f"<p>processing latency (Kafka timestamp to {end}): "
             f"p50 {_duration_ms(e.processing_p50_ms)}, p95 {_duration_ms(e.processing_p95_ms)}"
+            + (f", p99 {_duration_ms(p99)}" if math.isfinite(p99) else "")
             + (f" (limit {_duration_ms(e.processing_limit_ms)})" if math.isfinite(e.processing_limit_ms) else "")
             + (f", trend {_num(e.processing_trend)} ms/s" if math.isfinite(e.processing_trend) else "")
             + f"; the run took {_num(e.ran_s)} s</p>"

@@ -66,7 +66,11 @@ class ExperimentResult:
     # every record's latency, Kafka timestamp to its batch's commit (at the high bound: within 50 ms)
     processing_p50_ms: float = float("nan")
     processing_p95_ms: float = float("nan")
+    processing_p99_ms: float = float("nan")
     processing_max_ms: float = float("nan")
+    # where a record's latency ends: "commit" (its batch's) or "output" (its output record's
+    # timestamp, a real-time run's: streamscale.experiment.outlatency)
+    latency_at: str = "commit"
     processing_limit_ms: float = float("nan")  # the SLO's limit on the p95 (NaN: no such SLO)
     processing_slo: bool = True
     processing_trend: float = float("nan")  # the per-batch p95's slope after the warm-up, ms per s

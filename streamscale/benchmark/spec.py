@@ -320,7 +320,9 @@ class ExecutionSpec(_Model):
     configs: dict[str, dict[str, str | int | float | bool]] = Field(
         default_factory=dict,
         description="named configurations, each searched on its own: spark.* keys are Spark session "
-        "settings, other keys the job's parameters (maxOffsetsPerTrigger: max_offsets_per_trigger)",
+        "settings, trigger how the query triggers (processing_time:DURATION or real_time:DURATION, "
+        "Spark's real-time mode), other keys the job's parameters (maxOffsetsPerTrigger: "
+        "max_offsets_per_trigger)",
     )
 
     @field_validator("configs")

@@ -48,6 +48,9 @@ def run_sut_cmd(
     partitions: int = typer.Option(8, min=1, help="Of the input and output topics (with --spec: the spec's)"),
     gen_workers: int = typer.Option(1, "--gen-workers", min=1),
     param: list[str] = typer.Option(None, "--param", "-p", help="Pipeline parameter NAME=VALUE (repeatable)"),
+    trigger: str = typer.Option(
+        None, "--trigger", help="processing_time:DURATION (a micro-batch at most that often) or real_time:DURATION"
+    ),
     input_topic: str = typer.Option(None, "--input-topic", help="Write the load here (created if missing, kept)"),
     output_topic: str = typer.Option(None, "--output-topic", help="The job's output topic (created if missing, kept)"),
     drain_s: float = typer.Option(
@@ -78,6 +81,8 @@ def run_sut_cmd(
         if jobref.is_job(uc):
             uc = jobref.resolve(uc)
         spec = load_records(records) if records is not None else None
+    if trigger is not None:
+        params = {**params, "trigger": trigger}
     pipe = make_pipeline(uc, params, records=spec, job=job)
     metrics_endpoint()  # once the input is known to be good: a bad one is its error line alone
     out.print(pipe.describe())
@@ -117,6 +122,10 @@ def run_sut_cmd(
         f"malformed {r.malformed:,}{f'; unregistered {r.unregistered:,}' if r.unregistered else ''}; "
         f"shuffle stages {r.shuffle_stages}{left}"
     )
+    if r.processing_ms:
+        at = "at the output topic" if r.latency_at == "output" else "to their batch's commit"
+        pcts = ", ".join(f"{k} {v:,.0f} ms" for k, v in r.processing_ms.items())
+        out.print(f"processing latency ({at}): {pcts}")
     if input_topic or output_topic:
         out.print(f"topics kept: input {r.input_topic}" + (f", output {output_topic}" if output_topic else ""))
     if out_dir:
@@ -146,6 +155,7 @@ def bench_reference():
 def bench_validate(spec_file: Path):
     """Check a spec and show what it would run."""
     from streamscale.benchmark.spec import load_spec
+    from streamscale.pipelines.trigger import parse_trigger
 
     spec = load_spec(spec_file)
     ex, plan = spec.execution, resolve(spec)
@@ -158,6 +168,10 @@ def bench_validate(spec_file: Path):
     )
     if spec.execution.configs:
         out.print(f"  configurations searched in turn: {', '.join(spec.execution.configs)}")
+        for name in spec.execution.configs:
+            given = plan.point(ex.load.values[0], ex.resources.values[0], name).params.get("trigger")
+            if given is not None:
+                out.print(f"  {name}: trigger {parse_trigger(given)}")
     for load in ex.load.values:
         point = plan.point(load, ex.resources.values[0])
         keys = "" if point.load_rate is not None else f"{point.sensors:,} sensors = "

@@ -25,11 +25,13 @@ from streamscale.errors import SparkDied, SparkError
 from streamscale.experiment.cpus import busy_pct, jvm_pid, machine_ticks
 from streamscale.experiment.lagsampler import LagSample, LagSampler
 from streamscale.experiment.noise import CpuMeter
+from streamscale.experiment.outlatency import OutputLatency
 from streamscale.experiment.sessions import SparkSessions
 from streamscale.loadgen import GeneratorConfig, LoadGenerator
 from streamscale.observe import prometheus
-from streamscale.pipelines import make_pipeline
+from streamscale.pipelines import make_pipeline, realtime
 from streamscale.pipelines.base import Reading
+from streamscale.pipelines.trigger import check_streams
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,11 @@ class SutResult:
     steal_pct: float = float("nan")  # the machine's steal time while the load ran, % of all CPUs
     undrained: int = 0  # a drained run: records of the input the query had not processed when it stopped
     fault: str = ""  # what of the environment failed during the run (a partition left without a leader)
+    # where each record's processing latency ends: "commit" (its micro-batch's) or "output" (the output
+    # record's timestamp: real-time mode, streamscale.experiment.outlatency)
+    latency_at: str = "commit"
+    output_unreadable: int = 0  # output records read for their latency without a send time in them
+    processing_ms: dict = field(default_factory=dict)  # p50, p95, p99 of every record's, the whole run
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
 
@@ -179,7 +186,7 @@ class SutRun:
         self.output_topic = context.topics[1] or f"output-{self.run_id}"
         self.group = f"sut-{self.pipe.name}-{self.run_id}"
         self.sessions = context.sessions if context.sessions is not None else SparkSessions()
-        self.gen = self.query = self.sampler = self.gres = None
+        self.gen = self.query = self.sampler = self.gres = self.outlat = None
         self.undrained, self.warmed, self.shuffles, self.fault = 0, False, None, ""
         self.figures: dict = {}
 
@@ -222,7 +229,13 @@ class SutRun:
     def start(self, spark, own: bool) -> None:
         """Check the job builds, warm the session's workers once, start the load, the query, the
         lag sampler and the CPU meters."""
+        trigger = self.pipe.trigger()
+        check_streams(trigger)
+        realtime.check_slots(spark.sparkContext.defaultParallelism, self.w.partitions, trigger)
         self.pipe.check(spark, self.bootstrap, self.input_topic)  # a user's job that does not build fails now
+        if trigger.real_time:
+            topics, field = (self.input_topic, self.output_topic), self.pipe.send_time_field()
+            self.outlat = OutputLatency(self.bootstrap, topics, field, getattr(self.pipe, "raw", False)).start()
         if own and not self.sessions.warmed:
             warm_up_workers(spark, self.access, self.bootstrap, self.run_id, self.pipe.params.connector)
             self.sessions.warmed = self.warmed = True
@@ -291,7 +304,10 @@ class SutRun:
         return f"{', '.join(lost)} without a leader {at_s:.0f} s into the run" if lost else ""
 
     def poll(self) -> None:
-        for b in self.query.poll():
+        new = self.query.poll()
+        if new and self.outlat is not None:
+            self.outlat.attach(self.query.batches)
+        for b in new:
             _export(b)
             if self.ctx.on_batch:
                 self.ctx.on_batch(asdict(b))
@@ -316,6 +332,8 @@ class SutRun:
         finally:
             if self.gen is not None and self.gres is None:
                 self.gres = self.gen.stop()
+            if self.outlat is not None:
+                self.outlat.stop()
 
     def tear_down(self) -> None:
         """The run's own topics go (a user's named ones stay)."""
@@ -330,6 +348,8 @@ class SutRun:
 
     def result(self) -> SutResult:
         run, gres, sampler, f = self.query, self.gres, self.sampler, self.figures
+        if self.outlat is not None:
+            self.outlat.attach(run.batches)
         steady = [b for b in run.batches[1:] if b.input_rows]
         busy_s = max(sum(b.batch_ms for b in steady) / 1000, 1e-9)
         rate = sum(b.input_rows for b in steady) / busy_s if steady else 0.0
@@ -339,6 +359,9 @@ class SutRun:
             uc=self.pipe.name,
             undrained=self.undrained,
             fault=self.fault,
+            latency_at="output" if self.outlat is not None else "commit",
+            processing_ms=percentiles(run.batches),
+            output_unreadable=self.outlat.unreadable if self.outlat is not None else 0,
             sensors=self.sensors,
             target_rate=gres.target_rate,
             generated=gres.delivered,
@@ -370,6 +393,16 @@ class SutRun:
             lag=lag,
             batches=[asdict(b) for b in run.batches],
         )
+
+
+def percentiles(batches) -> dict:
+    """The p50, p95 and p99 of every record's processing latency over the whole run, ms (at each's
+    high bound; empty without records)."""
+    from streamscale.experiment.processing import processing_percentile_ms
+
+    spans = [asdict(b) for b in batches]
+    got = {f"p{round(q * 100)}": processing_percentile_ms(spans, q) for q in (0.5, 0.95, 0.99)}
+    return {k: v for k, v in got.items() if v is not None}
 
 
 def load_shape(pipe, records, sensors: int, period_s: float, rate: float | None) -> tuple[int, float]:

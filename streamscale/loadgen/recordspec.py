@@ -101,6 +101,13 @@ class RecordsSpec(StrictModel):
         """The decoding contract's schema of a record's value (timestamps as BIGINT milliseconds)."""
         return ", ".join(f"`{n}` {gens.DDL_TYPES[t]}" for n, t in self.columns())
 
+    def send_time_field(self) -> str | None:
+        """The field stamped with each record's send time (``gen: now``; a replay's ``event_time``),
+        None when there is none."""
+        if self.replay:
+            return None if self.raw else self.event_time
+        return next((n for n, f in self.fields.items() if f.gen.strip() == "now"), None)
+
     def timestamp_fields(self) -> list[str]:
         return [n for n, t in self.columns() if t == "timestamp"]
 

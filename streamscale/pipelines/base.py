@@ -13,12 +13,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
 from streamscale.pipelines.progress import CREATED_BIN_MS, CREATED_BINS
 from streamscale.pipelines.run import PipelineRun, temporary_checkpoint
+from streamscale.pipelines.trigger import Trigger, parse_trigger, processing_time
 from streamscale.sparkio.io import Decoding, WriteQuery, read_records
 
 MIN_EVENT_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: Spark's timestamp range, in epoch ms
@@ -33,10 +34,22 @@ class PipelineParams(BaseModel):
     # None: $STREAMSCALE_KAFKA_IMPL, else spark
     connector: Literal["python", "spark"] | None = None
     trigger_interval_s: float = 1.0
+    # how the query triggers (streamscale.pipelines.trigger): None, a micro-batch every trigger_interval_s
+    trigger: str | None = None
     dead_letter_topic: str | None = None
     # Bejeck and Wang's repartition merging (streamscale.topology.physical): None chooses per plan what is
     # faster on Spark, True always merges, False never
     optimize_topology: bool | None = None
+
+    @field_validator("trigger")
+    @classmethod
+    def _trigger(cls, v):
+        if v is not None:
+            try:
+                parse_trigger(v)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return v
 
 
 def event_time(df):
@@ -183,6 +196,7 @@ class Pipeline(ABC):
                 self.value_ddl(),
                 self.value_format(),
                 dead_letter_topic=self.params.dead_letter_topic if resolve_impl(kafka_impl) == "python" else None,
+                native=self.trigger().real_time,  # real-time mode runs no Python UDF
             ),
             starting_offsets=starting_offsets,
             max_offsets_per_trigger=self.params.max_offsets_per_trigger,
@@ -215,7 +229,22 @@ class Pipeline(ABC):
 
     def check(self, spark, bootstrap, input_topic: str) -> None:
         """Build the dataflow once without running it, so that a broken one fails before the load
-        starts (a user's job; the task samples are known to build)."""
+        starts (a user's job; the task samples are known to build), and keep real-time mode's
+        rules (streamscale.pipelines.realtime) when it triggers so."""
+        from streamscale.pipelines import realtime
+        from streamscale.sparkio.io import kafka_impl
+
+        trigger = self.trigger()
+        if not trigger.real_time:
+            return None
+        realtime.check_setup(self, {realtime.MIN_BATCH_KEY: spark.conf.get(realtime.MIN_BATCH_KEY, None)})
+        records = self.read(spark, bootstrap, input_topic, "earliest", None, kafka_impl(self.params.connector))
+        realtime.check_plan(spark, self.build(spark, records), trigger)
+        return None
+
+    def send_time_field(self) -> str | None:
+        """The field of an output record's JSON value that holds its input record's send time, from
+        which a real-time run reads each record's latency (None: its output has none)."""
         return None
 
     def decoded(self):
@@ -253,10 +282,14 @@ class Pipeline(ABC):
         checkpoint is the user's and stays, to restart from)."""
         if not checkpoint:
             checkpoint = temporary_checkpoint(f"streamscale-{self.name}-")
-        trigger = (
-            {"availableNow": True} if available_now else {"processingTime": f"{self.params.trigger_interval_s} seconds"}
-        )
+        trigger = {"availableNow": True} if available_now else self.trigger().writer_kwargs()
         return checkpoint, trigger, f"{self.name}-{int(time.time() * 1000)}"
+
+    def trigger(self) -> Trigger:
+        """How its runs trigger: the ``trigger`` parameter, else a micro-batch every ``trigger_interval_s``."""
+        if self.params.trigger is not None:
+            return parse_trigger(self.params.trigger)
+        return processing_time(self.params.trigger_interval_s)
 
     def finish(
         self,

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from streamscale.errors import ConfigError
-from streamscale.pipelines import jobref
+from streamscale.pipelines import jobref, realtime
 from streamscale.pipelines.base import MAX_EVENT_MS, MIN_EVENT_MS, Pipeline, PipelineParams, Query
 from streamscale.pipelines.jobsetup import JobSetup, add_py_files, check_format, ship_py_files, start_sink
 from streamscale.pipelines.progress import CREATED_BIN_MS, CREATED_BINS
@@ -155,7 +155,40 @@ class UserJob(Pipeline):
         impl = kafka_impl(self.params.connector)
         if self.setup.sink_format:
             check_format(spark, self.setup.sink_format)
-        self.build(spark, self.read(spark, bootstrap, input_topic, "earliest", None, impl))
+        trigger = self.trigger()
+        if trigger.real_time:
+            realtime.check_setup(self, {realtime.MIN_BATCH_KEY: spark.conf.get(realtime.MIN_BATCH_KEY, None)})
+        out, mode = self.build(spark, self.read(spark, bootstrap, input_topic, "earliest", None, impl))
+        if trigger.real_time:
+            self._check_real_time(spark, out, mode, trigger)
+
+    def _check_real_time(self, spark, out, mode: str, trigger) -> None:
+        """Real-time mode's rules on the job's output (streamscale.pipelines.realtime), and the
+        send-time column each record's latency is read from."""
+        if mode == "complete":
+            raise ConfigError(f"trigger {trigger}: real-time mode runs update output mode, and job {self.name} "
+                              "returned complete")  # fmt: skip
+        field = self.send_time_field()
+        if field is None:
+            raise ConfigError(
+                f"trigger {trigger}: a real-time run reads each record's latency from its send time at the "
+                "output topic: give the records a field with gen: now (a replay its event_time) and keep it "
+                f"in the output of job {self.name}"
+            )
+        if field not in out.columns:
+            raise ConfigError(
+                f"trigger {trigger}: a real-time run reads each record's latency from its send time at the "
+                f"output topic: keep the column {field} in the output of job {self.name} "
+                f"(it has {', '.join(out.columns)})"
+            )
+        realtime.check_plan(spark, out, trigger)
+
+    def send_time_field(self) -> str | None:
+        """Kafka's ``timestamp`` with decode raw; else the records' field the generator stamps with
+        the send time (``gen: now``, a replay's ``event_time``; the sensor readings' ``timestamp``)."""
+        if self.raw or self.records is None:
+            return "timestamp"
+        return self.records.send_time_field()
 
     def read(self, spark, bootstrap, input_topic: str, starting_offsets: str, commit_group, kafka_impl=None, **kw):  # noqa: PLR0913
         """``decode: raw``: Spark's Kafka columns as its connector gives them, headers included

@@ -120,6 +120,9 @@ class UC1(Pipeline):
             ]
         )
 
+    def send_time_field(self) -> str | None:
+        return "timestamp"  # the reading's own, in the output line (the generator's send time)
+
     def logical_plan(self):
         from streamscale.pipelines.plans import uc1_plan
 

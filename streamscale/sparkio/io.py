@@ -150,6 +150,9 @@ class Decoding:
     value_format: str = "json"
     include_raw: bool = False
     dead_letter_topic: str | None = None
+    # Spark's own from_json / from_csv instead of the contract's Python decoder (real-time mode runs
+    # no Python): a value counts as malformed when it does not parse or a field is missing or null
+    native: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,8 @@ def read_records(
             "not by the source"
         )
     raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, options)
+    if d.native:
+        return decode_natively(raw, d.value_ddl, d.value_format, d.include_raw)
     return decode_values(raw, d.value_ddl, d.value_format, d.include_raw)
 
 
@@ -230,6 +235,38 @@ def decode_values(raw, value_ddl: str = ACTIVE_POWER_DDL, value_format: str = "j
     decoded = raw.select(*kept, udf(F.col("value")).alias("_decoded"))
     return decoded.select(
         *[f"kafka_{c}" for c in raw.columns if include_raw or c not in ("key", "value")], "_decoded.*"
+    )
+
+
+CORRUPT_COLUMN = "_streamscale_corrupt"
+
+
+def decode_natively(raw, value_ddl: str, value_format: str = "json", include_raw: bool = False):
+    """:func:`decode_values`'s columns by Spark's own ``from_json`` / ``from_csv`` (no Python on the
+    executors): ``value_error`` says a value that does not parse, or whose field is missing or null.
+    The contract's stricter checks (an integer out of its type's range, a duplicate key) are
+    Spark's parser's here."""
+    from pyspark.sql import functions as F
+
+    if value_format not in ("json", "csv"):
+        raise ConfigError(f"valueFormat must be one of ('json', 'csv') to decode values, not '{value_format}'")
+    names = [f.name for f in formats.parse_ddl(value_ddl)]
+    schema = f"{value_ddl}, `{CORRUPT_COLUMN}` STRING"
+    opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN}
+    text = F.col("value").cast("string")
+    parsed = F.from_json(text, schema, opts) if value_format == "json" else F.from_csv(text, schema, opts)
+    kept = [F.col(c).alias(f"kafka_{c}") for c in raw.columns if include_raw or c not in ("key", "value")]
+    rows = raw.select(*kept, parsed.alias("_decoded"))
+    missing = F.lit(False)
+    for n in names:
+        missing = missing | F.col(f"_decoded.`{n}`").isNull()
+    error = F.when(
+        F.col("_decoded").isNull() | F.col(f"_decoded.{CORRUPT_COLUMN}").isNotNull(), F.lit("does not parse")
+    ).when(missing, F.lit("a field is missing or null"))
+    return rows.select(
+        *[f"kafka_{c}" for c in raw.columns if include_raw or c not in ("key", "value")],
+        *[F.col(f"_decoded.`{n}`").alias(n) for n in names],
+        error.alias(ERROR_COLUMN),
     )
 
 
@@ -308,8 +345,11 @@ def write_kafka(
     if impl == "python":
         use_python_source(df.sparkSession)
     opts = _write_options(bootstrap, impl, topic, options)
-    w = df.writeStream.option("checkpointLocation", query.checkpoint).outputMode(query.output_mode)
-    if impl == "python" and query.output_mode in ("update", "complete"):
+    mode = query.output_mode
+    if "realTime" in (query.trigger or {}) and mode == "append":
+        mode = "update"  # real-time mode runs update only: for the stateless queries it runs, the same rows
+    w = df.writeStream.option("checkpointLocation", query.checkpoint).outputMode(mode)
+    if impl == "python" and mode in ("update", "complete"):
 
         def write_batch(batch_df, _batch_id):
             writer = batch_df.write.format(FORMAT_NAME).mode("append")

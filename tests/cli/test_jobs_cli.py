@@ -139,3 +139,42 @@ def test_capture_and_replay_refuse_in_one_line(state, broker, tmp_path, args, wo
     files = {"SAMPLE": str(tmp_path / "ok.parquet"), "NOVALUE": str(tmp_path / "novalue.parquet")}
     p = run(*[files.get(a, a) for a in args], "-b", broker.bootstrap, env=state)
     one_line_error(p, *words)
+
+
+def test_benchmark_validate_shows_the_configurations_triggers(state):  # noqa: F811
+    p = run("benchmark", "validate", str(EXAMPLES / "readings_kw.yaml"), env=state)
+    assert p.returncode == 0, p.stderr
+    assert "real_time:5 seconds" in p.stdout and "processing_time:1 second" in p.stdout
+
+
+def _rt_spec(tmp_path, sut: str, cores: int, partitions: int, trigger="real_time:5 seconds") -> Path:
+    spec = tmp_path / "rt.yaml"
+    spec.write_text(
+        f"name: rt\nbenchmark:\n  sut: {sut}\n  params: {{connector: spark{', sink: kafka' if sut == 'uc1' else ''}}}\n"
+        f"  topics: {{partitions: {partitions}}}\n"
+        "execution:\n  load: {type: rate, values: [1000]}\n"
+        f"  resources: {{type: cores, values: [{cores}]}}\n"
+        f"  configs:\n    mb: {{trigger: 'processing_time:1 second'}}\n    rt: {{trigger: '{trigger}'}}\n"
+    )
+    return spec
+
+
+@pytest.mark.parametrize(
+    "sut,cores,partitions,trigger,words",
+    [
+        ("uc2", 2, 2, "real_time:5 seconds", ["execution.configs.rt: trigger real_time:5 seconds", "stateless"]),
+        ("uc1", 1, 2, "real_time:5 seconds", ["execution.configs.rt", "1 slot(s) for 2 partitions"]),
+        ("uc1", 2, 2, "real_time:1 second", ["execution.configs.rt", "minBatchDuration (5 s)"]),
+        ("uc1", 2, 2, "available_now", ["execution.configs.rt", "available_now stops at the input's end"]),
+        ("uc1", 2, 2, "sometimes", ["execution.configs.rt", "use processing_time:DURATION"]),
+    ],
+)
+def test_a_trigger_that_cannot_run_is_one_line_before_any_load(state, tmp_path, sut, cores, partitions, trigger,
+                                                                words):  # noqa: F811 # fmt: skip
+    p = run("benchmark", "validate", str(_rt_spec(tmp_path, sut, cores, partitions, trigger)), env=state)
+    one_line_error(p, *words)
+
+
+def test_run_sut_refuses_a_trigger_it_cannot_read(state):  # noqa: F811
+    p = run("run-sut", "uc1", "--trigger", "real_time", "--rate", "100", env=state)
+    one_line_error(p, "real_time needs a duration")
