@@ -99,7 +99,7 @@ class ExperimentRunner:
         prometheus.experiment.info(
             {
                 "benchmark": spec.name,
-                "sut": spec.benchmark.sut,
+                "sut": point.sut,
                 "load": f"{load:g}",
                 "resources": str(resources),
                 "repetition": str(repetition),
@@ -159,7 +159,7 @@ class ExperimentRunner:
             # a node that died decides the run at its next look: what follows measures the fault
             judge = _stopping_on_fault(judge, self.watch)
         workload = Workload(
-            bm.sut,
+            point.sut,
             point.params,
             sensors=point.sensors,
             rate=point.load_rate,

@@ -27,6 +27,7 @@ class Point:
     load: float
     resources: int
     config: str
+    sut: str  # the configuration's (streamscale.benchmark.spec.Spec.sut_of)
     params: dict
     sensors: int  # the generator's keys
     rate: float  # records/s the load sends
@@ -53,10 +54,11 @@ class Plan:
 
         bm = self.spec.benchmark
         conf, params = self.configs.get(config, ({}, {}))
-        kind = PIPELINES.get(bm.sut, Pipeline)  # a user's job: the base's facts (sized by nothing)
+        sut = self.spec.sut_of(config)
+        kind = PIPELINES.get(sut, Pipeline)  # a user's job: the base's facts (sized by nothing)
         applied = self.load.apply(float(load), {**bm.params, **params}, kind)
         placed = self.resource.apply(int(resources))
-        pipe = make_pipeline(bm.sut, applied.params, records=bm.records, job=bm.job_setup())
+        pipe = make_pipeline(sut, applied.params, records=bm.records, job=bm.job_setup())
         spark_conf = {**placed.spark_conf, **conf}
         check_trigger(pipe, placed.master, spark_conf, bm.topics.partitions)
         grid = pipe.window_grid_ms()
@@ -64,6 +66,7 @@ class Plan:
             load=load,
             resources=resources,
             config=config,
+            sut=sut,
             params=applied.params,
             sensors=applied.sensors,
             rate=applied.rate,

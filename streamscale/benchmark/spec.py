@@ -68,6 +68,22 @@ class BrokerSection(_Model):
     )
 
 
+def resolve_sut(v, folder) -> str:
+    """A SUT's name: a task sample's in lower case, a job's file resolved from ``folder``;
+    ValueError saying what a SUT is otherwise."""
+    from streamscale.pipelines import jobref
+
+    v = str(v)
+    if jobref.is_job(v):
+        try:
+            return jobref.resolve(v, folder)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+    if v.lower() not in jobref.BUILT_IN:
+        raise ValueError(f"'{v}': use uc1, uc2, uc3, uc4, or your job as FILE.py:FUNCTION or module:FUNCTION")
+    return v.lower()
+
+
 class SinkSpec(_Model):
     """Where your job writes instead of the output topic: a format of Spark's DataStreamWriter (with
     its options; a file format's ``path`` defaults into the run's output folder), or your own
@@ -157,16 +173,7 @@ class BenchmarkSpec(_Model):
     @field_validator("sut")
     @classmethod
     def _sut(cls, v: str, info: ValidationInfo):
-        from streamscale.pipelines import jobref
-
-        if jobref.is_job(v):
-            try:
-                return jobref.resolve(v, base_dir(info))
-            except ConfigError as exc:
-                raise ValueError(str(exc)) from None
-        if v.lower() not in jobref.BUILT_IN:
-            raise ValueError(f"'{v}': use uc1, uc2, uc3, uc4, or your job as FILE.py:FUNCTION or module:FUNCTION")
-        return v.lower()
+        return resolve_sut(v, base_dir(info))
 
     @model_validator(mode="after")
     def _params_valid(self):
@@ -320,19 +327,25 @@ class ExecutionSpec(_Model):
     configs: dict[str, dict[str, str | int | float | bool]] = Field(
         default_factory=dict,
         description="named configurations, each searched on its own: spark.* keys are Spark session "
-        "settings, trigger how the query triggers (processing_time:DURATION or real_time:DURATION, "
+        "settings, sut another version of the job (FILE.py:FUNCTION), trigger how the query triggers "
+        "(processing_time:DURATION or real_time:DURATION, "
         "Spark's real-time mode), other keys the job's parameters (maxOffsetsPerTrigger: "
         "max_offsets_per_trigger)",
     )
 
     @field_validator("configs")
     @classmethod
-    def _configs(cls, v: dict):
+    def _configs(cls, v: dict, info: ValidationInfo):
         import re
 
-        for name in v:
+        for name, settings in v.items():
             if not re.match(r"^[A-Za-z0-9_.-]+$", name):
                 raise ValueError(f"configuration name '{name}': use letters, digits, '.', '_' and '-'")
+            if "sut" in settings:  # another version of the job: its path relative to the spec's folder
+                try:
+                    settings["sut"] = resolve_sut(settings["sut"], base_dir(info))
+                except ValueError as exc:
+                    raise ValueError(f"configuration {name}: sut {exc}") from None
         return v
 
     @model_validator(mode="after")
@@ -394,10 +407,17 @@ class Spec(_Model):
         """The configurations searched ("" alone: the spec names none)."""
         return list(self.execution.configs) or [""]
 
+    def sut_of(self, name: str) -> str:
+        """The SUT configuration ``name`` runs: its own ``sut`` (another version of the job), else the
+        benchmark's."""
+        return str((self.execution.configs.get(name) or {}).get("sut") or self.benchmark.sut)
+
     def config(self, name: str) -> tuple[dict, dict]:
         """(Spark session settings, pipeline parameters) of configuration ``name``."""
         spark_conf, params = {}, {}
         for k, v in (self.execution.configs.get(name) or {}).items():
+            if k == "sut":
+                continue
             if k.startswith("spark."):
                 spark_conf[k] = v
             else:
@@ -412,7 +432,7 @@ class Spec(_Model):
             _, params = self.config(name)
             try:
                 make_pipeline(
-                    self.benchmark.sut,
+                    self.sut_of(name),
                     {**self.benchmark.params, **params},
                     records=self.benchmark.records,
                     job=self.benchmark.job_setup(),

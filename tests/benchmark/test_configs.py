@@ -97,3 +97,42 @@ def test_a_bad_configuration_is_named():
         spec(configs={"fast": {"trigger_interval_s": "soon"}})
     with pytest.raises(ConfigError, match="configuration name"):
         spec(configs={"a b": {}})
+
+
+def test_a_configuration_may_run_another_version_of_the_job(monkeypatch, tmp_path):
+    s = spec(configs={"v1": {}, "v2": {"sut": "enrich.py:enrich"}})
+    plan = resolve(s)
+    assert plan.point(1000, 1, "v1").sut == str(EXAMPLES / "totals.py") + ":totals"
+    assert plan.point(1000, 1, "v2").sut == str(EXAMPLES / "enrich.py") + ":enrich"  # relative to the spec
+    assert s.config("v2") == ({}, {})  # the sut is neither a setting nor a parameter
+
+    # each configuration's experiment runs its own version
+    from streamscale.benchmark.experiment_runner import ExperimentRunner
+
+    ran = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run_sut(workload, placement, policy, context):
+        ran.append(workload.uc)
+        raise Stop
+
+    monkeypatch.setattr("streamscale.experiment.sut.run_sut", fake_run_sut)
+    runner = ExperimentRunner(s, tmp_path, "127.0.0.1:1")
+    for name in ("v1", "v2"):
+        with pytest.raises(Stop):
+            runner._run_sut(plan.point(1000, 1, name), None)
+    assert ran == [str(EXAMPLES / "totals.py") + ":totals", str(EXAMPLES / "enrich.py") + ":enrich"]
+
+
+@pytest.mark.parametrize(
+    "sut,words",
+    [
+        ("nope.py:job", r"execution.configs.v2: job file .*nope.py does not exist"),
+        ("uc9", "configuration v2: sut 'uc9': use uc1, uc2, uc3, uc4"),
+    ],
+)
+def test_a_configuration_s_sut_that_is_none_is_one_line(sut, words):
+    with pytest.raises(ConfigError, match=words):
+        spec(configs={"v1": {}, "v2": {"sut": sut}})
