@@ -79,6 +79,23 @@ def test_running_totals_end_at_each_users_sums(broker, spark, topic_factory):
     assert r.dropped_late == 0
 
 
+def test_milestones_of_transform_with_state_are_each_sensor_s_every_nth_reading(broker, spark, topic_factory):
+    from collections import Counter
+
+    spec = load_spec(EXAMPLES / "milestones.yaml")
+    key = "spark.sql.streaming.stateStore.providerClass"
+    before = spark.conf.get(key)
+    spark.conf.set(key, spec.config("rocksdb")[0][key])  # its configuration's state store, on the tests' session
+    try:
+        _, inputs, outputs = run_example("milestones", broker, spark, topic_factory, params={"every": 2}, rate=500)
+    finally:
+        spark.conf.set(key, before)
+    seen = Counter(d["identifier"] for _, _, _, d in inputs)
+    expected = sorted((k, n) for k, total in seen.items() for n in range(2, total + 1, 2))
+    assert expected and sorted((d["identifier"], d["readings"]) for _, _, _, d in outputs) == expected
+    assert all(k.decode() == d["identifier"] for _, _, k, d in outputs)
+
+
 def test_large_orders_land_in_parquet_exactly(broker, spark, topic_factory, tmp_path):
     # the example's own sink: Spark's parquet files in the run's folder, no output topic
     spec = load_spec(EXAMPLES / "large_orders.yaml")
