@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 # Apache Kafka's jars (the embedded broker), copied from Maven Central by jvm/kafka/pom.xml
 KAFKA_LIBS  := $(VENV)/share/streamscale/kafka
 KAFKA_STAMP := $(KAFKA_LIBS)/.installed-stamp
-# Spark's Kafka connector at exactly the installed pyspark's version (jvm/spark-kafka/pom.xml)
+# Spark's Kafka connector and Avro functions at exactly the installed pyspark's version (jvm/spark-kafka/pom.xml)
 SPARK_KAFKA_LIBS  := $(VENV)/share/streamscale/spark-kafka
 SPARK_KAFKA_STAMP := $(SPARK_KAFKA_LIBS)/.installed-stamp
 MVN := mvn -q -B
@@ -49,10 +49,10 @@ $(SPARK_KAFKA_STAMP): jvm/spark-kafka/pom.xml $(STAMP)
 	@$(MAKE) --no-print-directory check-mvn
 	@rm -rf $(SPARK_KAFKA_LIBS).tmp
 	@v=$$($(BIN)/python -c 'import pyspark; print(pyspark.__version__)'); \
-	echo "fetching Spark's Kafka connector $$v with Maven into $(SPARK_KAFKA_LIBS)"; \
+	echo "fetching Spark's Kafka connector and Avro functions $$v with Maven into $(SPARK_KAFKA_LIBS)"; \
 	$(MVN) -f jvm/spark-kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime -Dspark.version=$$v \
 	  -DoutputDirectory=$(abspath $(SPARK_KAFKA_LIBS)).tmp > $(VENV)/maven-spark-kafka.log 2>&1 \
-	  || { echo "Maven could not fetch spark-sql-kafka-0-10 $$v (see $(VENV)/maven-spark-kafka.log)"; exit 1; }
+	  || { echo "Maven could not fetch spark-sql-kafka-0-10 and spark-avro $$v (see $(VENV)/maven-spark-kafka.log)"; exit 1; }
 	@rm -rf $(SPARK_KAFKA_LIBS) && mv $(SPARK_KAFKA_LIBS).tmp $(SPARK_KAFKA_LIBS)
 	@touch $(SPARK_KAFKA_STAMP)
 

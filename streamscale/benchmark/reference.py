@@ -166,7 +166,7 @@ def rows(
     meanings = _MEANING if meanings is None else meanings
     out = []
     for name, field in model.model_fields.items():
-        path = f"{prefix}{name}"
+        path = f"{prefix}{field.alias or name}"  # as a spec writes it
         tp = field.annotation
         if typing.get_origin(tp) in (typing.Union, types.UnionType):  # an optional section: its fields
             models = [a for a in typing.get_args(tp) if isinstance(a, type) and issubclass(a, BaseModel)]

@@ -103,11 +103,22 @@ class Generator:
             toks = self.pool_tokens
             text = self.pool_text
             return [toks[i] for i in il], ([text[i] for i in il] if text is not toks else None)
-        if k == "sequence":
+        if k == "sequence" and self.type == "string":
             plain = _ints_text(c.seq)
-            if self.type == "string":
-                return ([b'"%s"' % t for t in plain] if self.encoding == "json" else plain), plain
-            return plain, None
+            return ([b'"%s"' % t for t in plain] if self.encoding == "json" else plain), plain
+        x = self.numbers(c)
+        if self.type == "double":
+            return _thousandths_text(x), None
+        return _ints_text(x), None
+
+    def numbers(self, c: Chunk) -> np.ndarray | None:
+        """The chunk's values as numbers, for the kinds that draw numbers (None: tokens only), with the
+        draws :meth:`draw` makes; doubles rounded to the thousandths their text has."""
+        n, k = len(c.seq), self.kind
+        if self.pool_tokens or (k == "sequence" and self.type == "string"):
+            return None
+        if k == "sequence":
+            return c.seq
         if k in ("now", "late"):
             ms = c.send_ms
             if k == "late":
@@ -115,18 +126,16 @@ class Generator:
                 late = c.rng.random(n) < p
                 back = (c.rng.random(n) * max_s * 1000).astype(np.int64)
                 ms = ms - np.where(late, back, 0)
-            return _ints_text(ms), None
+            return ms
         if k in ("uniform", "normal"):
             a, b = self.args
             if self.type == "double":
                 x = c.rng.uniform(a, b, n) if k == "uniform" else c.rng.normal(a, b, n)
-                return _thousandths_text(x), None
+                return np.rint(x * 1000) / 1000  # the same double as the text k e-3 reads as
             if k == "uniform":
-                x = c.rng.integers(int(a), int(b), n, endpoint=True)
-            else:
-                lo, hi = INT_RANGE[self.type]
-                x = np.clip(np.rint(c.rng.normal(a, b, n)), lo, hi).astype(np.int64)
-            return _ints_text(x), None
+                return c.rng.integers(int(a), int(b), n, endpoint=True)
+            lo, hi = INT_RANGE[self.type]
+            return np.clip(np.rint(c.rng.normal(a, b, n)), lo, hi).astype(np.int64)
         raise AssertionError(f"no drawing for {k}")  # pragma: no cover - parse() builds known kinds
 
 

@@ -14,7 +14,9 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from streamscale.loadgen import avro
 from streamscale.loadgen import fields as gens
+from streamscale.loadgen.avro import AvroSchemaError
 from streamscale.loadgen.raw import RawSample
 from streamscale.loadgen.sample import Sample
 from streamscale.specs import StrictModel, base_dir, read_yaml, validate
@@ -29,7 +31,18 @@ class FieldSpec(StrictModel):
 
 
 class RecordsSpec(StrictModel):
-    encoding: Literal["json", "csv"] = Field("json", description="one JSON object or one CSV line per record")
+    encoding: Literal["json", "csv", "avro"] = Field(
+        "json", description="one JSON object, one CSV line or one Avro body (its schema: schema) per record"
+    )
+    schema_file: str | None = Field(
+        None,
+        alias="schema",
+        description="avro: the records' schema as an .avsc file (default: derived from the fields)",
+    )
+    wire: Literal["plain", "confluent"] = Field(
+        "plain", description="avro: the bare body, or Confluent's wire format (magic byte 0, schema id, body)"
+    )
+    schema_id: int = Field(1, ge=0, le=2**31 - 1, description="avro, wire confluent: the schema id written")
     key: str | None = Field(None, description="the field whose value is the Kafka key (none: no key)")
     fields: dict[str, FieldSpec] = Field(default_factory=dict, description="name -> type and generator, in order")
     replay: str | None = Field(
@@ -61,6 +74,8 @@ class RecordsSpec(StrictModel):
     def _check(self, info: ValidationInfo):
         if bool(self.fields) == bool(self.replay):
             raise ValueError("give either fields (records described field by field) or replay (a sample file)")
+        if self.replay and self.encoding == "avro":
+            raise ValueError("encoding avro describes records field by field: a replayed sample has its own bytes")
         if self.replay:
             path = Path(self.replay)
             if not path.is_absolute():
@@ -77,16 +92,45 @@ class RecordsSpec(StrictModel):
             return self
         if self.raw:
             raise ValueError("raw applies to replay: a sample captured from a topic (streamscale capture)")
+        self._check_avro(info)
         if self.event_time or self.key_copies != 1:
             raise ValueError("event_time and key_copies apply to replay only")
         if self.key is not None and self.key not in self.fields:
             raise ValueError(f"key '{self.key}' is not one of the fields ({', '.join(self.fields)})")
         for name, f in self.fields.items():
             try:
-                gens.parse(f.gen, f.type, self.encoding)
+                gens.parse(f.gen, f.type, self.text_encoding)
             except gens.GenError as exc:
                 raise ValueError(f"field '{name}' ({f.type}, gen '{f.gen}'): {exc}") from None
         return self
+
+    def _check_avro(self, info: ValidationInfo) -> None:
+        avro_only = {"schema_file", "wire", "schema_id"} & self.model_fields_set
+        if self.encoding != "avro":
+            if avro_only:
+                said = ", ".join(sorted(avro_only)).replace("schema_file", "schema")
+                raise ValueError(f"{said} apply to encoding avro")
+            return
+        if self.schema_file:
+            path = Path(self.schema_file)
+            path = path if path.is_absolute() else (base_dir(info) / path).resolve()
+            self.schema_file = str(path)
+        try:
+            self.avro_schema()
+        except AvroSchemaError as exc:
+            raise ValueError(f"schema: {exc}") from None
+
+    @property
+    def text_encoding(self) -> str:
+        """How the generators write a value's text: Avro records are drawn as JSON, then encoded."""
+        return "json" if self.encoding == "avro" else self.encoding
+
+    def avro_schema(self) -> dict:
+        """The records' Avro schema: the .avsc given, checked against the fields, or derived from them."""
+        types = {n: f.type for n, f in self.fields.items()}
+        if self.schema_file:
+            return avro.read_schema(Path(self.schema_file), types)
+        return avro.derived_schema(types)
 
     # -- what the pipeline reads -------------------------------------------------------------
     def columns(self) -> list[tuple[str, str]]:
@@ -137,10 +181,12 @@ class RecordMaker:
         self.replayer = None
         self.where: np.ndarray | None = None  # the last chunk's partitions, where place() knows them
         self._pool_partition: np.ndarray | None = None
-        self.gens = [gens.parse(f.gen, f.type, spec.encoding) for f in spec.fields.values()]
+        self.gens = [gens.parse(f.gen, f.type, spec.text_encoding) for f in spec.fields.values()]
+        avro_on = spec.encoding == "avro"
+        self.avro = avro.ColumnEncoder(spec.avro_schema(), spec.wire, spec.schema_id) if avro_on else None
         self.key_at = list(spec.fields).index(spec.key) if spec.key else None
         pieces = [b"%s" + g.suffix for g in self.gens]
-        if spec.encoding == "json":
+        if spec.text_encoding == "json":
             named = (b'"%s":' % n.encode() + p for n, p in zip(spec.fields, pieces))
             self.template = b"{" + b",".join(named) + b"}"
         else:
@@ -162,6 +208,8 @@ class RecordMaker:
         if self.replayer is not None:
             return self.replayer(seq, send_ms)
         chunk = gens.Chunk(seq, send_ms, self.rng)
+        if self.avro is not None:
+            return self._make_avro(chunk)
         cols, keys = [], None
         for i, g in enumerate(self.gens):
             toks, text = g.draw(chunk)
@@ -172,6 +220,19 @@ class RecordMaker:
                     self.where = self._pool_partition[g.last_idx]
         t = self.template
         return keys, [t % row for row in zip(*cols)]
+
+    def _make_avro(self, chunk) -> tuple[list[bytes] | None, list[bytes]]:
+        """Avro bodies, column by column: numbers as drawn, strings and pools as their text."""
+        columns, keys = {}, None
+        for i, (name, g) in enumerate(zip(self.spec.fields, self.gens, strict=True)):
+            x = g.numbers(chunk)
+            toks, text = g.draw(chunk) if x is None else (None, None)
+            columns[name] = avro.Column(toks, text, g.suffix, x)
+            if i == self.key_at:
+                keys = columns[name].key_text()
+                if self._pool_partition is not None:
+                    self.where = self._pool_partition[g.last_idx]
+        return keys, self.avro.encode(columns)
 
 
 def records_spec(data, source: str, folder: Path | None = None) -> RecordsSpec:

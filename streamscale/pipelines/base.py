@@ -197,6 +197,7 @@ class Pipeline(ABC):
                 self.value_format(),
                 dead_letter_topic=self.params.dead_letter_topic if resolve_impl(kafka_impl) == "python" else None,
                 native=self.trigger().real_time,  # real-time mode runs no Python UDF
+                avro=self.avro(),
             ),
             starting_offsets=starting_offsets,
             max_offsets_per_trigger=self.params.max_offsets_per_trigger,
@@ -226,6 +227,10 @@ class Pipeline(ABC):
 
     def value_format(self) -> str:
         return "json"
+
+    def avro(self) -> tuple[str, str, int] | None:
+        """Avro records' (schema as JSON, wire, schema id); None for JSON and CSV."""
+        return None
 
     def check(self, spark, bootstrap, input_topic: str) -> None:
         """Build the dataflow once without running it, so that a broken one fails before the load

@@ -76,6 +76,14 @@ class UserJob(Pipeline):
     def value_format(self) -> str:
         return self.records.encoding if self.records is not None else "json"
 
+    def avro(self) -> tuple[str, str, int] | None:
+        r = self.records
+        if r is None or r.encoding != "avro":
+            return None
+        import json
+
+        return json.dumps(r.avro_schema()), r.wire, r.schema_id
+
     def decoded(self):
         from pyspark.sql import functions as F
 

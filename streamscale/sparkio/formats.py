@@ -298,3 +298,13 @@ def _one_json(value: bytes, schema: pa.Schema) -> list:
         except ValueError as exc:
             raise ValueError(f"field '{f.name}': {exc}") from None
     return out
+
+
+def avro_timestamp_millis(schema: dict) -> list[str]:
+    """The fields an Avro record schema gives as ``timestamp-millis`` (Spark reads them as timestamps)."""
+    out = []
+    for f in schema.get("fields", []):
+        types = f["type"] if isinstance(f["type"], list) else [f["type"]]
+        if any(isinstance(t, dict) and t.get("logicalType") == "timestamp-millis" for t in types):
+            out.append(f["name"])
+    return out

@@ -153,6 +153,8 @@ class Decoding:
     # Spark's own from_json / from_csv instead of the contract's Python decoder (real-time mode runs
     # no Python): a value counts as malformed when it does not parse or a field is missing or null
     native: bool = False
+    # value_format avro: (the schema as JSON, the wire: plain or confluent, the schema id it carries)
+    avro: tuple[str, str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,8 @@ def read_records(
     """
     impl = kafka_impl(impl)
     d = decoding
+    if d.value_format == "avro" and impl == "python":
+        raise ConfigError("encoding avro is decoded by Spark's from_avro: use connector spark")
     if impl == "python":
         opts = {
             "valueFormat": d.value_format,
@@ -200,6 +204,8 @@ def read_records(
             "not by the source"
         )
     raw = read_kafka(spark, bootstrap, topic, starting_offsets, max_offsets_per_trigger, impl, options)
+    if d.value_format == "avro":
+        return decode_avro(raw, d.value_ddl, d.avro, d.include_raw)
     if d.native:
         return decode_natively(raw, d.value_ddl, d.value_format, d.include_raw)
     return decode_values(raw, d.value_ddl, d.value_format, d.include_raw)
@@ -239,6 +245,46 @@ def decode_values(raw, value_ddl: str = ACTIVE_POWER_DDL, value_format: str = "j
 
 
 CORRUPT_COLUMN = "_streamscale_corrupt"
+
+
+def decode_avro(raw, value_ddl: str, avro: tuple[str, str, int] | None, include_raw: bool = False):
+    """:func:`decode_values`'s columns from Avro bodies by Spark's own ``from_avro`` (spark-avro):
+    ``value_error`` says a value that does not decode with the schema or has a null field (or, in
+    Confluent's wire format, lacks its magic byte or carries another schema id). A ``timestamp-millis`` field is
+    handed on as epoch milliseconds, as every other timestamp."""
+    from pyspark.sql import functions as F
+
+    from streamscale.sparkio.session import has_spark_avro
+
+    if avro is None:
+        raise ConfigError("encoding avro needs the records' schema")
+    if not has_spark_avro():
+        raise ConfigError("Spark's Avro functions (spark-avro) are not installed here: run make install")
+    from pyspark.sql.avro.functions import from_avro
+
+    schema, wire, schema_id = avro
+    names = [f.name for f in formats.parse_ddl(value_ddl)]
+    millis = set(formats.avro_timestamp_millis(json.loads(schema)))
+    body, framed = F.col("value"), F.lit(True)
+    if wire == "confluent":
+        body = F.substring(F.col("value"), 6, 2**31 - 1)
+        head = F.hex(F.substring(F.col("value"), 1, 5))
+        framed = F.coalesce(head == F.lit("00" + f"{schema_id:08X}"), F.lit(False))
+    parsed = F.when(framed, from_avro(body, schema, {"mode": "PERMISSIVE"}))
+    kept = [F.col(c).alias(f"kafka_{c}") for c in raw.columns if include_raw or c not in ("key", "value")]
+    rows = raw.select(*kept, framed.alias("_framed"), parsed.alias("_decoded"))
+    # from_avro's PERMISSIVE mode gives a value it cannot decode as a row of nulls
+    undecoded = F.col("_decoded").isNull()
+    for n in names:
+        undecoded = undecoded | F.col(f"_decoded.`{n}`").isNull()
+    error = F.when(~F.col("_framed"), F.lit(f"not in Confluent's wire format with schema id {schema_id}")).when(
+        undecoded, F.lit("does not decode as Avro of the records' schema (or a field is null)")
+    )
+    fields = [
+        (F.unix_millis(F.col(f"_decoded.`{n}`")) if n in millis else F.col(f"_decoded.`{n}`")).alias(n) for n in names
+    ]
+    return rows.select(*[f"kafka_{c}" for c in raw.columns if include_raw or c not in ("key", "value")], *fields,
+                       error.alias(ERROR_COLUMN))  # fmt: skip
 
 
 def decode_natively(raw, value_ddl: str, value_format: str = "json", include_raw: bool = False):

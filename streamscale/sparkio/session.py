@@ -201,6 +201,11 @@ def use_python_source(spark) -> None:
 SPARK_KAFKA_LIBS_ENV = "STREAMSCALE_SPARK_KAFKA_LIBS"
 
 
+def has_spark_avro() -> bool:
+    """Whether Spark's Avro functions were installed beside its Kafka connector."""
+    return any(j.name.startswith("spark-avro_") for j in spark_kafka_jars())
+
+
 def spark_kafka_jars() -> list[Path]:
     """Spark's Kafka connector and its runtime dependencies as installed (``make install``), or none."""
     env = os.environ.get(SPARK_KAFKA_LIBS_ENV)
