@@ -1,0 +1,91 @@
+"""Spark's real-time mode against micro-batches: the same stateless job, load and cores, runs
+alternating in one process, each record's processing latency after the warm-up.
+
+    .venv/bin/python benchmarks/realtime_latency.py [--rate 10000] [--cores 1] [--repeat 3] [--seconds 60]
+
+The job is ``examples/jobs/readings_kw.py`` (a reading in kW with its band), fed sensor readings at
+``--rate`` records/s into ``--cores`` partitions, on ``local[cores]`` confined to that many CPUs.
+Micro-batches trigger every ``--interval`` (processing_time, default 1 second); real-time mode
+checkpoints every ``--checkpoint`` (default 5 seconds). Each run lasts ``--seconds`` and is judged
+after ``--warmup`` seconds:
+
+* micro-batches: each record's latency from its Kafka timestamp to its batch's commit (what a
+  benchmark run reads);
+* real-time mode: each record's latency from its Kafka timestamp to its output record's timestamp
+  (streamscale.experiment.outlatency);
+
+where a record's Kafka timestamp is the broker's, set as it appended the record (the topics'
+``message.timestamp.type: LogAppendTime``; ``--send-time``: the generator's, at its send, which
+includes the ~100 ms its producer holds a record on average before sending, linger.ms 200);
+
+and prints each run's p50, p95 and p99, then per pair the ratio of the p99s (real-time over
+micro-batch), medians and ranges.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+from streamscale.broker import EmbeddedBroker
+from streamscale.experiment.processing import processing_percentile_ms
+from streamscale.experiment.sut import Context, Placement, StopPolicy, Workload, run_sut
+
+JOB = Path(__file__).resolve().parents[1] / "examples" / "jobs" / "readings_kw.py"
+
+
+def one_run(args, bootstrap: str, trigger: str) -> dict:
+    params = {"trigger": trigger, "connector": "spark", "high_kw": 0.08}
+    r = run_sut(
+        Workload(f"{JOB}:readings_kw", params, rate=args.rate, partitions=args.cores),
+        Placement(f"local[{args.cores}]", cpus=args.cores),
+        StopPolicy(args.seconds, drain_s=120),
+        # the broker stamps each record as it appends it: a latency from when a consumer could read
+        # the record, not from the generator's send (its producer holds records for linger.ms)
+        Context(bootstrap, topic_config={"message.timestamp.type": "LogAppendTime"} if args.append_time else None),
+    )
+    pcts = {q: processing_percentile_ms(r.batches, q, r.t0_wall, args.warmup) for q in (0.5, 0.95, 0.99)}
+    return {"trigger": trigger, "at": r.latency_at, "pcts": pcts, "rate": r.generator_rate, "left": r.undrained}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rate", type=float, default=10_000)
+    ap.add_argument("--cores", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--warmup", type=float, default=20)
+    ap.add_argument("--interval", default="1 second")
+    ap.add_argument("--checkpoint", default="5 seconds", help="real-time mode's checkpoint interval")
+    ap.add_argument(
+        "--send-time", dest="append_time", action="store_false", help="latency from the send, not the append"
+    )
+    args = ap.parse_args()
+    kinds = [f"processing_time:{args.interval}", f"real_time:{args.checkpoint}"]
+    got: dict[str, list[dict]] = {k: [] for k in kinds}
+    with EmbeddedBroker() as broker:
+        for i in range(args.repeat):
+            for trigger in kinds if i % 2 == 0 else list(reversed(kinds)):
+                run = one_run(args, broker.bootstrap, trigger)
+                got[trigger].append(run)
+                p = run["pcts"]
+                print(
+                    f"{trigger:<28} p50 {p[0.5]:>7,.0f} ms  p95 {p[0.95]:>7,.0f} ms  p99 {p[0.99]:>7,.0f} ms "
+                    f"(at the {run['at']}; load {run['rate']:,.0f}/s; {run['left']:,} left undrained)",
+                    flush=True,
+                )
+    for trigger, runs in got.items():
+        for q in (0.5, 0.95, 0.99):
+            xs = [r["pcts"][q] for r in runs]
+            mid = statistics.median(xs)
+            print(f"{trigger}: p{round(q * 100)} median {mid:,.0f} ms ({min(xs):,.0f}-{max(xs):,.0f})")
+    ratios = [rt["pcts"][0.99] / mb["pcts"][0.99] for mb, rt in zip(*got.values(), strict=True)]
+    print(
+        f"p99 real-time / micro-batch: median {statistics.median(ratios):.3f} "
+        f"(pairs {min(ratios):.3f}-{max(ratios):.3f}; target at most 0.1)"
+    )
+
+
+if __name__ == "__main__":
+    main()
