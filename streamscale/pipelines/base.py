@@ -242,7 +242,7 @@ class Pipeline(ABC):
         trigger = self.trigger()
         if not trigger.real_time:
             return None
-        realtime.check_setup(self, {realtime.MIN_BATCH_KEY: spark.conf.get(realtime.MIN_BATCH_KEY, None)})
+        realtime.check_setup(self, realtime.session_conf(spark))
         records = self.read(spark, bootstrap, input_topic, "earliest", None, kafka_impl(self.params.connector))
         realtime.check_plan(spark, self.build(spark, records), trigger)
         return None

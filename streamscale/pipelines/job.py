@@ -165,7 +165,7 @@ class UserJob(Pipeline):
             check_format(spark, self.setup.sink_format)
         trigger = self.trigger()
         if trigger.real_time:
-            realtime.check_setup(self, {realtime.MIN_BATCH_KEY: spark.conf.get(realtime.MIN_BATCH_KEY, None)})
+            realtime.check_setup(self, realtime.session_conf(spark))
         out, mode = self.build(spark, self.read(spark, bootstrap, input_topic, "earliest", None, impl))
         if trigger.real_time:
             self._check_real_time(spark, out, mode, trigger)

@@ -56,6 +56,11 @@ def min_batch_s(spark_conf: dict | None) -> float:
     return parse_duration(text if not text.isdigit() else f"{text} ms")[1]
 
 
+def session_conf(spark) -> dict:
+    """The session's setting of the rules' one setting (the minimum interval), where it has one."""
+    return {MIN_BATCH_KEY: spark.conf.get(MIN_BATCH_KEY, None)}
+
+
 def check_setup(pipe, spark_conf: dict | None = None) -> None:
     """The rules a pipeline's settings must keep in real-time mode (no Spark needed)."""
     trigger = pipe.trigger()
