@@ -88,4 +88,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from _main import run
+
+    run(main)

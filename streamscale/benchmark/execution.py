@@ -49,7 +49,7 @@ console = terminal.console()
 def _saved(spec: Spec) -> dict:
     """The spec as results keep it: without credentials (results are shared; a changed password
     is not another spec either)."""
-    d = spec.model_dump(mode="json")
+    d = spec.model_dump(mode="json", by_alias=True)  # as a spec writes it (records.schema)
     d["kafka"]["properties"] = masked(d["kafka"]["properties"])
     return d
 

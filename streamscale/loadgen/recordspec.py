@@ -82,7 +82,7 @@ class RecordsSpec(StrictModel):
                 path = (base_dir(info) / path).resolve()
                 self.replay = str(path)
             if self.raw:
-                if self.key or self.event_time or "encoding" in self.model_fields_set:
+                if self.key or self.event_time or self.encoding != "json":
                     raise ValueError(
                         "raw: the sample's own keys and bytes are sent: key, event_time and encoding do not apply"
                     )
@@ -105,11 +105,11 @@ class RecordsSpec(StrictModel):
         return self
 
     def _check_avro(self, info: ValidationInfo) -> None:
-        avro_only = {"schema_file", "wire", "schema_id"} & self.model_fields_set
+        # by value, not by what was written: a saved spec (results' spec.yaml) writes every default
+        given = {"schema": self.schema_file is not None, "wire": self.wire != "plain", "schema_id": self.schema_id != 1}
         if self.encoding != "avro":
-            if avro_only:
-                said = ", ".join(sorted(avro_only)).replace("schema_file", "schema")
-                raise ValueError(f"{said} apply to encoding avro")
+            if any(given.values()):
+                raise ValueError(f"{', '.join(k for k, v in given.items() if v)} apply to encoding avro")
             return
         if self.schema_file:
             path = Path(self.schema_file)

@@ -122,3 +122,11 @@ def test_each_body_is_byte_for_byte_fastavro_s_for_every_type_a_schema_may_have(
     for row, text in zip(rows, js.make(0, 400, np.arange(400) + 1_764_660_000_000)[1], strict=True):
         want = json.loads(text)
         assert {**row, "at": int(row["at"].timestamp() * 1000)} == want
+
+
+@pytest.mark.parametrize("extra", [{}, {"encoding": "avro", "wire": "confluent", "schema_id": 9}])
+def test_a_section_as_results_save_it_reads_back_the_same(tmp_path, extra):
+    # a results folder's spec.yaml writes every field, defaults included, and is read back on resume
+    s = records_spec({"key": "user", "fields": FIELDS, **extra}, "t", tmp_path)
+    saved = s.model_dump(mode="json", by_alias=True)
+    assert records_spec(saved, "t", tmp_path).model_dump(mode="json", by_alias=True) == saved
