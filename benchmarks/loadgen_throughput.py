@@ -70,6 +70,29 @@ SIX_FIELDS = {
 }
 
 
+def cpu_per_record(args, broker, access, specs: dict, rate: int, topics: str, said: str = "") -> dict:
+    """The generator's CPU per record (µs) of each records spec (name -> spec; None: sensor
+    readings), throttled at ``rate`` for 8 s in one process, the specs alternating (their order
+    reversed every other round), ``args.repeat`` rounds; each run printed as it ends."""
+    per_record: dict[str, list[float]] = {k: [] for k in specs}
+    for i in range(args.repeat):
+        for kind in list(specs) if i % 2 == 0 else list(reversed(specs)):
+            topic = f"{topics}-{rate}-{kind}-{i}"
+            access.create_topic(topic, args.partitions)
+            r = generate(
+                GeneratorConfig(
+                    broker.bootstrap, topic, sensors=rate, workers=1, duration_s=8, records_spec=specs[kind]
+                )
+            )
+            per_record[kind].append(r.cpu_s / max(r.delivered, 1) * 1e6)
+            print(
+                f"throttled at {rate:,}/s, 1 process, {said}{kind}: {per_record[kind][-1]:.2f} us a record "
+                f"(achieved {r.achieved_rate:,.0f}/s, reached target: {r.reached_target})",
+                flush=True,
+            )
+    return per_record
+
+
 def described_records(args, broker, access) -> None:
     from streamscale.loadgen.recordspec import records_spec
 
@@ -80,27 +103,7 @@ def described_records(args, broker, access) -> None:
     )
     specs = {"sensor": None, "six": six, "six-4B": small}
     for rate in (20_000, 60_000):
-        per_record: dict[str, list[float]] = {k: [] for k in specs}
-        for i in range(args.repeat):
-            for kind in list(specs) if i % 2 == 0 else list(reversed(specs)):
-                topic = f"records-{rate}-{kind}-{i}"
-                access.create_topic(topic, args.partitions)
-                r = generate(
-                    GeneratorConfig(
-                        broker.bootstrap,
-                        topic,
-                        sensors=rate,
-                        workers=1,
-                        duration_s=8,
-                        records_spec=specs[kind],
-                    )
-                )
-                per_record[kind].append(r.cpu_s / max(r.delivered, 1) * 1e6)
-                print(
-                    f"throttled at {rate:,}/s, 1 process, {kind}: {per_record[kind][-1]:.2f} us a record "
-                    f"(achieved {r.achieved_rate:,.0f}/s, reached target: {r.reached_target})",
-                    flush=True,
-                )
+        per_record = cpu_per_record(args, broker, access, specs, rate, "records")
         a, b, c = per_record["six"], per_record["sensor"], per_record["six-4B"]
         pairs = [x / y for x, y in zip(a, b)]
         small_pairs = [x / y for x, y in zip(c, b)]
@@ -122,21 +125,7 @@ def avro_records(args, broker, access) -> None:
         "avro-confluent": records_spec({**SIX_FIELDS, "encoding": "avro", "wire": "confluent"}, "benchmark"),
     }
     for rate in (20_000, 60_000):
-        per_record: dict[str, list[float]] = {k: [] for k in specs}
-        for i in range(args.repeat):
-            for kind in list(specs) if i % 2 == 0 else list(reversed(specs)):
-                topic = f"avro-{rate}-{kind}-{i}"
-                access.create_topic(topic, args.partitions)
-                cfg = GeneratorConfig(
-                    broker.bootstrap, topic, sensors=rate, workers=1, duration_s=8, records_spec=specs[kind]
-                )
-                r = generate(cfg)
-                per_record[kind].append(r.cpu_s / max(r.delivered, 1) * 1e6)
-                print(
-                    f"throttled at {rate:,}/s, 1 process, 6 fields in {kind}: {per_record[kind][-1]:.2f} us a record "
-                    f"(achieved {r.achieved_rate:,.0f}/s, reached target: {r.reached_target})",
-                    flush=True,
-                )
+        per_record = cpu_per_record(args, broker, access, specs, rate, "avro", "6 fields in ")
         js = per_record["json"]
         for kind in ("avro", "avro-confluent"):
             a = per_record[kind]

@@ -27,6 +27,7 @@ from datetime import datetime
 import numpy as np
 
 from streamscale.broker.connection import KafkaConnection
+from streamscale.experiment.slo import batch_end_s
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,8 @@ class OutputLatency:
     def attach(self, batches) -> None:
         """Each batch's ``processing_latency`` (and ``processing_max_ms``): the latencies of the
         records written out after the previous batch ended and by its own end."""
-        ends = np.array([batch_end_ms(b) for b in batches], dtype=float)
+        # when each batch ended, epoch ms (a timestamp that does not read: at 0, it takes no record)
+        ends = np.array([(batch_end_s(b, 0.0) or 0.0) * 1000 for b in batches], dtype=float)
         if not len(ends):
             return
         out, low, high, weight = self.latencies()
@@ -178,11 +180,3 @@ def latency_spans(low: np.ndarray, high: np.ndarray, weight: np.ndarray) -> list
     keys, index = np.unique(pairs, axis=0, return_inverse=True)
     counts = np.bincount(index.ravel(), weights=weight)
     return [(max(0.0, float(lo)), float(hi), float(n)) for (lo, hi), n in zip(keys, counts, strict=True)]
-
-
-def batch_end_ms(batch) -> float:
-    """When a batch ended, epoch ms: its start (its progress timestamp) plus its duration."""
-    stamp = batch.timestamp if hasattr(batch, "timestamp") else batch["timestamp"]
-    ms = batch.batch_ms if hasattr(batch, "batch_ms") else batch["batch_ms"]
-    start = datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp() * 1000
-    return start + float(ms)

@@ -400,8 +400,7 @@ def percentiles(batches) -> dict:
     high bound; empty without records)."""
     from streamscale.experiment.processing import processing_percentile_ms
 
-    spans = [asdict(b) for b in batches]
-    got = {f"p{round(q * 100)}": processing_percentile_ms(spans, q) for q in (0.5, 0.95, 0.99)}
+    got = {f"p{round(q * 100)}": processing_percentile_ms(batches, q) for q in (0.5, 0.95, 0.99)}
     return {k: v for k, v in got.items() if v is not None}
 
 
