@@ -164,7 +164,7 @@ class ExperimentRunner:
             sensors=point.sensors,
             rate=point.load_rate,
             period_s=bm.loadgen.period_s,
-            records=bm.records,
+            records=bm.feed(),
             job=bm.job_setup(str(self.out_dir / "sink")),
             distribution=bm.loadgen.distribution,
             gen_workers=bm.loadgen.workers,

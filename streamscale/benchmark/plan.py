@@ -58,7 +58,7 @@ class Plan:
         kind = PIPELINES.get(sut, Pipeline)  # a user's job: the base's facts (sized by nothing)
         applied = self.load.apply(float(load), {**bm.params, **params}, kind)
         placed = self.resource.apply(int(resources))
-        pipe = make_pipeline(sut, applied.params, records=bm.records, job=bm.job_setup())
+        pipe = make_pipeline(sut, applied.params, records=bm.feed(), job=bm.job_setup())
         spark_conf = {**placed.spark_conf, **conf}
         check_trigger(pipe, placed.master, spark_conf, bm.topics.partitions)
         grid = pipe.window_grid_ms()
@@ -109,7 +109,7 @@ class Plan:
         from streamscale.pipelines import make_pipeline
 
         bm = self.spec.benchmark
-        grid = make_pipeline(bm.sut, dict(bm.params), records=bm.records, job=bm.job_setup()).window_grid_ms()
+        grid = make_pipeline(bm.sut, dict(bm.params), records=bm.feed(), job=bm.job_setup()).window_grid_ms()
         return grid[1] / 1000 if grid else None
 
     def _processing_limit_ms(self, pipe) -> float | None:
@@ -147,7 +147,7 @@ def resolve(spec: Spec) -> Plan:
         bm.loadgen.period_s,
         int(bm.params.get("children", 4)),
         ex.load.sensors,
-        described=bm.records is not None,
+        described=bm.feed() is not None,
     )
     resource = RESOURCES[ex.resources.type](
         master=ex.master,

@@ -9,6 +9,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from streamscale.broker.connection import KafkaSection
 from streamscale.errors import ConfigError
+from streamscale.loadgen.inputs import InputSpec, resolve_inputs
 from streamscale.loadgen.recordspec import RecordsSpec
 from streamscale.specs import StrictModel, base_dir, read_yaml, validate
 
@@ -127,6 +128,11 @@ class BenchmarkSpec(_Model):
     records: RecordsSpec | None = Field(
         None, description="your job's records (fields and generators, or replay: FILE); none: sensor readings"
     )
+    inputs: dict[str, InputSpec] | None = Field(
+        None,
+        description="your job's several inputs by name, each its records, share of the load and partitions "
+        "(instead of records): the job gets a dict of them",
+    )
     loadgen: LoadGenSpec = Field(default_factory=LoadGenSpec)
     topics: TopicSpec = Field(default_factory=TopicSpec)
     decode: Literal["fields", "raw"] = Field(
@@ -152,6 +158,16 @@ class BenchmarkSpec(_Model):
                 raise ValueError(f"{f}: no such .py, .zip or .egg file ({path})")
             found.append(str(path))
         return found
+
+    def feed(self):
+        """What the job reads: its records (a RecordsSpec; None: sensor readings), or its several
+        inputs (streamscale.loadgen.inputs.Inputs, in the order their generators start)."""
+        if self.inputs is None:
+            return self.records
+        try:
+            return resolve_inputs(self.inputs, self.decode)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
     def job_setup(self, output_dir: str | None = None):
         """What the job is fed and where it writes (None for a task sample)."""
@@ -179,10 +195,20 @@ class BenchmarkSpec(_Model):
     def _params_valid(self):
         from streamscale.pipelines import jobref, make_pipeline
 
-        if not jobref.is_job(self.sut) and (self.decode != "fields" or self.sink or self.py_files):
-            raise ValueError(f"{self.sut} is a task sample: decode, sink and py_files are for your own job")
+        if not jobref.is_job(self.sut) and (self.decode != "fields" or self.sink or self.py_files or self.inputs):
+            raise ValueError(f"{self.sut} is a task sample: inputs, decode, sink and py_files are for your own job")
+        if self.inputs is not None and self.records is not None:
+            raise ValueError("give records (one input) or inputs (several, each its records), not both")
+        if self.records is not None and self.records.refs():
+            fld, (inp, ref_field, _) = next(iter(self.records.refs().items()))
+            raise ValueError(
+                f"records.fields.{fld}: ref:{inp}.{ref_field} refers to another input: name the inputs in "
+                "benchmark.inputs (each its records)"
+            )
+        if self.inputs is not None:
+            resolve_inputs(self.inputs, self.decode)  # its ValueError names what is wrong
         try:
-            make_pipeline(self.sut, self.params, records=self.records, job=self.job_setup())
+            make_pipeline(self.sut, self.params, records=self.feed(), job=self.job_setup())
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return self
@@ -434,7 +460,7 @@ class Spec(_Model):
                 make_pipeline(
                     self.sut_of(name),
                     {**self.benchmark.params, **params},
-                    records=self.benchmark.records,
+                    records=self.benchmark.feed(),
                     job=self.benchmark.job_setup(),
                 )
             except ConfigError as exc:
@@ -444,7 +470,7 @@ class Spec(_Model):
     @model_validator(mode="after")
     def _load_type_fits(self):
         lt, sut = self.execution.load.type, self.benchmark.sut
-        if self.benchmark.records is not None and lt != "rate":
+        if (self.benchmark.records is not None or self.benchmark.inputs is not None) and lt != "rate":
             raise ValueError("described or replayed records are loaded by rate: set execution.load.type: rate")
         if lt == "nested_groups" and sut != "uc4":
             raise ValueError("load type 'nested_groups' applies to uc4 only")

@@ -63,6 +63,7 @@ def run_sut_cmd(
 ):
     """Run one pipeline or your own job against the load generator, printing live rates and lag."""
     from streamscale.experiment.sut import Context, Placement, StopPolicy, Workload, run_sut
+    from streamscale.loadgen.inputs import Inputs
     from streamscale.loadgen.recordspec import load_records
     from streamscale.pipelines import jobref, make_pipeline
 
@@ -73,6 +74,8 @@ def run_sut_cmd(
         input_topic, output_topic = f"{topic_prefix}.input", f"{topic_prefix}.output"
     if spec_file is not None:
         uc, params, spec, job, partitions = _from_spec(spec_file, uc, records, params, out_dir)
+        if topic_prefix is not None and isinstance(spec, Inputs):
+            input_topic = topic_prefix  # several inputs: each reads PREFIX.NAME
         if rate is None:
             raise ConfigError("a spec's job is loaded by rate: give --rate N")
     elif uc is None:
@@ -140,7 +143,7 @@ def _from_spec(spec_file: Path, uc, records, params: dict, out_dir):
         raise ConfigError("--spec names the job and its records: leave out SUT and --records")
     bm = load_spec(spec_file).benchmark
     sink_dir = str(out_dir / "sink") if out_dir else None
-    return bm.sut, {**bm.params, **params}, bm.records, bm.job_setup(sink_dir), bm.topics.partitions
+    return bm.sut, {**bm.params, **params}, bm.feed(), bm.job_setup(sink_dir), bm.topics.partitions
 
 
 @bench_app.command("reference")

@@ -35,7 +35,7 @@ class LagSampler:
         self,
         bootstrap: KafkaConnection | str,
         group: str,
-        topic: str,
+        topic: str,  # several: comma-separated
         interval_s: float = 1.0,
         on_sample: Callable[[LagSample], None] | None = None,
     ):
@@ -56,14 +56,17 @@ class LagSampler:
         return self
 
     def sample_once(self, access: BrokerAccess) -> LagSample:
-        ends = access.end_offsets(self.topic)
+        topics = self.topic.split(",")  # several input topics: their lags add up
+        ends = {t: access.end_offsets(t) for t in topics}
         # stamped when the end offsets were read (the delivered rate is their slope over these
         # times): the committed offsets' request after it takes longer on a busy machine
         t_s = round(time.monotonic() - self.t0, 3)
-        committed = access.committed_offsets(self.group, self.topic)
-        end_total = sum(ends.values())
-        done = sum(committed.get(p, 0) for p in ends)
-        prometheus.set_lag(self.topic, {p: e - committed.get(p, 0) for p, e in ends.items()})
+        end_total = done = 0
+        for t in topics:
+            committed = access.committed_offsets(self.group, t)
+            end_total += sum(ends[t].values())
+            done += sum(committed.get(p, 0) for p in ends[t])
+            prometheus.set_lag(t, {p: e - committed.get(p, 0) for p, e in ends[t].items()})
         prometheus.lag_samples.inc()
         return LagSample(t_s, end_total - done, end_total, done)
 

@@ -210,10 +210,12 @@ def _end_total(end_offsets, topic: str | None) -> int | None:
             return None
     if not isinstance(end_offsets, dict) or not end_offsets:
         return None
-    parts = end_offsets.get(topic) if topic else next(iter(end_offsets.values()))
-    if not isinstance(parts, dict):
+    # a run of several input topics names them all, comma-separated (Kafka's names hold no comma)
+    found = [end_offsets.get(t) for t in (topic.split(",") if topic else list(end_offsets))]
+    found = [parts for parts in found if isinstance(parts, dict)]
+    if not found:
         return None
-    return sum(int(v) for v in parts.values())
+    return sum(int(v) for parts in found for v in parts.values())
 
 
 def progress_field(batch, name: str):

@@ -21,13 +21,14 @@ from pathlib import Path
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.broker.connection import KafkaConnection
-from streamscale.errors import SparkDied, SparkError
+from streamscale.errors import ConfigError, SparkDied, SparkError
 from streamscale.experiment.cpus import busy_pct, jvm_pid, machine_ticks
 from streamscale.experiment.lagsampler import LagSample, LagSampler
 from streamscale.experiment.noise import CpuMeter
 from streamscale.experiment.outlatency import OutputLatency
 from streamscale.experiment.sessions import SparkSessions
 from streamscale.loadgen import GeneratorConfig, LoadGenerator
+from streamscale.loadgen.generator import LoadGenerators
 from streamscale.observe import prometheus
 from streamscale.pipelines import make_pipeline, realtime
 from streamscale.pipelines.base import Reading
@@ -184,6 +185,9 @@ class SutRun:
         self.named = any(context.topics)
         self.input_topic = context.topics[0] or f"input-{self.run_id}"
         self.output_topic = context.topics[1] or f"output-{self.run_id}"
+        # what the pipeline reads: the input topic, or one topic per input named after it
+        self.in_topics = {t: n or workload.partitions for t, n in self.pipe.input_topics(self.input_topic).items()}
+        self.lag_topic = ",".join(self.in_topics)  # the lag sampler and the SLOs sum over them
         self.group = f"sut-{self.pipe.name}-{self.run_id}"
         self.sessions = context.sessions if context.sessions is not None else SparkSessions()
         self.gen = self.query = self.sampler = self.gres = self.outlat = None
@@ -221,8 +225,8 @@ class SutRun:
             bootstrap = broker.bootstrap
         self.bootstrap = KafkaConnection.of(bootstrap, self.ctx.properties)
         self.access = access = stack.enter_context(BrokerAccess(self.bootstrap))
-        topics = (self.input_topic, self.output_topic)
-        wanted = {t: self.w.partitions for t in topics if not (self.named and access.topic_exists(t))}
+        topics = {**self.in_topics, self.output_topic: self.w.partitions}
+        wanted = {t: n for t, n in topics.items() if not (self.named and access.topic_exists(t))}
         if wanted:
             access.create_topics(wanted, self.ctx.replication_factor, self.ctx.topic_config)
 
@@ -231,7 +235,7 @@ class SutRun:
         lag sampler and the CPU meters."""
         trigger = self.pipe.trigger()
         check_streams(trigger)
-        realtime.check_slots(spark.sparkContext.defaultParallelism, self.w.partitions, trigger)
+        realtime.check_slots(spark.sparkContext.defaultParallelism, sum(self.in_topics.values()), trigger)
         self.pipe.check(spark, self.bootstrap, self.input_topic)  # a user's job that does not build fails now
         if trigger.real_time:
             topics, field = (self.input_topic, self.output_topic), self.pipe.send_time_field()
@@ -239,26 +243,37 @@ class SutRun:
         if own and not self.sessions.warmed:
             warm_up_workers(spark, self.access, self.bootstrap, self.run_id, self.pipe.params.connector)
             self.sessions.warmed = self.warmed = True
-        w, judged = self.w, self.policy.judge is not None
-        self.gen = LoadGenerator(
-            GeneratorConfig(
-                self.bootstrap,
-                self.input_topic,
-                sensors=self.sensors,
-                workers=w.gen_workers,
-                period_s=self.period_s,
-                distribution=w.distribution,
-                # a judged run ends when it is decided: the generator runs until stopped
-                duration_s=None if judged else self.policy.duration_s,
-                records_spec=w.records,
-            )
-        ).start()
+        self.gen = self.generators().start()
         self.query = self.pipe.start(
             spark, self.bootstrap, self.input_topic, self.output_topic, reading=Reading("earliest", self.group)
         )
-        self.sampler = LagSampler(self.bootstrap, self.group, self.input_topic, on_sample=self.ctx.on_lag).start()
+        self.sampler = LagSampler(self.bootstrap, self.group, self.lag_topic, on_sample=self.ctx.on_lag).start()
         self.ticks0 = machine_ticks()
         self.meter = CpuMeter(jvm_pid(spark), list(self.ctx.broker_pids)).start()
+
+    def generators(self):
+        """The load: one generator, or one per input (its share of the rate, into its topic)."""
+        w = self.w
+        # a judged run ends when it is decided: the generator runs until stopped
+        duration = None if self.policy.judge is not None else self.policy.duration_s
+        shape = functools.partial(
+            GeneratorConfig, self.bootstrap, workers=w.gen_workers, distribution=w.distribution, duration_s=duration
+        )
+        inputs = getattr(self.pipe, "inputs", None)
+        if inputs is None:
+            return LoadGenerator(
+                shape(self.input_topic, sensors=self.sensors, period_s=self.period_s, records_spec=w.records)
+            )
+        configs = []
+        for i in inputs:
+            try:
+                sensors, period_s = load_shape(self.pipe, i.records, w.sensors, w.period_s, i.rate(w.rate or 0))
+            except ConfigError as exc:
+                raise ConfigError(f"input {i.name} ({i.share:g} of {w.rate:g} records/s): {exc}") from None
+            refs = dict.fromkeys(sorted({inp for inp, _, _ in i.records.refs().values()}))
+            configs.append((i.name, shape(i.topic(self.input_topic), sensors=sensors, period_s=period_s,
+                                          records_spec=i.records, refs=refs)))  # fmt: skip
+        return LoadGenerators(configs)
 
     def load(self) -> None:
         """Poll the query while the load runs, looking at it as the stop policy says; then drain."""
@@ -278,13 +293,13 @@ class SutRun:
                     break
             if policy.judge is not None and time.monotonic() >= next_check:
                 if policy.judge(list(self.sampler.samples), list(self.query.batches), self.sampler.t0_wall,
-                                self.input_topic):  # fmt: skip
+                                self.lag_topic):  # fmt: skip
                     break
                 next_check = time.monotonic() + CHECK_EVERY_S
         self.figures["ran_s"] = time.monotonic() - t_load
         if policy.drain_s is not None:
             self.gres = self.gen.stop()  # the generator first: the query then reads to the end
-            self.undrained = drain(self.query, self.access, self.input_topic, policy.drain_s, self.ctx.on_batch)
+            self.undrained = drain(self.query, self.access, self.lag_topic, policy.drain_s, self.ctx.on_batch)
         self.figures["share"] = self.meter.stop()
         self.figures["controller_cpu"] = time.thread_time() - ctl0
         self.figures["machine"] = busy_pct(self.ticks0, machine_ticks())
@@ -296,7 +311,7 @@ class SutRun:
         """The run's topics' partitions without a leader, said as a fault ("" when every one has one
         or the metadata did not come: a broker too busy to answer is no fault of its own)."""
         try:
-            layout = self.access.partition_layout([self.input_topic, self.output_topic])
+            layout = self.access.partition_layout([*self.in_topics, self.output_topic])
         except Exception:  # noqa: BLE001 - metadata refused or late: the next check asks again
             return ""
         lost = [f"{t} partition {p}" for t, parts in sorted(layout.items()) for p, (leader, *_) in sorted(parts.items())
@@ -337,7 +352,7 @@ class SutRun:
 
     def tear_down(self) -> None:
         """The run's own topics go (a user's named ones stay)."""
-        topics = [] if self.named else [self.input_topic, self.output_topic]
+        topics = [] if self.named else [*self.in_topics, self.output_topic]
         topics += [f"warmup-{self.run_id}"] if self.warmed else []
         if self.sessions.kept:
             # a task of a stopped query may still read them: deleted, a topic is retried for
@@ -381,7 +396,7 @@ class SutRun:
             unregistered=sum(b.unregistered for b in run.batches),
             t0_wall=sampler.t0_wall,
             lag_samples_missed=sampler.missed,
-            input_topic=self.input_topic,
+            input_topic=self.lag_topic,
             generator_cpu_s=gres.cpu_s,
             machine_cpu_pct=f["machine"],
             connector=run.connector,
@@ -407,8 +422,6 @@ def percentiles(batches) -> dict:
 def load_shape(pipe, records, sensors: int, period_s: float, rate: float | None) -> tuple[int, float]:
     """(sensors, period_s) the generator runs with: a ``rate`` in records/s spread over the keys
     there are (UC4: its registry's sensors; described records: one "sensor" per record a second)."""
-    from streamscale.errors import ConfigError
-
     if getattr(pipe, "registry", None) is not None:  # UC4: the registry fixes the sensors
         sensors = pipe.registry.num_sensors
         return sensors, (sensors / rate if rate else period_s)
@@ -422,17 +435,19 @@ def load_shape(pipe, records, sensors: int, period_s: float, rate: float | None)
 
 
 def drain(run, access: BrokerAccess, topic: str, timeout_s: float, on_batch=None) -> int:
-    """Poll the query until its batches have read the input topic to its end (the generator has
-    stopped); the records it had not read when ``timeout_s`` ran out (0: drained)."""
-    end = access.end_offsets(topic)
+    """Poll the query until its batches have read the input topic (several: comma-separated) to
+    its end (the generator has stopped); the records it had not read when ``timeout_s`` ran out
+    (0: drained)."""
+    end = {t: access.end_offsets(t) for t in topic.split(",")}
     deadline = time.monotonic() + timeout_s
 
     def left() -> int:
-        done = {}
+        done: dict = {}
         for b in run.batches:
-            for p, o in ((b.end_offsets or {}).get(topic) or {}).items():
-                done[int(p)] = max(done.get(int(p), 0), int(o))
-        return sum(max(0, o - done.get(p, 0)) for p, o in end.items())
+            for t in end:
+                for p, o in ((b.end_offsets or {}).get(t) or {}).items():
+                    done[t, int(p)] = max(done.get((t, int(p)), 0), int(o))
+        return sum(max(0, o - done.get((t, p), 0)) for t, parts in end.items() for p, o in parts.items())
 
     while left() and time.monotonic() < deadline:
         if run.exception() is not None:

@@ -69,6 +69,9 @@ class GeneratorConfig:
     # the records written: None, Theodolite's sensor readings (sensors / period_s a second); else a
     # RecordsSpec (streamscale.loadgen.recordspec) at sensors / period_s records a second
     records_spec: RecordsSpec | None = None
+    # ref: generators' inputs -> when each of their records is sent (fields.RefClock, LoadGenerator.clock;
+    # None until that input's generator has started: LoadGenerators binds it)
+    refs: dict = field(default_factory=dict)
 
     def __post_init__(self):
         from streamscale.broker.access import check_topic_name
@@ -88,6 +91,29 @@ class GeneratorConfig:
             raise ConfigError(f"duration must be a positive finite number of seconds, not {self.duration_s}")
         Encoder(self.encoding)
         ValueDistribution.parse(self.distribution)
+        for name, (inp, fld, _) in (self.records_spec.refs() if self.records_spec is not None else {}).items():
+            if inp not in self.refs:
+                raise ConfigError(
+                    f"field {name}: ref:{inp}.{fld} names the input {inp}, which this load does not send: "
+                    "ref: refers between the inputs of one spec (benchmark.inputs)"
+                )
+
+    def worker_rate(self, w: int) -> float:
+        """Worker ``w``'s share of the rate: its sensors (records) per period."""
+        return len(range(w, self.sensors, self.workers)) / self.period_s
+
+    def worker_quota(self, w: int) -> int | None:
+        """Worker ``w``'s part of a count of records (None: no count)."""
+        if self.records is None:
+            return None
+        return self.records // self.workers + (1 if w < self.records % self.workers else 0)
+
+    def worker_limit(self, w: int) -> int | None:
+        """The most records worker ``w`` sends (a count or a throttled duration; None: until stopped)."""
+        limits = [] if self.records is None else [self.worker_quota(w)]
+        if self.duration_s and self.throttle:
+            limits.append(int(self.duration_s * self.worker_rate(w)))
+        return min(limits) if limits else None
 
     @property
     def connection(self) -> KafkaConnection:

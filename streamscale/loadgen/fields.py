@@ -17,6 +17,10 @@ Generators (``TYPE`` is the field's type):
   back by up to MAX_S seconds (uniform), so they arrive out of order. Timestamps travel as epoch
   milliseconds.
 * ``bytes:N``: a string of N letters and digits (a payload).
+* ``ref:INPUT.FIELD,MAX_S``: the value of FIELD (a ``sequence``) of a record that the input INPUT
+  of the same run sent at most MAX_S seconds before, uniform among them: a click names an
+  impression that was shown. It is computed, not looked up: a sequence's value is its record's
+  number, and the number's send time follows from that generator's schedule (:class:`RefClock`).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import numpy as np
 
 TYPES = ("string", "long", "int", "double", "boolean", "timestamp")
 GENERATORS = ("sequence", "keys:N", "zipf:N,S", "uniform:A,B", "normal:MEAN,SD", "constant:V", "choice:a|b|c",
-              "now", "late:P,MAX_S", "bytes:N")  # fmt: skip
+              "now", "late:P,MAX_S", "bytes:N", "ref:INPUT.FIELD,MAX_S")  # fmt: skip
 # a field's type on the wire, in the decoding contract's DDL (streamscale.sparkio.formats)
 DDL_TYPES = {
     "string": "STRING",
@@ -71,6 +75,34 @@ def _thousandths_text(a: np.ndarray) -> list[bytes]:
     return _ints_text(np.rint(a * 1000).astype(np.int64))
 
 
+@dataclass(frozen=True)
+class RefClock:
+    """When each record of a referenced input is sent: its generator's ``t0_ms`` (the stamp of
+    each worker's record 0), each worker's rate (records/s) and how many records it sends at most
+    (None: until stopped). Worker w of W numbers its records w, w+W, ... (``sequence``) and stamps
+    record k with ``t0_ms + k * 1000 / rate``."""
+
+    t0_ms: int
+    rates: tuple[float, ...]
+    limits: tuple[int | None, ...]
+
+    def numbers(self, send_ms: np.ndarray, max_s: float, rng: np.random.Generator) -> np.ndarray:
+        """For each send time, the number of a record stamped within ``max_s`` seconds before it
+        (uniform among them: a worker by its share of the rate, then one of its records)."""
+        rates = np.asarray(self.rates, dtype=float)
+        w = rng.choice(len(rates), size=len(send_ms), p=rates / rates.sum())
+        r = rates[w]
+        since = (send_ms - self.t0_ms).astype(float)
+        hi = np.floor(since * r / 1000.0)
+        lo = np.maximum(np.ceil((since - max_s * 1000.0) * r / 1000.0), 0)
+        limit = np.array([np.inf if x is None else x - 1 for x in self.limits], dtype=float)[w]
+        hi = np.minimum(hi, limit)
+        lo = np.minimum(lo, np.maximum(hi, 0))  # before its first record (or past its last): that one
+        hi = np.maximum(hi, lo)
+        k = lo + np.floor(rng.random(len(send_ms)) * (hi - lo + 1))
+        return (k.astype(np.int64) * len(rates)) + w
+
+
 @dataclass
 class Generator:
     """``suffix``: what the record's template writes after the token (``e-3`` after thousandths)."""
@@ -83,6 +115,12 @@ class Generator:
     pool_text: list[bytes] = field(default_factory=list)  # and the plain text (a Kafka key)
     cdf: np.ndarray | None = None
     last_idx: np.ndarray | None = None
+    clock: RefClock | None = None  # ref: the referenced input's schedule (bound by the run)
+
+    @property
+    def ref(self) -> tuple[str, str, float] | None:
+        """(input, field, max_s) of a ``ref:`` generator, else None."""
+        return self.args if self.kind == "ref" else None
 
     @property
     def suffix(self) -> bytes:
@@ -103,22 +141,26 @@ class Generator:
             toks = self.pool_tokens
             text = self.pool_text
             return [toks[i] for i in il], ([text[i] for i in il] if text is not toks else None)
-        if k == "sequence" and self.type == "string":
-            plain = _ints_text(c.seq)
+        if k in ("sequence", "ref") and self.type == "string":
+            plain = _ints_text(c.seq if k == "sequence" else self.numbers(c, as_text=True))
             return ([b'"%s"' % t for t in plain] if self.encoding == "json" else plain), plain
         x = self.numbers(c)
         if self.type == "double":
             return _thousandths_text(x), None
         return _ints_text(x), None
 
-    def numbers(self, c: Chunk) -> np.ndarray | None:
+    def numbers(self, c: Chunk, as_text: bool = False) -> np.ndarray | None:
         """The chunk's values as numbers, for the kinds that draw numbers (None: tokens only), with the
         draws :meth:`draw` makes; doubles rounded to the thousandths their text has."""
         n, k = len(c.seq), self.kind
-        if self.pool_tokens or (k == "sequence" and self.type == "string"):
+        if self.pool_tokens or (k in ("sequence", "ref") and self.type == "string" and not as_text):
             return None
         if k == "sequence":
             return c.seq
+        if k == "ref":
+            if self.clock is None:  # pragma: no cover - GeneratorConfig refuses a load without it
+                raise GenError(f"ref:{self.args[0]}.{self.args[1]} names an input this generator was not given")
+            return self.clock.numbers(c.send_ms, self.args[2], c.rng)
         if k in ("now", "late"):
             ms = c.send_ms
             if k == "late":
@@ -278,6 +320,18 @@ def _bytes(name: str, arg: str, what: str, type_: str, encoding: str) -> Generat
     return Generator(name, type_, encoding, (size,), toks, text)
 
 
+def _ref(name: str, arg: str, what: str, type_: str, encoding: str) -> Generator:
+    m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\s*,\s*(" + _NUMBER + r")\s*", arg)
+    if not m:
+        raise GenError(f"needs an input, a field of it and a number of seconds: {what}")
+    if type_ not in ("long", "int", "string"):
+        raise GenError(f"ref names a sequence number: type long, int or string, not {type_}")
+    max_s = float(m.group(3))
+    if not 0 <= max_s <= 86_400:
+        raise GenError(f"MAX_S is from 0 to 86,400 seconds: {what}")
+    return Generator(name, type_, encoding, (m.group(1), m.group(2), max_s))
+
+
 # each generator's parser, by its name (GENERATORS' first words)
 _PARSERS = {
     "sequence": _sequence,
@@ -290,4 +344,5 @@ _PARSERS = {
     "now": _event_time,
     "late": _event_time,
     "bytes": _bytes,
+    "ref": _ref,
 }

@@ -76,6 +76,7 @@ class LoadGenerator:
             if dict(self.cfg.connection.properties).get("sasl.username"):
                 access.check_allowed(self.cfg.topic, "write")
         t0_wall_ms = self.cfg.start_time_ms if self.cfg.start_time_ms is not None else int(time.time() * 1000)
+        self._t0_wall_ms = t0_wall_ms
         # The schedule starts a moment ahead, once the spawned workers have imported their code.
         self._t0 = time.monotonic() + 1.0
         for w in range(self.cfg.workers):
@@ -90,6 +91,17 @@ class LoadGenerator:
         self._monitor = threading.Thread(target=self._watch, daemon=True)
         self._monitor.start()
         return self
+
+    def clock(self):
+        """When each of its records is sent (after :meth:`start`), for another input's ``ref:``."""
+        from streamscale.loadgen.fields import RefClock
+
+        cfg = self.cfg
+        return RefClock(
+            self._t0_wall_ms,
+            tuple(cfg.worker_rate(w) for w in range(cfg.workers)),
+            tuple(cfg.worker_limit(w) for w in range(cfg.workers)),
+        )
 
     def _shared(self, w: int) -> Shared:
         return Shared(
@@ -234,3 +246,50 @@ class LoadGenerator:
 
 def generate(cfg: GeneratorConfig, on_second=None) -> GeneratorResult:
     return LoadGenerator(cfg, on_second).run()
+
+
+class LoadGenerators:
+    """One generator per input of a job of several inputs, started in order (each ``ref:`` is bound
+    to the schedule of the input it names, started before it) and stopped the other way round (a
+    click is sent while its impression's generator still runs); one result for them all."""
+
+    def __init__(self, configs: list[tuple[str, GeneratorConfig]]):
+        self.configs = configs
+        self.gens: list[LoadGenerator] = []
+
+    def start(self) -> LoadGenerators:
+        import dataclasses
+
+        clocks: dict = {}
+        for name, cfg in self.configs:
+            if cfg.refs:
+                cfg = dataclasses.replace(cfg, refs={n: clocks[n] for n in cfg.refs})
+            self.gens.append(LoadGenerator(cfg).start())
+            clocks[name] = self.gens[-1].clock()
+        return self
+
+    def worker_failure(self) -> str | None:
+        return next((f for f in (g.worker_failure() for g in self.gens) if f), None)
+
+    def stop(self, timeout: float = 90.0) -> GeneratorResult:
+        results = [g.stop(timeout) for g in reversed(self.gens)][::-1]
+        return combined(results)
+
+
+def combined(results: list[GeneratorResult]) -> GeneratorResult:
+    """Several generators' results as one: counts and rates added, reached only where each reached."""
+    n = max((len(r.per_second) for r in results), default=0)
+    per_second = [sum(r.per_second[i] for r in results if i < len(r.per_second)) for i in range(n)]
+    return GeneratorResult(
+        sum(r.target_rate for r in results),
+        sum(r.sent for r in results),
+        sum(r.delivered for r in results),
+        sum(r.failed for r in results),
+        max((r.duration_s for r in results), default=0.0),
+        sum(r.achieved_rate for r in results),
+        all(r.reached_target for r in results),
+        per_second,
+        next((r.first_error for r in results if r.first_error), None),
+        sum(r.cpu_s for r in results),
+        sum(r.max_in_flight for r in results),
+    )

@@ -163,16 +163,25 @@ class RecordsSpec(StrictModel):
                 self._sample = Sample.read(Path(self.replay), self.key, self.event_time, self.encoding)
         return self._sample
 
-    def maker(self, worker: int = 0, workers: int = 1):
+    def refs(self) -> dict[str, tuple[str, str, float]]:
+        """Field -> (input, field, max_s) of each ``ref:`` field."""
+        found = {}
+        for name, f in self.fields.items():
+            if f.gen.strip().lower().startswith("ref:"):
+                found[name] = gens.parse(f.gen, f.type, self.text_encoding).ref
+        return found
+
+    def maker(self, worker: int = 0, workers: int = 1, refs: dict | None = None):
+        """``refs``: input -> its RefClock, for the ``ref:`` fields."""
         if self.raw:
             return self.sample().maker(worker, workers, self.key_copies)
-        return RecordMaker(self, worker, workers)
+        return RecordMaker(self, worker, workers, refs)
 
 
 class RecordMaker:
     """Keys and values of a worker's records k0 .. k1-1 (record k of worker w is number k*W + w)."""
 
-    def __init__(self, spec: RecordsSpec, worker: int, workers: int):
+    def __init__(self, spec: RecordsSpec, worker: int, workers: int, refs: dict | None = None):
         self.spec, self.worker, self.workers = spec, worker, workers
         self.rng = np.random.default_rng([spec.seed, worker])
         if spec.replay:
@@ -182,6 +191,9 @@ class RecordMaker:
         self.where: np.ndarray | None = None  # the last chunk's partitions, where place() knows them
         self._pool_partition: np.ndarray | None = None
         self.gens = [gens.parse(f.gen, f.type, spec.text_encoding) for f in spec.fields.values()]
+        for g in self.gens:
+            if g.ref is not None and (refs or {}).get(g.ref[0]) is not None:
+                g.clock = refs[g.ref[0]]
         avro_on = spec.encoding == "avro"
         self.avro = avro.ColumnEncoder(spec.avro_schema(), spec.wire, spec.schema_id) if avro_on else None
         self.key_at = list(spec.fields).index(spec.key) if spec.key else None

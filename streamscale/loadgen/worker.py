@@ -36,12 +36,6 @@ def worker_sensors(cfg: GeneratorConfig, w: int) -> list[int]:
     return list(range(w, cfg.sensors, cfg.workers))
 
 
-def worker_quota(cfg: GeneratorConfig, w: int) -> int | None:
-    if cfg.records is None:
-        return None
-    return cfg.records // cfg.workers + (1 if w < cfg.records % cfg.workers else 0)
-
-
 @dataclass
 class Shared:
     """What a worker shares with its parent: the stop event, its counters (sent, delivered, failed,
@@ -74,7 +68,7 @@ class _Worker:
         self.cfg, self.w, self.t0_wall_ms, self.t0, self.shared = cfg, w, t0_wall_ms, t0, shared
         n = len(range(w, cfg.sensors, cfg.workers))  # this worker's sensors (its share of the rate)
         self.rate_w = n / cfg.period_s
-        self.quota = worker_quota(cfg, w)
+        self.quota = cfg.worker_quota(w)
         self.in_bulk = cfg.bulk or cfg.records_spec is not None
         self.counters = {"ok": 0, "failed": 0}
         self.k = 0
@@ -120,7 +114,7 @@ class _Worker:
         next record is)."""
         cfg, w = self.cfg, self.w
         if cfg.records_spec is not None:
-            maker = cfg.records_spec.maker(w, cfg.workers)
+            maker = cfg.records_spec.maker(w, cfg.workers, cfg.refs)
             return _records_sender(cfg, producer, maker, self.t0_wall_ms, self.rate_w), BULK_SLEEP_S
         sensors = worker_sensors(cfg, w)
         enc = Encoder(cfg.encoding)

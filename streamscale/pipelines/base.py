@@ -111,6 +111,57 @@ class Reading:
 
 
 @dataclass(frozen=True)
+class Source:
+    """One input topic as a query reads it: how its values decode, the column saying which rows
+    decoded (the rest count as malformed), the name its counts are observed under (``input``, or
+    ``input.NAME`` for one of several inputs: streamscale.pipelines.progress sums them)."""
+
+    topic: str
+    decoding: Decoding
+    decoded: object
+    observation: str = "input"
+    max_offsets_per_trigger: int | None = None
+
+
+def read_decoded(spark, bootstrap, source: Source, reading: Reading, watermark_from: str | None = None):
+    """A topic's decoded, valid records (malformed ones counted); with ``watermark_from`` (the query's
+    checkpoint) each row carries its micro-batch's watermark, for the late-record count."""
+    from pyspark.sql import functions as F
+
+    from streamscale.sparkio.io import kafka_impl as resolve_impl
+
+    # the Python source commits each batch's offsets to the group itself; for Spark's connector
+    # the run does (PipelineRun.commit_to)
+    python = resolve_impl(reading.kafka_impl) == "python"
+    opts = {"commitGroup": reading.commit_group} if reading.commit_group and python else {}
+    if watermark_from:
+        opts["batchWatermarkFrom"] = watermark_from
+    df = read_records(
+        spark,
+        bootstrap,
+        source.topic,
+        source.decoding,
+        starting_offsets=reading.starting_offsets,
+        max_offsets_per_trigger=source.max_offsets_per_trigger,
+        impl=reading.kafka_impl,
+        options=opts,
+    )
+    # the late-record count is taken further on (accounting.py): only malformed ones here, and
+    # when the batch's records were created, counted per CREATED_BIN_MS of their Kafka
+    # timestamps; the run turns them into every record's latency to the batch's commit
+    # (streamscale.pipelines.progress.processing_latencies). Binning the timestamps needs no clock on
+    # the executors: a clock per row (reflect) with a histogram of latencies cost UC1 9-16 % of
+    # its throughput, these bins ~3 % (benchmarks/decode_throughput.py's way, 2 CPUs).
+    created = F.floor(F.unix_millis(F.col("kafka_timestamp")) / F.lit(CREATED_BIN_MS))
+    df = df.observe(
+        source.observation,
+        F.count(F.when(~source.decoded, 1)).alias("malformed"),
+        F.histogram_numeric(created, F.lit(CREATED_BINS)).alias("created_bins"),
+    )
+    return df.where(source.decoded)
+
+
+@dataclass(frozen=True)
 class Query:
     """Where one run of a pipeline reads and writes, and how it triggers."""
 
@@ -179,45 +230,23 @@ class Pipeline(ABC):
     ):
         """Decoded, valid readings (malformed ones counted); with ``watermark_from`` (the query's
         checkpoint) each row carries its micro-batch's watermark, for the late-record count."""
-        from pyspark.sql import functions as F
-
         from streamscale.sparkio.io import kafka_impl as resolve_impl
 
-        # the Python source commits each batch's offsets to the group itself; for Spark's connector
-        # the run does (PipelineRun.commit_to)
-        opts = {"commitGroup": commit_group} if commit_group and resolve_impl(kafka_impl) == "python" else {}
-        if watermark_from:
-            opts["batchWatermarkFrom"] = watermark_from
-        df = read_records(
-            spark,
-            bootstrap,
-            input_topic,
-            Decoding(
-                self.value_ddl(),
-                self.value_format(),
-                dead_letter_topic=self.params.dead_letter_topic if resolve_impl(kafka_impl) == "python" else None,
-                native=self.trigger().real_time,  # real-time mode runs no Python UDF
-                avro=self.avro(),
-            ),
-            starting_offsets=starting_offsets,
-            max_offsets_per_trigger=self.params.max_offsets_per_trigger,
-            impl=kafka_impl,
-            options=opts,
+        impl = resolve_impl(kafka_impl)
+        decoding = Decoding(
+            self.value_ddl(),
+            self.value_format(),
+            dead_letter_topic=self.params.dead_letter_topic if impl == "python" else None,
+            native=self.trigger().real_time,  # real-time mode runs no Python UDF
+            avro=self.avro(),
         )
-        decoded = self.decoded()
-        # the late-record count is taken further on (accounting.py): only malformed ones here, and
-        # when the batch's records were created, counted per CREATED_BIN_MS of their Kafka
-        # timestamps; the run turns them into every record's latency to the batch's commit
-        # (streamscale.pipelines.progress.processing_latencies). Binning the timestamps needs no clock on
-        # the executors: a clock per row (reflect) with a histogram of latencies cost UC1 9-16 % of
-        # its throughput, these bins ~3 % (benchmarks/decode_throughput.py's way, 2 CPUs).
-        created = F.floor(F.unix_millis(F.col("kafka_timestamp")) / F.lit(CREATED_BIN_MS))
-        df = df.observe(
-            "input",
-            F.count(F.when(~decoded, 1)).alias("malformed"),
-            F.histogram_numeric(created, F.lit(CREATED_BINS)).alias("created_bins"),
-        )
-        return df.where(decoded)
+        source = Source(input_topic, decoding, self.decoded(), max_offsets_per_trigger=self.params.max_offsets_per_trigger)
+        return read_decoded(spark, bootstrap, source, Reading(starting_offsets, commit_group, kafka_impl), watermark_from)
+
+    def input_topics(self, base: str) -> dict[str, int | None]:
+        """The topics a run whose input is named ``base`` reads, each with its partitions (None: the
+        run's own number): the task samples read ``base``."""
+        return {base: None}
 
     def value_ddl(self) -> str:
         """The records' value schema (the decoding contract's DDL): Theodolite's sensor reading."""

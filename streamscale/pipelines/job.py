@@ -2,7 +2,8 @@
 
 The job is a function ``job(records, params)``: ``records`` is the decoded record stream (a
 streaming DataFrame of the records section's fields, timestamp fields as Spark timestamps;
-malformed values already counted and left out), ``params`` the spec's ``params`` as a dict. It
+malformed values already counted and left out) or, for a job of several inputs
+(``benchmark.inputs``), a dict of them by input name; ``params`` the spec's ``params`` as a dict. It
 returns a streaming DataFrame (written in append mode) or a pair ``(DataFrame, mode)`` with mode
 ``append``, ``update`` or ``complete``. Each output row goes to the output topic as one JSON object
 of its columns; a column ``key`` is also the Kafka key. ``sink: noop`` runs it into Spark's noop
@@ -18,7 +19,17 @@ from pydantic import ConfigDict, Field
 
 from streamscale.errors import ConfigError
 from streamscale.pipelines import jobref, realtime
-from streamscale.pipelines.base import MAX_EVENT_MS, MIN_EVENT_MS, Pipeline, PipelineParams, Query
+from streamscale.loadgen.inputs import Input, Inputs
+from streamscale.pipelines.base import (
+    MAX_EVENT_MS,
+    MIN_EVENT_MS,
+    Pipeline,
+    PipelineParams,
+    Query,
+    Reading,
+    Source,
+    read_decoded,
+)
 from streamscale.pipelines.jobsetup import JobSetup, add_py_files, check_format, ship_py_files, start_sink
 from streamscale.pipelines.progress import CREATED_BIN_MS, CREATED_BINS
 
@@ -50,13 +61,19 @@ class UserJob(Pipeline):
         add_py_files(self.setup.py_files)  # before the job's import, which may need them
         self.fn = jobref.load(ref)
         self.name = jobref.display_name(ref)
-        self.records = records
+        self.inputs = records if isinstance(records, Inputs) else None  # several: records per input
+        self.records = None if self.inputs is not None else records
         self.job_params = {k: v for k, v in (params or {}).items()}
         super().__init__(params or {})
         if records is not None and getattr(records, "raw", False) and not self.raw:
             raise ConfigError(
                 "records.raw sends a sample's bytes as they are: set benchmark.decode: raw (the job decodes)"
             )
+        for i in self.inputs or ():
+            if i.records.raw and i.decode != "raw":
+                raise ConfigError(
+                    f"inputs.{i.name}.records.raw sends a sample's bytes as they are: set its decode: raw"
+                )
         if self.setup.own_sink and self.params.sink == "noop":
             raise ConfigError("params.sink: noop and benchmark.sink both say where the job writes: keep one")
 
@@ -77,44 +94,35 @@ class UserJob(Pipeline):
         return self.records.encoding if self.records is not None else "json"
 
     def avro(self) -> tuple[str, str, int] | None:
-        r = self.records
-        if r is None or r.encoding != "avro":
-            return None
-        import json
-
-        return json.dumps(r.avro_schema()), r.wire, r.schema_id
+        return avro_of(self.records)
 
     def decoded(self):
-        from pyspark.sql import functions as F
+        return decoded_of(self.columns())
 
-        ok = F.col("value_error").isNull()
-        for name, t in self.columns():
-            if t == "timestamp":
-                # a Spark timestamp holds years 1-9999: another one is malformed, not an overflow
-                ok = ok & F.coalesce(F.col(name).between(MIN_EVENT_MS, MAX_EVENT_MS), F.lit(False))
-        return ok
+    def input_topics(self, base: str) -> dict[str, int | None]:
+        """Each topic the job reads in a run named after ``base`` (one per input) and its partitions."""
+        if self.inputs is None:
+            return super().input_topics(base)
+        return {i.topic(base): i.partitions for i in self.inputs}
 
     def describe(self) -> str:
-        cols = ", ".join(f"{n} {t}" for n, t in self.columns())
         sink = "Spark's noop sink" if self.params.sink == "noop" else "Kafka output topic (JSON of its columns)"
         if self.setup.own_sink:
             sink = self.setup.describe_sink()
-        source = (
-            ["  Source: Kafka input topic -> Spark's Kafka columns (key, value, ..., headers), decoded by the job"]
-            if self.raw
-            else [
-                f"  Source: Kafka input topic -> decode {self.value_format().upper()} records ({cols})",
-                "  --> filter malformed (counted)",
-            ]
-        )
-        return "\n".join(
-            [
-                f"job {self.name} ({self.ref})",
-                *source,
-                f"  --> {self.name}(records, params)",
-                f"  --> {sink}",
-            ]
-        )
+        if self.inputs is None:
+            source = _describe_source("Kafka input topic", self.raw, self.value_format(), self.columns())
+            arg = "records"
+        else:
+            source = [
+                line
+                for i in self.inputs
+                for line in _describe_source(
+                    f"input {i.name} ({i.share:g} of the load)", i.decode == "raw", i.records.encoding,
+                    i.records.columns(),
+                )
+            ]  # fmt: skip
+            arg = "{" + ", ".join(self.inputs.names) + "}"
+        return "\n".join([f"job {self.name} ({self.ref})", *source, f"  --> {self.name}({arg}, params)", f"  --> {sink}"])
 
     def window_grid_ms(self):
         if self.params.window_s is None:
@@ -127,11 +135,13 @@ class UserJob(Pipeline):
         from pyspark.sql import DataFrame
         from pyspark.sql import functions as F
 
-        stream = records
-        if not self.raw:
-            stream = records.select(
-                *[F.timestamp_millis(F.col(n)).alias(n) if t == "timestamp" else F.col(n) for n, t in self.columns()]
-            )
+        if self.inputs is not None:
+            stream = {
+                i.name: records[i.name] if i.decode == "raw" else _as_fields(records[i.name], i.records.columns())
+                for i in self.inputs
+            }
+        else:
+            stream = records if self.raw else _as_fields(records, self.columns())
         try:
             out = self.fn(stream, dict(self.job_params))
         except ConfigError:
@@ -173,6 +183,11 @@ class UserJob(Pipeline):
     def _check_real_time(self, spark, out, mode: str, trigger) -> None:
         """Real-time mode's rules on the job's output (streamscale.pipelines.realtime), and the
         send-time column each record's latency is read from."""
+        if self.inputs is not None:
+            raise ConfigError(
+                f"trigger {trigger}: a real-time run here reads one input topic, and job {self.name} has "
+                f"{len(self.inputs)} ({', '.join(self.inputs.names)})"
+            )
         if mode == "complete":
             raise ConfigError(f"trigger {trigger}: real-time mode runs update output mode, and job {self.name} "
                               "returned complete")  # fmt: skip
@@ -200,32 +215,25 @@ class UserJob(Pipeline):
 
     def read(self, spark, bootstrap, input_topic: str, starting_offsets: str, commit_group, kafka_impl=None, **kw):  # noqa: PLR0913
         """``decode: raw``: Spark's Kafka columns as its connector gives them, headers included
-        (nothing is malformed); else the records' fields (:meth:`Pipeline.read`)."""
+        (nothing is malformed); else the records' fields (:meth:`Pipeline.read`). Several inputs:
+        a dict of them by name, each read from its own topic (:meth:`input_topics`)."""
+        reading = Reading(starting_offsets, commit_group, kafka_impl)
+        if self.inputs is not None:
+            return {i.name: self._read_input(spark, bootstrap, i, i.topic(input_topic), reading) for i in self.inputs}
         if not self.raw:
             return super().read(spark, bootstrap, input_topic, starting_offsets, commit_group, kafka_impl, **kw)
-        from pyspark.sql import functions as F
+        return read_raw(spark, bootstrap, input_topic, reading, self.params.max_offsets_per_trigger)
 
-        from streamscale.sparkio.io import kafka_impl as resolve_impl
-        from streamscale.sparkio.io import read_kafka
+    def _read_input(self, spark, bootstrap, i: Input, topic: str, reading: Reading):
+        observation = f"input.{i.name}"
+        if i.decode == "raw":
+            return read_raw(spark, bootstrap, topic, reading, self.params.max_offsets_per_trigger, observation)
+        from streamscale.sparkio.io import Decoding
 
-        impl = resolve_impl(kafka_impl)
-        if impl != "spark":
-            raise ConfigError("decode: raw hands the job the columns of Spark's Kafka connector: use connector spark")
-        df = read_kafka(
-            spark,
-            bootstrap,
-            input_topic,
-            starting_offsets,
-            self.params.max_offsets_per_trigger,
-            impl,
-            {"includeHeaders": "true"},
-        )
-        created = F.floor(F.unix_millis(F.col("timestamp")) / F.lit(CREATED_BIN_MS))
-        return df.observe(
-            "input",
-            F.count(F.when(F.lit(False), 1)).alias("malformed"),
-            F.histogram_numeric(created, F.lit(CREATED_BINS)).alias("created_bins"),
-        )
+        r = i.records
+        decoding = Decoding(r.value_ddl(), r.encoding, native=self.trigger().real_time, avro=avro_of(r))
+        source = Source(topic, decoding, decoded_of(r.columns()), observation, self.params.max_offsets_per_trigger)
+        return read_decoded(spark, bootstrap, source, reading)
 
     def write(self, q: Query) -> tuple:
         from pyspark.sql import functions as F
@@ -264,6 +272,61 @@ class UserJob(Pipeline):
         if path is not None and not local:
             spark.sparkContext.addPyFile(str(path))
         ship_py_files(spark, self.setup.py_files)
+
+
+def avro_of(records) -> tuple[str, str, int] | None:
+    """Avro records' (schema as JSON, wire, schema id) for the decoding; None for other records."""
+    if records is None or records.encoding != "avro":
+        return None
+    import json
+
+    return json.dumps(records.avro_schema()), records.wire, records.schema_id
+
+
+def decoded_of(columns: list[tuple[str, str]]):
+    """Column: the row's value decoded, every timestamp one Spark can hold (else it is malformed)."""
+    from pyspark.sql import functions as F
+
+    ok = F.col("value_error").isNull()
+    for name, t in columns:
+        if t == "timestamp":
+            # a Spark timestamp holds years 1-9999: another one is malformed, not an overflow
+            ok = ok & F.coalesce(F.col(name).between(MIN_EVENT_MS, MAX_EVENT_MS), F.lit(False))
+    return ok
+
+
+def _as_fields(records, columns: list[tuple[str, str]]):
+    """The records' fields, timestamps (epoch ms on the wire) as Spark timestamps."""
+    from pyspark.sql import functions as F
+
+    return records.select(*[F.timestamp_millis(F.col(n)).alias(n) if t == "timestamp" else F.col(n) for n, t in columns])
+
+
+def _describe_source(what: str, raw: bool, encoding: str, columns) -> list[str]:
+    if raw:
+        return [f"  Source: {what} -> Spark's Kafka columns (key, value, ..., headers), decoded by the job"]
+    cols = ", ".join(f"{n} {t}" for n, t in columns)
+    return [f"  Source: {what} -> decode {encoding.upper()} records ({cols})", "  --> filter malformed (counted)"]
+
+
+def read_raw(spark, bootstrap, topic: str, reading: Reading, max_offsets: int | None, observation: str = "input"):
+    """Spark's Kafka columns of ``topic`` as its connector gives them, headers included (nothing is
+    malformed); when its records were created observed as :func:`read_decoded` does."""
+    from pyspark.sql import functions as F
+
+    from streamscale.sparkio.io import kafka_impl as resolve_impl
+    from streamscale.sparkio.io import read_kafka
+
+    impl = resolve_impl(reading.kafka_impl)
+    if impl != "spark":
+        raise ConfigError("decode: raw hands the job the columns of Spark's Kafka connector: use connector spark")
+    df = read_kafka(spark, bootstrap, topic, reading.starting_offsets, max_offsets, impl, {"includeHeaders": "true"})
+    created = F.floor(F.unix_millis(F.col("timestamp")) / F.lit(CREATED_BIN_MS))
+    return df.observe(
+        observation,
+        F.count(F.when(F.lit(False), 1)).alias("malformed"),
+        F.histogram_numeric(created, F.lit(CREATED_BINS)).alias("created_bins"),
+    )
 
 
 def _first_line(exc: BaseException) -> str:

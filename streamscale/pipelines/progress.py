@@ -26,6 +26,16 @@ def progress_offsets(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def source_offsets(sources: list) -> dict:
+    """The end offsets of every source of a progress report (a query reading several topics has
+    one source per topic), as {topic: {partition: offset}}."""
+    merged: dict = {}
+    for src in sources:
+        for topic, parts in progress_offsets((src or {}).get("endOffset")).items():
+            merged.setdefault(topic, {}).update(parts if isinstance(parts, dict) else {})
+    return merged
+
+
 def commit_ms(progress: dict) -> float | None:
     """When a batch committed, ms since the epoch: its progress timestamp (the trigger's start) plus
     its triggerExecution time."""

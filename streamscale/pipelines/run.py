@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from streamscale.errors import SparkError, WaitTimeout
-from streamscale.pipelines.progress import CREATED_BIN_MS, commit_ms, processing_latencies, progress_offsets
+from streamscale.pipelines.progress import CREATED_BIN_MS, commit_ms, processing_latencies, source_offsets
 from streamscale.processes import remove_at_exit
 
 log = logging.getLogger(__name__)
@@ -177,9 +177,9 @@ class PipelineRun:
         from streamscale.pipelines.accounting import ACCOUNTING_OBSERVATION
         from streamscale.pipelines.output import OUTPUT_OBSERVATION, batch_output, streamed_written_ms
 
-        src = p["sources"][0] if p.get("sources") else {}
         obs = p.get("observedMetrics") or {}
-        inp = _as_dict(obs.get("input"))
+        # one observation per input topic ("input", or "input.NAME" of several): their counts add up
+        inputs = [_as_dict(v) for k, v in obs.items() if k == "input" or k.startswith("input.")]
         late = _as_dict(obs.get(ACCOUNTING_OBSERVATION))
         out = self.writer.batches.pop(p["batchId"], None) if self.writer is not None else None
         if out is None and obs.get(OUTPUT_OBSERVATION) is not None:  # rows streamed into the sink
@@ -192,7 +192,11 @@ class PipelineRun:
             if replayed is not None:
                 self._to_replay.append(replayed)
         batch_ms = int(p.get("durationMs", {}).get("triggerExecution", 0))
-        processing = processing_latencies(inp.get("created_bins"), commit_ms(p), CREATED_BIN_MS)
+        spans, longest = None, None
+        for inp in inputs:  # each input's records from their own Kafka timestamps
+            got, high = processing_latencies(inp.get("created_bins"), commit_ms(p), CREATED_BIN_MS)
+            if got is not None:
+                spans, longest = (spans or []) + got, max(high, longest if longest is not None else high)
         return BatchMetrics(
             batch_id=p["batchId"],
             timestamp=p["timestamp"],
@@ -200,13 +204,13 @@ class PipelineRun:
             input_rate=float(p.get("inputRowsPerSecond") or 0.0),
             processed_rate=float(p.get("processedRowsPerSecond") or 0.0),
             batch_ms=batch_ms,
-            end_offsets=progress_offsets(src.get("endOffset")),
+            end_offsets=source_offsets(p.get("sources") or []),
             dropped_late=(
                 sum(int(op.get("numRowsDroppedByWatermark") or 0) for op in p.get("stateOperators") or [])
                 if self.state_drops
                 else int(late.get("dropped_records") or 0)
             ),
-            malformed=int(inp.get("malformed") or 0),
+            malformed=sum(int(inp.get("malformed") or 0) for inp in inputs),
             output_records=out.output_records if out else None,
             max_latency_ms=out.max_latency_ms if out else None,
             avg_latency_ms=out.avg_latency_ms if out else None,
@@ -218,8 +222,8 @@ class PipelineRun:
                 else (self.writer is None or bool(late) or not p.get("numInputRows"))
             ),
             latency_cdf=out.latency_cdf if out else None,
-            processing_latency=processing[0],
-            processing_max_ms=processing[1],
+            processing_latency=spans,
+            processing_max_ms=longest,
         )
 
     def count_late(self) -> None:
