@@ -190,6 +190,7 @@ def _table(header: tuple, body: list[tuple]) -> list[str]:
 def reference_markdown() -> str:
     """The spec file's fields and every pipeline's parameters as Markdown tables."""
     from streamscale.benchmark.spec import Spec
+    from streamscale.loadgen.inputs import InputSpec
     from streamscale.loadgen.recordspec import FieldSpec
     from streamscale.pipelines import PIPELINES
     from streamscale.pipelines.job import UserJob
@@ -202,6 +203,11 @@ def reference_markdown() -> str:
     lines += _table(
         ("field", "type", "default", "unit", "meaning"),
         [(f"`{p}`", t, f"`{d}`", u, m) for p, t, d, u, m in rows(FieldSpec)],
+    )
+    lines += ["", "### `benchmark.inputs.NAME` (records as `benchmark.records`)", ""]
+    lines += _table(
+        ("field", "type", "default", "unit", "meaning"),
+        [(f"`{p}`", t, f"`{d}`", u, m) for p, t, d, u, m in rows(InputSpec) if not p.startswith("records.")],
     )
     for name, cls in [*sorted(PIPELINES.items()), ("your job", UserJob)]:
         lines += ["", f"### `{name}` parameters (`benchmark.params`, `run-sut -p KEY=VALUE`)", ""]

@@ -472,6 +472,12 @@ class Spec(_Model):
         lt, sut = self.execution.load.type, self.benchmark.sut
         if (self.benchmark.records is not None or self.benchmark.inputs is not None) and lt != "rate":
             raise ValueError("described or replayed records are loaded by rate: set execution.load.type: rate")
+        for name, i in (self.benchmark.inputs or {}).items():
+            if min(self.execution.load.values) * i.share < 1:
+                raise ValueError(
+                    f"inputs.{name}: {i.share:g} of a load of {min(self.execution.load.values):g} records/s is "
+                    "less than 1 record/s"
+                )
         if lt == "nested_groups" and sut != "uc4":
             raise ValueError("load type 'nested_groups' applies to uc4 only")
         if lt == "window_s" and sut != "uc3":

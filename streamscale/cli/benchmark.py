@@ -158,6 +158,7 @@ def bench_reference():
 def bench_validate(spec_file: Path):
     """Check a spec and show what it would run."""
     from streamscale.benchmark.spec import load_spec
+    from streamscale.loadgen.inputs import Inputs
     from streamscale.pipelines.trigger import parse_trigger
 
     spec = load_spec(spec_file)
@@ -178,7 +179,11 @@ def bench_validate(spec_file: Path):
     for load in ex.load.values:
         point = plan.point(load, ex.resources.values[0])
         keys = "" if point.load_rate is not None else f"{point.sensors:,} sensors = "
-        out.print(f"  load {load:g}: {keys}{point.rate:,.0f} records/s")
+        feed = spec.benchmark.feed()
+        split = ""
+        if isinstance(feed, Inputs):
+            split = " (" + ", ".join(f"{i.name} {i.rate(point.rate):,.0f}" for i in feed) + ")"
+        out.print(f"  load {load:g}: {keys}{point.rate:,.0f} records/s{split}")
 
 
 @bench_app.command("run")

@@ -272,8 +272,11 @@ class LoadGenerators:
         return next((f for f in (g.worker_failure() for g in self.gens) if f), None)
 
     def stop(self, timeout: float = 90.0) -> GeneratorResult:
-        results = [g.stop(timeout) for g in reversed(self.gens)][::-1]
-        return combined(results)
+        return combined([g.stop(timeout) for g in reversed(self.gens)][::-1])
+
+    def wait(self, timeout: float | None = None) -> GeneratorResult:
+        """Until each has sent what it was asked to (a count or a duration)."""
+        return combined([g.wait(timeout) for g in reversed(self.gens)][::-1])
 
 
 def combined(results: list[GeneratorResult]) -> GeneratorResult:

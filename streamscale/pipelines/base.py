@@ -240,8 +240,12 @@ class Pipeline(ABC):
             native=self.trigger().real_time,  # real-time mode runs no Python UDF
             avro=self.avro(),
         )
-        source = Source(input_topic, decoding, self.decoded(), max_offsets_per_trigger=self.params.max_offsets_per_trigger)
-        return read_decoded(spark, bootstrap, source, Reading(starting_offsets, commit_group, kafka_impl), watermark_from)
+        source = Source(
+            input_topic, decoding, self.decoded(), max_offsets_per_trigger=self.params.max_offsets_per_trigger
+        )
+        return read_decoded(
+            spark, bootstrap, source, Reading(starting_offsets, commit_group, kafka_impl), watermark_from
+        )
 
     def input_topics(self, base: str) -> dict[str, int | None]:
         """The topics a run whose input is named ``base`` reads, each with its partitions (None: the

@@ -18,8 +18,8 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from streamscale.errors import ConfigError
-from streamscale.pipelines import jobref, realtime
 from streamscale.loadgen.inputs import Input, Inputs
+from streamscale.pipelines import jobref, realtime
 from streamscale.pipelines.base import (
     MAX_EVENT_MS,
     MIN_EVENT_MS,
@@ -122,7 +122,9 @@ class UserJob(Pipeline):
                 )
             ]  # fmt: skip
             arg = "{" + ", ".join(self.inputs.names) + "}"
-        return "\n".join([f"job {self.name} ({self.ref})", *source, f"  --> {self.name}({arg}, params)", f"  --> {sink}"])
+        return "\n".join(
+            [f"job {self.name} ({self.ref})", *source, f"  --> {self.name}({arg}, params)", f"  --> {sink}"]
+        )
 
     def window_grid_ms(self):
         if self.params.window_s is None:
@@ -133,7 +135,6 @@ class UserJob(Pipeline):
     def build(self, spark, records, optimize=None):
         """The job's output and its mode: the job called on the record stream."""
         from pyspark.sql import DataFrame
-        from pyspark.sql import functions as F
 
         if self.inputs is not None:
             stream = {
@@ -299,7 +300,9 @@ def _as_fields(records, columns: list[tuple[str, str]]):
     """The records' fields, timestamps (epoch ms on the wire) as Spark timestamps."""
     from pyspark.sql import functions as F
 
-    return records.select(*[F.timestamp_millis(F.col(n)).alias(n) if t == "timestamp" else F.col(n) for n, t in columns])
+    return records.select(
+        *[F.timestamp_millis(F.col(n)).alias(n) if t == "timestamp" else F.col(n) for n, t in columns]
+    )
 
 
 def _describe_source(what: str, raw: bool, encoding: str, columns) -> list[str]:

@@ -126,3 +126,39 @@ def test_a_load_value_its_pipeline_refuses_is_one_line_before_any_load():
     assert str(e.value).startswith("execution.load.values: 30: ") and "slide_s must not exceed window_s" in str(e.value)
     d["execution"]["load"]["values"] = [60, 600]
     resolve(parse_spec(d)).check()  # every window at least its slide: runs
+
+
+JOB = str(Path(__file__).parents[2] / "examples" / "jobs" / "attribution.py") + ":attribution"
+IMP = {"fields": {"id": {"type": "string", "gen": "sequence"}}}
+CLICK = {"fields": {"id": {"type": "string", "gen": "ref:imp.id,5"}}}
+
+
+def two_inputs(values=(100,), load_type="rate", sut=JOB, **bm) -> dict:
+    inputs = {"imp": {"share": 0.9, "records": IMP}, "click": {"share": 0.1, "records": CLICK}}
+    execution = {"load": {"type": load_type, "values": list(values)}, "resources": {"values": [1]}}
+    return {"name": "t", "benchmark": {"sut": sut, "inputs": inputs, **bm}, "execution": execution}
+
+
+@pytest.mark.parametrize(
+    "spec,says",
+    [
+        (two_inputs(values=(5, 100)), "inputs.click: 0.1 of a load of 5 records/s is less than 1 record/s"),
+        (two_inputs(load_type="sensors"), "loaded by rate"),
+        (two_inputs(sut="uc1"), "uc1 is a task sample: inputs"),
+        ({"name": "t", "benchmark": {"sut": JOB, "records": CLICK},
+          "execution": {"load": {"type": "rate", "values": [100]}, "resources": {"values": [1]}}},
+         "records.fields.id: ref:imp.id refers to another input: name the inputs in benchmark.inputs"),
+    ],
+)  # fmt: skip
+def test_several_inputs_a_spec_cannot_run_are_one_line(spec, says):
+    with pytest.raises(ConfigError) as e:
+        parse_spec(spec)
+    assert "\n" not in str(e.value) and says in str(e.value)
+
+
+def test_the_inputs_of_a_spec_split_its_load_and_read_back_from_its_saved_copy():
+    spec = parse_spec(two_inputs(decode="fields"))
+    feed = spec.benchmark.feed()
+    assert feed.names == ["imp", "click"] and [i.rate(1000) for i in feed] == [900, 100]
+    again = parse_spec(spec.model_dump(by_alias=True))
+    assert again.benchmark.feed() == feed

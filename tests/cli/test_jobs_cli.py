@@ -178,3 +178,51 @@ def test_a_trigger_that_cannot_run_is_one_line_before_any_load(state, tmp_path, 
 def test_run_sut_refuses_a_trigger_it_cannot_read(state):  # noqa: F811
     p = run("run-sut", "uc1", "--trigger", "real_time", "--rate", "100", env=state)
     one_line_error(p, "real_time needs a duration")
+
+
+INPUTS = """name: two
+benchmark:
+  sut: {job}
+  inputs:
+    imp: {{share: 0.8, records: {{fields: {{id: {{type: string, gen: sequence}}}}}}}}
+    click: {{share: {share}, records: {{fields: {{id: {{type: string, gen: "{gen}"}}}}}}}}
+{extra}execution:
+  load: {{type: rate, values: [100]}}
+  resources: {{type: cores, values: [1]}}
+"""
+
+
+@pytest.mark.parametrize(
+    "share,gen,extra,words",
+    [
+        (0.3, "ref:imp.id,5", "", ["inputs: the shares split the load and sum to 1, not 0.8 + 0.3 = 1.1"]),
+        (0.2, "ref:views.id,5", "", ["inputs.click.records.fields.id: ref:views.id names no input"]),
+        (-0.2, "ref:imp.id,5", "", ["inputs.click.share", "positive fraction"]),
+        (0.2, "ref:imp.id,5", "  records: {fields: {x: {type: long, gen: sequence}}}\n", ["records", "not both"]),
+    ],
+)
+def test_bad_inputs_are_one_line_before_any_load(state, tmp_path, share, gen, extra, words):  # noqa: F811
+    (tmp_path / "job.py").write_text("def job(inputs, params):\n    return inputs['click']\n")
+    spec = tmp_path / "two.yaml"
+    spec.write_text(INPUTS.format(job=f"{tmp_path}/job.py:job", share=share, gen=gen, extra=extra))
+    one_line_error(run("benchmark", "validate", str(spec), env=state), *words)
+
+
+@pytest.mark.spark
+def test_run_sut_runs_a_jobs_several_inputs_into_topics_named_after_the_prefix(state, broker, tmp_path):  # noqa: F811
+    from streamscale.broker import BrokerAccess
+
+    p = run("benchmark", "validate", str(EXAMPLES / "attribution.yaml"), env=state)
+    assert "load 10000: 10,000 records/s (impressions 8,000, clicks 2,000)" in p.stdout, p.stdout
+    prefix = f"two-{tmp_path.name[-12:]}"
+    p = run(
+        "run-sut", "--spec", str(EXAMPLES / "attribution.yaml"), "--rate", "500", "-d", "3", "--topic-prefix", prefix,
+        "-b", broker.bootstrap, env={**state, "STREAMSCALE_METRICS_PORT": "-1"}, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert f"topics kept: input {prefix}.impressions,{prefix}.clicks, output {prefix}.output" in p.stdout
+    assert "attribution({impressions, clicks}, params)" in p.stdout
+    with BrokerAccess(broker.bootstrap) as a:
+        assert all(a.topic_exists(f"{prefix}.{t}") for t in ("impressions", "clicks", "output"))
+        assert not a.topic_exists(prefix)
+        assert sum(a.end_offsets(f"{prefix}.clicks").values()) == 300

@@ -125,3 +125,43 @@ def test_every_records_latency_runs_from_its_kafka_timestamp_to_its_batchs_commi
     assert sum(n for low, _, n in spans if low >= 40_000 - 50) == 300
     assert processing_percentile_ms(batches, 0.5) < 40_000 <= processing_percentile_ms(batches, 0.95)
     assert max(b.processing_max_ms for b in batches) >= 40_000
+
+
+def test_a_batch_of_several_inputs_counts_every_topics_offsets_malformed_records_and_latencies():
+    import json
+
+    from streamscale.experiment.lagsampler import LagSample
+    from streamscale.experiment.slo import batch_boundary_lags
+    from streamscale.pipelines.progress import commit_ms
+    from streamscale.pipelines.run import PipelineRun
+
+    progress = {
+        "batchId": 0,
+        "timestamp": "2026-11-27T10:00:00.000Z",
+        "numInputRows": 9,
+        "durationMs": {"triggerExecution": 1000},
+        "sources": [  # Spark's Kafka source per topic: its offsets as JSON text
+            {"endOffset": json.dumps({"in.imp": {"0": 4, "1": 2}})},
+            {"endOffset": json.dumps({"in.click": {"0": 3}})},
+        ],
+        "observedMetrics": {},
+    }
+    committed = commit_ms(progress)
+    progress["observedMetrics"] = {
+        "input.imp": {"malformed": 1, "created_bins": [{"x": (committed - 2_000) / 50, "y": 6.0}]},
+        "input.click": {"malformed": 2, "created_bins": [{"x": (committed - 500) / 50, "y": 3.0}]},
+        "other": {"malformed": 100},  # not an input's observation
+    }
+
+    class Query:
+        recentProgress = [progress]
+
+    [b] = PipelineRun("job", [Query()], Query()).poll()
+    assert b.end_offsets == {"in.imp": {"0": 4, "1": 2}, "in.click": {"0": 3}}
+    assert b.malformed == 3
+    assert sorted(b.processing_latency) == [(450, 500, 3), (1_950, 2_000, 6)]
+    assert b.processing_max_ms == 2_000
+    # the lag right after the batch: both topics' ends (11 + 9 sampled) minus both topics' offsets (9)
+    t0 = committed / 1000 - 5
+    samples = [LagSample(4.0, 0, 11, 0), LagSample(6.0, 0, 29, 0)]
+    assert batch_boundary_lags([b], samples, t0, "in.imp,in.click") == ([5.0], [11.0])
