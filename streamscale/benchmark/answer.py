@@ -52,9 +52,19 @@ def answer(
         for r, cap in sorted(capacity.items()):
             if cap is not None and cap not in demand:
                 demand[cap] = r  # the fewest resources known to hold this load
-    demand_rows = [{"load": k, "rate": axes.rate(k), "resources": v} for k, v in sorted(demand.items())]
+    mine = [r for r in rows if getattr(r, "config", "") == config]
+    demand_rows = [
+        {"load": k, "rate": axes.rate(k), "resources": v, **held_latency(_on(mine, v), k)}
+        for k, v in sorted(demand.items())
+    ]
     capacity_rows = [
-        {"resources": r, "load": v, "rate": None if v is None else axes.rate(v), "assumed": r in assumed}
+        {
+            "resources": r,
+            "load": v,
+            "rate": None if v is None else axes.rate(v),
+            "assumed": r in assumed,
+            **held_latency(_on(mine, r), v),
+        }
         for r, v in sorted(capacity.items())
     ]
     held = [(r, v) for r, v in sorted(capacity.items()) if v is not None]
@@ -75,6 +85,11 @@ def answer(
         words += [f"{axes.amount(k)} needs more than {most}" for k in failed[:1]]
         sentence += "; " + " and ".join(words)
     return {"sentence": sentence + " on this machine", "demand": demand_rows, "capacity": capacity_rows}
+
+
+def _on(rows, resources) -> list:
+    """The experiments on that resource amount (none for None)."""
+    return [r for r in rows if resources is not None and int(r.resources) == int(resources)]
 
 
 def _not_failed(loads: list[float], rows, resources: int, config: str) -> dict[float, str]:
@@ -156,8 +171,9 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
 
 
 def held_latency(rows, held) -> dict:
-    """The processing latency's p50, p95 and p99 at a bracket's held end (the median of its passed
-    runs'), ms, and where it was read (at each batch's commit, or at the output topic)."""
+    """The processing latency's p50, p95 and p99 at a held load (a bracket's held end, a capacity, a
+    load's demand: the median of its passed runs'), ms, and where it was read (at each batch's
+    commit, or at the output topic)."""
     ok = [r for r in rows if held is not None and float(r.load) == float(held) and r.verdict == "pass"]
     pcts = {}
     for name in ("p50", "p95", "p99"):

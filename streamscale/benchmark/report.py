@@ -50,6 +50,10 @@ def _answer(summary: dict) -> list[str]:
         }
         for r in a.get("capacity", [])
     ]
+    for table, given in ((demand, a.get("demand", [])), (capacity, a.get("capacity", []))):
+        if any(r.get("processing_ms") for r in given):  # the latency where each was held
+            for row, r in zip(table, given, strict=True):
+                row["processing p50 / p95 / p99"] = _percentiles(r)
     sentence = f'<p class="answer" style="font-size:1.25em"><strong>{html.escape(a["sentence"])}.</strong></p>'
     if a.get("brackets"):
         # why a search stopped short (the generator's limit, the highest load allowed): below the

@@ -103,7 +103,8 @@ def _delete_topics(bootstrap, topics: list[str]) -> None:
 class Workload:
     """What a run generates and runs: the pipeline (``uc``: uc1-uc4 or a user's job) with its
     parameters, and the load: ``sensors`` records per ``period_s`` or ``rate`` records/s of
-    ``records`` (a RecordsSpec; None: sensor readings)."""
+    ``records`` (a RecordsSpec; None: sensor readings; a job's several inputs: their
+    streamscale.loadgen.inputs.Inputs, the rate split by their shares)."""
 
     uc: str
     params: dict | None = None
@@ -146,7 +147,8 @@ class Context:
     broker), ``properties`` Kafka client properties added to it; ``sessions`` where the Spark
     session comes from unless ``spark`` is given (default: one afresh, stopped after the run);
     ``broker_pids``: the broker's processes, whose CPU the result reports; ``topics``: (input,
-    output) named by the user, created when missing and kept (default: fresh ones, deleted);
+    output) named by the user, created when missing and kept (default: fresh ones, deleted; a job
+    of several inputs reads INPUT.NAME, one topic per input);
     ``replication_factor`` and ``topic_config`` of the topics; ``out_dir``: where the run's
     figures are written; ``on_batch`` and ``on_lag``: called with each batch and lag sample."""
 

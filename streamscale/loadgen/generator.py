@@ -261,11 +261,15 @@ class LoadGenerators:
         import dataclasses
 
         clocks: dict = {}
-        for name, cfg in self.configs:
-            if cfg.refs:
-                cfg = dataclasses.replace(cfg, refs={n: clocks[n] for n in cfg.refs})
-            self.gens.append(LoadGenerator(cfg).start())
-            clocks[name] = self.gens[-1].clock()
+        try:
+            for name, cfg in self.configs:
+                if cfg.refs:
+                    cfg = dataclasses.replace(cfg, refs={n: clocks[n] for n in cfg.refs})
+                self.gens.append(LoadGenerator(cfg).start())
+                clocks[name] = self.gens[-1].clock()
+        except BaseException:  # one that does not start (its topic missing): the others stop too
+            self.stop()
+            raise
         return self
 
     def worker_failure(self) -> str | None:

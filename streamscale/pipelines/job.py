@@ -69,6 +69,11 @@ class UserJob(Pipeline):
             raise ConfigError(
                 "records.raw sends a sample's bytes as they are: set benchmark.decode: raw (the job decodes)"
             )
+        if self.inputs is not None and self.trigger().real_time:
+            raise ConfigError(
+                f"trigger {self.trigger()}: a real-time run here reads one input topic, and job {self.name} has "
+                f"{len(self.inputs)} ({', '.join(self.inputs.names)})"
+            )
         for i in self.inputs or ():
             if i.records.raw and i.decode != "raw":
                 raise ConfigError(
@@ -184,11 +189,6 @@ class UserJob(Pipeline):
     def _check_real_time(self, spark, out, mode: str, trigger) -> None:
         """Real-time mode's rules on the job's output (streamscale.pipelines.realtime), and the
         send-time column each record's latency is read from."""
-        if self.inputs is not None:
-            raise ConfigError(
-                f"trigger {trigger}: a real-time run here reads one input topic, and job {self.name} has "
-                f"{len(self.inputs)} ({', '.join(self.inputs.names)})"
-            )
         if mode == "complete":
             raise ConfigError(f"trigger {trigger}: real-time mode runs update output mode, and job {self.name} "
                               "returned complete")  # fmt: skip

@@ -286,3 +286,23 @@ def test_an_amount_whose_every_run_was_invalid_is_said_so_in_the_answer_report_a
     assert [c["load"] for c in a["capacity"]] == [None, None]
     assert "could not be judged" in "".join(_answer({"answer": a}))
     assert plot_brackets(a["brackets"], Axes(), tmp_path / "capacity.png").stat().st_size > 5000
+
+
+def test_demand_and_capacity_answers_carry_the_latency_percentiles_of_the_runs_that_held():
+    from types import SimpleNamespace as Run
+
+    def run(load, res, verdict, p50, config=""):
+        return Run(load=load, resources=res, verdict=verdict, config=config, latency_at="commit",
+                   processing_p50_ms=p50, processing_p95_ms=2 * p50, processing_p99_ms=3 * p50)  # fmt: skip
+
+    rows = [run(8000, 1, "pass", 100), run(8000, 1, "pass", 300), run(8000, 1, "fail", 9000),
+            run(24000, 2, "pass", 500), run(24000, 1, "fail", 7000), run(8000, 1, "pass", 1, "other")]  # fmt: skip
+    a = answer({8000.0: 1, 24000.0: 2}, "demand", Axes(), "uc1", 2, rows=rows)
+    # the median of the passed runs' at the load and amount that held (not the failed, not another config's)
+    assert [r["processing_ms"] for r in a["demand"]] == [
+        {"p50": 200, "p95": 400, "p99": 600},  # the median of 100 and 300
+        {"p50": 500, "p95": 1000, "p99": 1500},
+    ]
+    assert [r["processing_ms"]["p99"] for r in a["capacity"]] == [600, 1500]
+    html = "".join(_answer({"answer": a}))
+    assert "processing p50 / p95 / p99" in html
