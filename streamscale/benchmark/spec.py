@@ -195,8 +195,10 @@ class BenchmarkSpec(_Model):
     def _params_valid(self):
         from streamscale.pipelines import jobref, make_pipeline
 
-        if not jobref.is_job(self.sut) and (self.decode != "fields" or self.sink or self.py_files or self.inputs):
-            raise ValueError(f"{self.sut} is a task sample: inputs, decode, sink and py_files are for your own job")
+        if not jobref.is_job(self.sut) and (self.decode != "fields" or self.sink or self.py_files):
+            raise ValueError(f"{self.sut} is a task sample: decode, sink and py_files are for your own job")
+        if not jobref.is_job(self.sut) and self.inputs:
+            raise ValueError(f"{self.sut} is a task sample reading one topic: inputs are for your own job")
         if self.inputs is not None and self.records is not None:
             raise ValueError("give records (one input) or inputs (several, each its records), not both")
         if self.records is not None and self.records.refs():

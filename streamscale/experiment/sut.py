@@ -272,7 +272,7 @@ class SutRun:
                 sensors, period_s = load_shape(self.pipe, i.records, w.sensors, w.period_s, i.rate(w.rate or 0))
             except ConfigError as exc:
                 raise ConfigError(f"input {i.name} ({i.share:g} of {w.rate:g} records/s): {exc}") from None
-            refs = dict.fromkeys(sorted({inp for inp, _, _ in i.records.refs().values()}))
+            refs = dict.fromkeys(sorted(inputs.refs_of(i.name)))  # bound as the generators start
             configs.append((i.name, shape(i.topic(self.input_topic), sensors=sensors, period_s=period_s,
                                           records_spec=i.records, refs=refs)))  # fmt: skip
         return LoadGenerators(configs)

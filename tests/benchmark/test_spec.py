@@ -144,7 +144,7 @@ def two_inputs(values=(100,), load_type="rate", sut=JOB, **bm) -> dict:
     [
         (two_inputs(values=(5, 100)), "inputs.click: 0.1 of a load of 5 records/s is less than 1 record/s"),
         (two_inputs(load_type="sensors"), "loaded by rate"),
-        (two_inputs(sut="uc1"), "uc1 is a task sample: inputs"),
+        (two_inputs(sut="uc1"), "uc1 is a task sample reading one topic: inputs are for your own job"),
         (two_inputs(params={"trigger": "real_time:5s"}), "a real-time run here reads one input topic"),
         ({"name": "t", "benchmark": {"sut": JOB, "records": CLICK},
           "execution": {"load": {"type": "rate", "values": [100]}, "resources": {"values": [1]}}},
