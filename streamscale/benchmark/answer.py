@@ -194,7 +194,9 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         if failed is None:  # every run it had was invalid (the load fell short): nothing judged
             why = f" ({row['ceiling']})" if row.get("ceiling") else ""
             return f"{who} could not be judged at any load tried{ended}{why}"
-        return f"{who} held none of the loads tried{ended} (down to {axes.amount(failed)})"
+        # the lowest load tried, whatever its verdict (an undecided one below the failed end included)
+        lowest = min([float(k) for k in row.get("verdicts") or {}] + [float(failed)])
+        return f"{who} held none of the loads tried{ended} (down to {axes.amount(lowest)})"
     text = f"{who} held {axes.amount(held)}" + (" (as fewer resources did; not run)" if row["held_assumed"] else "")
     if failed is None:
         if row.get("ceiling"):

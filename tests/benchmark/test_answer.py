@@ -285,6 +285,11 @@ def test_an_amount_whose_every_run_was_invalid_is_said_so_in_the_answer_report_a
     )
     assert [c["load"] for c in a["capacity"]] == [None, None]
     assert "could not be judged" in "".join(_answer({"answer": a}))
+    # an undecided load below the failed end was tried too: "down to" names the lowest tried
+    low = Bracket(1, None, 1_400.0, failed_undecided=True, verdicts={1_200.0: "undecided", 1_400.0: "undecided"})
+    assert bracket_answer([low.as_dict()], Axes(), "job", [])["sentence"].endswith(
+        "held none of the loads tried (down to ~1,200 records/s)"
+    )
     assert plot_brackets(a["brackets"], Axes(), tmp_path / "capacity.png").stat().st_size > 5000
 
 
