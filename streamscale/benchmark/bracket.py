@@ -21,7 +21,7 @@ An end decided by a run on a machine whose speed drifted is run again (``confirm
 end run again beside it (interleaved: held, failed), so that the drift falls on both. Where the
 two runs of an end disagree, the point is undecided and the bracket widens past it: the held end
 moves down to the next load held, the failed end up to the next load failed (or stays, said to be
-undecided).
+undecided); with no load held left, the search goes on below the lowest load tried.
 """
 
 from __future__ import annotations
@@ -173,8 +173,8 @@ def bracket_search(
         first = _first_load(below, start, st.factor, st.whole)
         first = min(max(first, st.low), st.high)
         _search(b, verdict, first if st.whole else nice(first), st)
-        if confirm is not None and drifted is not None:
-            confirm_ends(b, confirm, drifted)
+        if confirm is not None and drifted is not None and confirm_ends(b, confirm, drifted):
+            _below_all(b, verdict, st)
         out.append(b)
         below = b
     return out
@@ -304,16 +304,25 @@ def _inwards(b: Bracket, verdict, st: Settings) -> None:
             break
 
 
-def confirm_ends(b: Bracket, confirm: Callable[[float, int], str], drifted: Callable[[float, int], bool]) -> None:
+def _below_all(b: Bracket, verdict, st: Settings) -> None:
+    """A bracket left without a held end by its runs again: the search goes on below the lowest
+    load tried, as far as its runs and time allow (those runs are not run again)."""
+    lowest = min(b.verdicts)
+    if lowest > st.low:
+        _search(b, verdict, _down(lowest, st.factor, st.low, st.whole), st)
+
+
+def confirm_ends(b: Bracket, confirm: Callable[[float, int], str], drifted: Callable[[float, int], bool]) -> bool:
     """Run both ends again, interleaved, when a run that decided either drifted; an end whose two
-    runs disagree is undecided, and the bracket widens past it (see the module notes)."""
+    runs disagree is undecided, and the bracket widens past it (see the module notes). True when
+    no load held is left: the search must go on below."""
     ends = [x for x in (None if b.held_assumed else b.held, b.failed) if x is not None]
     if not any(drifted(x, b.resources) for x in ends):
-        return
+        return False
     for x in ends:
         if b.runs and not b.fits():  # the time budget holds for these runs too
             b.out_of_time = True
-            return
+            return False
         b.confirmed[x] = confirm(x, b.resources)
     held, failed = b.held, b.failed
     if held in b.confirmed and b.confirmed[held] != PASS:
@@ -327,6 +336,7 @@ def confirm_ends(b: Bracket, confirm: Callable[[float, int], str], drifted: Call
             b.failed, b.failed_undecided = min(higher), False
         else:
             b.failed_undecided = True
+    return b.held is None and not b.held_assumed
 
 
 @dataclass(frozen=True)

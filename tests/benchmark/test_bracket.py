@@ -313,3 +313,25 @@ def test_an_end_the_search_never_reached_is_said_untested_and_why():
     said = bracket_answer([out_of_time, runs_used_up], Axes(), "uc2")["sentence"]
     assert "1 core held ~72,000 records/s, higher untested (the time budget ended the search)" in said
     assert "2 cores held ~110,000 records/s, higher untested (the search's runs were used up)" in said
+
+
+def test_a_bracket_whose_only_held_end_disagrees_when_run_again_searches_on_below_it():
+    from streamscale.benchmark.bracket import Settings, bracket_search
+
+    # up to 1,000 holds, up to 2,500 stays undecided, above fails; 1,200 passes once on a drifting
+    # machine and is undecided run again: no load held is left, so the search goes on below 1,200
+    calls = []
+
+    def verdict(x, res):
+        calls.append(x)
+        if x == 1_200:
+            return "pass"
+        return "pass" if x <= 1_000 else "undecided" if x <= 2_500 else "fail"
+
+    again = {1_200: "undecided", 1_400: "undecided"}
+    [b] = bracket_search([1], verdict, 10_000, Settings(resolution=0.25), lambda x, r: again[x], lambda x, r: True)
+    # 1,200 x 1,400 within 25 %: both run again; then down from 1,200 (600 holds), and inwards:
+    # the middle of 600 and 1,400 (920) holds, of 920 and 1,400 (1,100) stays undecided, 1,100 / 920 < 1.25
+    assert calls == [10_000, 5_000, 2_500, 1_200, 1_700, 1_400, 600, 920, 1_100]
+    assert (b.held, b.failed, b.failed_undecided) == (920, 1_100, True)
+    assert b.confirmed == {1_200: "undecided", 1_400: "undecided"}
