@@ -39,19 +39,7 @@ def answer(
     which a load no amount held is said to need more than ``most_resources`` only where its runs
     there failed (not where they stayed undecided or fell short of the load).
     """
-    if kind == "demand":
-        demand = {float(k): v for k, v in metric.items()}
-        tested = sorted({int(v) for v in demand.values() if v is not None})
-        capacity = {}
-        for r in tested:
-            ok = [load for load, need in demand.items() if need is not None and need <= r]
-            capacity[r] = max(ok) if ok else None
-    else:
-        capacity = {int(k): (None if v is None else float(v)) for k, v in metric.items()}
-        demand = {}
-        for r, cap in sorted(capacity.items()):
-            if cap is not None and cap not in demand:
-                demand[cap] = r  # the fewest resources known to hold this load
+    demand, capacity = _both_metrics(metric, kind)
     mine = [r for r in rows if getattr(r, "config", "") == config]
     demand_rows = [
         {"load": k, "rate": axes.rate(k), "resources": v, **held_latency(_on(mine, v), k)}
@@ -85,6 +73,24 @@ def answer(
         words += [f"{axes.amount(k)} needs more than {most}" for k in failed[:1]]
         sentence += "; " + " and ".join(words)
     return {"sentence": sentence + " on this machine", "demand": demand_rows, "capacity": capacity_rows}
+
+
+def _both_metrics(metric: dict, kind: str) -> tuple[dict, dict]:
+    """({load: resources needed}, {resources: load held}) from the one the search returned."""
+    if kind == "demand":
+        demand = {float(k): v for k, v in metric.items()}
+        tested = sorted({int(v) for v in demand.values() if v is not None})
+        capacity = {}
+        for r in tested:
+            ok = [load for load, need in demand.items() if need is not None and need <= r]
+            capacity[r] = max(ok) if ok else None
+        return demand, capacity
+    capacity = {int(k): (None if v is None else float(v)) for k, v in metric.items()}
+    demand = {}
+    for r, cap in sorted(capacity.items()):
+        if cap is not None and cap not in demand:
+            demand[cap] = r  # the fewest resources known to hold this load
+    return demand, capacity
 
 
 def _on(rows, resources) -> list:
