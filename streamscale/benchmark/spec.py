@@ -207,9 +207,7 @@ class BenchmarkSpec(_Model):
                 f"records.fields.{fld}: ref:{inp}.{ref_field} refers to another input: name the inputs in "
                 "benchmark.inputs (each its records)"
             )
-        if self.inputs is not None:
-            resolve_inputs(self.inputs, self.decode)  # its ValueError names what is wrong
-        try:
+        try:  # feed() checks the inputs: its ConfigError names what is wrong
             make_pipeline(self.sut, self.params, records=self.feed(), job=self.job_setup())
         except ConfigError as exc:
             raise ValueError(str(exc)) from None

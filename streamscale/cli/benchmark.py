@@ -176,10 +176,10 @@ def bench_validate(spec_file: Path):
             given = plan.point(ex.load.values[0], ex.resources.values[0], name).params.get("trigger")
             if given is not None:
                 out.print(f"  {name}: trigger {parse_trigger(given)}")
+    feed = spec.benchmark.feed()
     for load in ex.load.values:
         point = plan.point(load, ex.resources.values[0])
         keys = "" if point.load_rate is not None else f"{point.sensors:,} sensors = "
-        feed = spec.benchmark.feed()
         split = ""
         if isinstance(feed, Inputs):
             split = " (" + ", ".join(f"{i.name} {i.rate(point.rate):,.0f}" for i in feed) + ")"

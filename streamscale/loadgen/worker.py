@@ -66,9 +66,9 @@ def worker_process(cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, sha
 class _Worker:
     def __init__(self, cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, shared: Shared):
         self.cfg, self.w, self.t0_wall_ms, self.t0, self.shared = cfg, w, t0_wall_ms, t0, shared
-        n = len(range(w, cfg.sensors, cfg.workers))  # this worker's sensors (its share of the rate)
-        self.rate_w = n / cfg.period_s
+        self.rate_w = cfg.worker_rate(w)  # its sensors per period: its share of the rate
         self.quota = cfg.worker_quota(w)
+        self.limit = cfg.worker_limit(w)  # the quota, or what a throttled duration lets it send
         self.in_bulk = cfg.bulk or cfg.records_spec is not None
         self.counters = {"ok": 0, "failed": 0}
         self.k = 0
@@ -131,11 +131,7 @@ class _Worker:
     def _due(self, now: float) -> int:
         cfg, rate_w = self.cfg, self.rate_w
         due = int((now - self.t0) * rate_w) + 1 if cfg.throttle else self.k + CHUNK
-        if cfg.duration_s and cfg.throttle:
-            due = min(due, int(cfg.duration_s * rate_w))
-        if self.quota is not None:
-            due = min(due, self.quota)
-        return due
+        return due if self.limit is None else min(due, self.limit)
 
     def _gathering(self, due: int, final: bool) -> bool:
         # in bulk, a step's worth is gathered before it is sent: sending whatever was due after

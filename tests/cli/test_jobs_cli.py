@@ -22,6 +22,16 @@ def one_line_error(p, *words):
         assert w in lines[0], lines[0]
 
 
+def run_spec_job(state, broker, spec: str, prefix: str, rate: str, seconds: str):
+    """`run-sut --spec` of an example's job into topics named after ``prefix``; it must succeed."""
+    p = run(
+        "run-sut", "--spec", str(EXAMPLES / spec), "--rate", rate, "-d", seconds, "--topic-prefix", prefix,
+        "-b", broker.bootstrap, env={**state, "STREAMSCALE_METRICS_PORT": "-1"}, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    return p
+
+
 @pytest.mark.parametrize(
     "job,records,words",
     [
@@ -67,11 +77,7 @@ def test_run_sut_runs_a_spec_s_job_into_topics_it_keeps(state, broker, tmp_path)
     from tests.pipelines.helpers import read_topic
 
     prefix = f"spec-{tmp_path.name[-12:]}"
-    p = run(
-        "run-sut", "--spec", str(EXAMPLES / "enrich.yaml"), "--rate", "1000", "-d", "4", "--topic-prefix", prefix,
-        "-b", broker.bootstrap, env={**state, "STREAMSCALE_METRICS_PORT": "-1"}, timeout=300,
-    )  # fmt: skip
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    p = run_spec_job(state, broker, "enrich.yaml", prefix, "1000", "4")
     assert f"topics kept: input {prefix}.input, output {prefix}.output" in p.stdout
     with BrokerAccess(broker.bootstrap) as a:
         assert a.topic_exists(f"{prefix}.input") and a.topic_exists(f"{prefix}.output")
@@ -215,11 +221,7 @@ def test_run_sut_runs_a_jobs_several_inputs_into_topics_named_after_the_prefix(s
     p = run("benchmark", "validate", str(EXAMPLES / "attribution.yaml"), env=state)
     assert "load 10000: 10,000 records/s (impressions 8,000, clicks 2,000)" in p.stdout, p.stdout
     prefix = f"two-{tmp_path.name[-12:]}"
-    p = run(
-        "run-sut", "--spec", str(EXAMPLES / "attribution.yaml"), "--rate", "500", "-d", "3", "--topic-prefix", prefix,
-        "-b", broker.bootstrap, env={**state, "STREAMSCALE_METRICS_PORT": "-1"}, timeout=300,
-    )  # fmt: skip
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    p = run_spec_job(state, broker, "attribution.yaml", prefix, "500", "3")
     assert f"topics kept: input {prefix}.impressions,{prefix}.clicks, output {prefix}.output" in p.stdout
     assert "attribution({impressions, clicks}, params)" in p.stdout
     with BrokerAccess(broker.bootstrap) as a:
