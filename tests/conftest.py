@@ -10,6 +10,17 @@ import pytest
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 
+# Every JVM the tests start (brokers, clusters, the Spark sessions of the commands under test) runs
+# with the C1 compiler alone, through the java launcher's JDK_JAVA_OPTIONS, inherited by each child.
+# No test JVM lives long enough for C2's code to pay back its compiling, and the suite is CPU-bound
+# on 2 cores: the CLI-jobs, cluster and secured-broker tests took 318 CPU-s with C1 alone against
+# 473 with Java's default compilers (2 CPUs, 2026-12-02); the late-rule and windowed
+# tests' shared session 222 against 308 (2026-11-26). streamscale itself, outside the tests,
+# keeps the defaults.
+_C1_ONLY = "-XX:TieredStopAtLevel=1"
+if _C1_ONLY not in os.environ.get("JDK_JAVA_OPTIONS", ""):
+    os.environ["JDK_JAVA_OPTIONS"] = f"{os.environ.get('JDK_JAVA_OPTIONS', '')} {_C1_ONLY}".strip()
+
 # The longest tests (a minute or more each on 2 CPUs), run first: with two workers (`make test`)
 # they then overlap with the short ones instead of ending the run alone.
 LONGEST_FIRST = (
@@ -91,16 +102,7 @@ def topic_factory(access, _created_topics):
 def spark(_created_topics):
     from streamscale.sparkio.session import build_session
 
-    # The tests' session runs hundreds of short queries, none long enough for the C2 compiler's code
-    # to pay back its compiling: with C1 alone the late-rule and windowed tests took 28 % less CPU
-    # (308 -> 222 CPU-s, 2 CPUs, 2026-11-26), on the same bytecode. Runs, the demo and every
-    # command's own session keep Java's default compilers.
-    session = build_session(
-        "local[2]",
-        "streamscale-tests",
-        shuffle_partitions=2,
-        conf={"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"},
-    )
+    session = build_session("local[2]", "streamscale-tests", shuffle_partitions=2)
     yield session
     session.stop()
 
