@@ -328,16 +328,53 @@ class EmbeddedCluster(SecuredKafka):
                 best = (epoch, int(leader))
         return best[1]
 
+    def views(self, topics: list[str]) -> dict[int, dict]:
+        """{node: its own answer to :meth:`describe`} for every node that is up and not cut off,
+        each asked through a client that knows only that node (its first request goes there)."""
+        out: dict[int, dict] = {}
+        for n in self.nodes.values():
+            if n.alive() and n.node_id not in self.isolated:
+                with BrokerAccess(self._at(n.address), timeout=10) as access:
+                    out[n.node_id] = access.partition_layout(topics)
+        return out
+
     def wait_in_sync(self, topics: list[str], timeout: float = 60.0) -> None:
-        """Until every partition of ``topics`` has a leader and all its replicas in sync."""
+        """Until every live node says that every partition of ``topics`` has a leader and all its
+        replicas in sync, and all say the same (:func:`settled`)."""
         deadline = time.monotonic() + timeout
         while True:
             try:
-                parts = [v for t in self.describe(topics).values() for v in t.values()]
-                if parts and all(leader >= 0 and set(isr) == set(rep) for leader, rep, isr in parts):
+                if settled(self.views(topics), topics):
                     return
             except Exception:  # noqa: BLE001 - polled until the deadline
                 pass
             if time.monotonic() > deadline:
                 raise BrokerError(f"the replicas of {topics} were not all in sync after {timeout:.0f} s")
             time.sleep(0.2)
+
+
+def settled(views: dict[int, dict], topics: list[str]) -> bool:
+    """Whether the nodes' views ({node: {topic: {partition: (leader, replicas, isr)}}}) agree and
+    show each of ``topics`` with a leader for every partition and every replica in sync.
+
+    One view is not enough: a node healed after a cut, or started again, answers from the metadata
+    it had when it went until it has replayed the controllers' log, e.g. itself the leader with
+    every replica in sync while the others elected another leader and dropped it from the ISR. A
+    reader sent to it then reads that node's old log end (none of what the new leader took) and
+    counts as lost what the cluster holds."""
+    if not views:
+        return False
+    first = next(iter(views.values()))
+    if set(first) != set(topics) or any(not first[t] for t in topics):
+        return False
+    in_sync = all(leader >= 0 and set(isr) == set(rep) for t in topics for leader, rep, isr in first[t].values())
+    return in_sync and all(_same(v, first) for v in views.values())
+
+
+def _same(a: dict, b: dict) -> bool:
+    """The same layout, replicas and ISRs compared as sets (their order is the answering node's)."""
+
+    def norm(view: dict) -> dict:
+        return {t: {p: (ld, frozenset(r), frozenset(i)) for p, (ld, r, i) in ps.items()} for t, ps in view.items()}
+
+    return norm(a) == norm(b)

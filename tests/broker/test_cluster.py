@@ -213,3 +213,29 @@ def test_a_port_another_process_took_before_its_node_bound_it_is_tried_again_els
         assert "Address already in use" in (tmp_path / "logs" / f"kafka-node1-{port}.log").read_text()
     finally:
         taken.close()
+
+
+# When the replicas count as settled, on views worked out by hand: node 1 was the leader, was cut
+# off, and is healed; nodes 2 and 3 elected node 2 and dropped node 1 from the ISR.
+def test_a_healed_node_s_stale_view_does_not_settle_the_replicas():
+    from streamscale.broker.cluster import settled
+
+    stale = {"t": {0: (1, [1, 2, 3], [1, 2, 3])}}  # node 1, before replaying the controllers' log
+    current = {"t": {0: (2, [1, 2, 3], [2, 3])}}
+    assert not settled({1: stale, 2: current, 3: current}, ["t"])
+    assert not settled({2: current, 3: current}, ["t"])  # agreed, but node 1 not back in the ISR
+    caught_up = {"t": {0: (2, [1, 2, 3], [3, 2, 1])}}  # the order of the ISR is the node's own
+    again = {"t": {0: (2, [1, 2, 3], [1, 2, 3])}}
+    assert settled({1: caught_up, 2: again, 3: again}, ["t"])
+
+
+def test_replicas_are_not_settled_where_a_node_lacks_the_topic_or_a_leader():
+    from streamscale.broker.cluster import settled
+
+    ok = {"t": {0: (1, [1, 2], [1, 2]), 1: (2, [2, 1], [2, 1])}}
+    assert settled({1: ok, 2: ok}, ["t"])
+    assert not settled({1: ok, 2: {}}, ["t"])  # node 2 has not heard of the topic yet
+    assert not settled({1: {"t": {}}, 2: {"t": {}}}, ["t"])  # no partitions known
+    leaderless = {"t": {0: (-1, [1, 2], [1, 2]), 1: (2, [2, 1], [2, 1])}}
+    assert not settled({1: leaderless, 2: leaderless}, ["t"])
+    assert not settled({}, ["t"])
