@@ -304,10 +304,14 @@ class EmbeddedCluster(SecuredKafka):
         self.wait_ready(set(self.nodes))
 
     # -- who is who -----------------------------------------------------------------------
+    def _reachable(self) -> list[Node]:
+        """The nodes that are up and not cut off: the ones a client can ask."""
+        return [n for n in self.nodes.values() if n.alive() and n.node_id not in self.isolated]
+
     def describe(self, topics: list[str] | None = None) -> dict:
         """{topic: {partition: (leader, replicas, isr)}} as the cluster's metadata says (leader -1:
         none), asked of the nodes that are up and not cut off."""
-        live = [n.address for n in self.nodes.values() if n.alive() and n.node_id not in self.isolated]
+        live = [n.address for n in self._reachable()]
         with BrokerAccess(self._at(",".join(live) or self.bootstrap), timeout=10) as access:
             return access.partition_layout(topics)
 
@@ -332,10 +336,9 @@ class EmbeddedCluster(SecuredKafka):
         """{node: its own answer to :meth:`describe`} for every node that is up and not cut off,
         each asked through a client that knows only that node (its first request goes there)."""
         out: dict[int, dict] = {}
-        for n in self.nodes.values():
-            if n.alive() and n.node_id not in self.isolated:
-                with BrokerAccess(self._at(n.address), timeout=10) as access:
-                    out[n.node_id] = access.partition_layout(topics)
+        for n in self._reachable():
+            with BrokerAccess(self._at(n.address), timeout=10) as access:
+                out[n.node_id] = access.partition_layout(topics)
         return out
 
     def wait_in_sync(self, topics: list[str], timeout: float = 60.0) -> None:
