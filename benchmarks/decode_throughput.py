@@ -23,10 +23,10 @@ ratios (median, min-max).
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import tempfile
 import uuid
+
+from _drain import drain
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.loadgen import GeneratorConfig, generate
@@ -64,22 +64,7 @@ def measure(spark, bootstrap: str, topic: str, total: int, batch: int, decode, s
             .groupBy(F.window("event_time", "10 seconds"), "identifier")
             .agg(F.count("valueInW"), F.sum("valueInW"), F.avg("valueInW"), F.min("valueInW"), F.max("valueInW"))
         )
-    ck = tempfile.mkdtemp(prefix="streamscale-decode-")
-    try:
-        q = (
-            df.writeStream.format("noop")
-            .outputMode("append")
-            .option("checkpointLocation", ck)
-            .trigger(availableNow=True)
-            .start()
-        )
-        q.awaitTermination()
-        progress = [p for p in q.recentProgress if p["numInputRows"]]
-    finally:
-        shutil.rmtree(ck, ignore_errors=True)
-    rows = sum(p["numInputRows"] for p in progress)
-    if rows != total:
-        raise SystemExit(f"query read {rows:,} of {total:,} records")
+    progress = drain(df, total)
     steady = progress[1:]
     return sum(p["numInputRows"] for p in steady) / (sum(p["durationMs"]["triggerExecution"] for p in steady) / 1000)
 

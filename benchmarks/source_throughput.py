@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from _drain import drain
 from confluent_kafka import Consumer, TopicPartition
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
@@ -86,22 +87,6 @@ def write_batch_files(rows: list, directory: Path, batch: int | None) -> None:
     directory.mkdir(parents=True)
     for i, start in enumerate(range(0, table.num_rows, size)):
         pq.write_table(table.slice(start, size), directory / f"part-{i:06d}.parquet")
-
-
-def drain(df, total: int) -> list[dict]:
-    """Run ``df`` into ``noop`` with ``availableNow`` -> the progress of its batches with rows,
-    which must hold ``total`` records."""
-    ckpt = tempfile.mkdtemp(prefix="bench-ckpt-")
-    try:
-        q = df.writeStream.format("noop").option("checkpointLocation", ckpt).trigger(availableNow=True).start()
-        q.awaitTermination()
-        progress = [p for p in q.recentProgress if p["numInputRows"]]
-    finally:
-        shutil.rmtree(ckpt, ignore_errors=True)
-    rows = sum(p["numInputRows"] for p in progress)
-    if rows != total:
-        raise SystemExit(f"query read {rows:,} of {total:,} records")
-    return progress
 
 
 def run_query(df, total: int) -> tuple[float, float, float]:

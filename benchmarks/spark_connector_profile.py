@@ -29,8 +29,9 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from _drain import drain
 from _procstat import cpu_seconds
-from source_throughput import drain, raw_consumer, write_batch_files
+from source_throughput import raw_consumer, write_batch_files
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
 from streamscale.loadgen import GeneratorConfig, generate

@@ -110,18 +110,25 @@ class NoRestriction:
     def found(self, found, cands: list, previous: int | None):
         return found
 
+    def after(self, found, cands: list, previous: int | None) -> int | None:
+        return None
+
 
 class LowerBound:
     """Theodolite's lower-bound restriction, composable with any strategy: a higher load never needs
     fewer resources than a lower one, and more resources sustain at least the capacity of fewer.
     ``previous``: the index of the last search's result among the candidates (None: none yet), and
-    -1 past the end when the last search found none (a higher load cannot pass with any amount)."""
+    one past the end when the last search found none (a higher load cannot pass with any amount)."""
 
     def candidates(self, cands: list, previous: int | None) -> list:
         return cands if previous is None else cands[previous:]
 
     def found(self, found, cands: list, previous: int | None):
         return found
+
+    def after(self, found, cands: list, previous: int | None) -> int | None:
+        """``previous`` for the next search, given what this one found."""
+        return cands.index(found) if found is not None else len(cands)
 
 
 class CapacityLowerBound(LowerBound):
@@ -133,35 +140,36 @@ class CapacityLowerBound(LowerBound):
     def found(self, found, cands: list, previous: int | None):
         return found if found is not None or previous is None else cands[previous]
 
+    def after(self, found, cands: list, previous: int | None) -> int | None:
+        return cands.index(found) if found is not None else previous
+
 
 def resource_demand(
     loads: Sequence, resources: Sequence, passes: Callable, strategy_: str | Strategy = "linear", lower_bound=True
 ) -> dict:
     """{load: minimal resources meeting all SLOs, or None if none of the given amounts does}."""
-    how, restrict = strategy(strategy_), LowerBound() if lower_bound else NoRestriction()
-    amounts, result, previous = sorted(resources), {}, None
-    for load in sorted(loads):
-        cands = restrict.candidates(amounts, previous)
-        r = how.first_passing(cands, lambda res, load=load: passes(load, res))
-        result[load] = r
-        if lower_bound:
-            previous = amounts.index(r) if r is not None else len(amounts)
-    return result
+    restrict = LowerBound() if lower_bound else NoRestriction()
+    search = strategy(strategy_).first_passing
+    return _sweep(loads, resources, lambda load: lambda res: passes(load, res), search, restrict)
 
 
 def load_capacity(
     resources: Sequence, loads: Sequence, passes: Callable, strategy_: str | Strategy = "linear", lower_bound=True
 ) -> dict:
     """{resources: maximal load meeting all SLOs, or None if even the lowest load fails}."""
-    how, restrict = strategy(strategy_), CapacityLowerBound() if lower_bound else NoRestriction()
-    loads, result, previous = sorted(loads), {}, None
-    for res in sorted(resources):
-        cands = restrict.candidates(loads, previous)
-        found = how.last_passing(cands, lambda load, res=res: passes(load, res))
-        cap = restrict.found(found, loads, previous)
-        result[res] = cap
-        if lower_bound and cap is not None:
-            previous = loads.index(cap)
+    restrict = CapacityLowerBound() if lower_bound else NoRestriction()
+    search = strategy(strategy_).last_passing
+    return _sweep(resources, loads, lambda res: lambda load: passes(load, res), search, restrict)
+
+
+def _sweep(outer: Sequence, inner: Sequence, oracle_of: Callable, search: Callable, restrict) -> dict:
+    """{x: what ``search`` finds among ``inner`` with ``oracle_of(x)``} for each x of ``outer`` in
+    ascending order, each search over the candidates the restriction leaves after the last."""
+    cands, result, previous = sorted(inner), {}, None
+    for x in sorted(outer):
+        found = search(restrict.candidates(cands, previous), oracle_of(x))
+        result[x] = restrict.found(found, cands, previous)
+        previous = restrict.after(result[x], cands, previous)
     return result
 
 

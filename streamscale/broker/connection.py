@@ -372,3 +372,14 @@ class KafkaSection(StrictModel):
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return props
+
+
+def close_clients(consumers, producer) -> None:
+    """On a process's way out: close its consumers (a failure to close is no news then) and give
+    its producer 5 s to deliver what it holds."""
+    for c in consumers:
+        try:
+            c.close()
+        except Exception:  # noqa: BLE001 - closing on the way out
+            pass
+    producer.flush(5)

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
@@ -50,6 +50,17 @@ class PipelineParams(BaseModel):
             except ConfigError as exc:
                 raise ValueError(str(exc)) from None
         return v
+
+
+class TumblingWindowParams(PipelineParams):
+    """A job over tumbling event-time windows (UC2, UC4)."""
+
+    window_s: float = Field(60.0, gt=0)
+    lateness_s: float = Field(5.0, ge=0)
+    # final (Henning and Hasselbring, §5.2: UC2 aggregates over tumbling windows and, unlike UC3, emits no early
+    # results): one row per window when the watermark closes it. update: every changed window row
+    # of every micro-batch, with its `final` flag (a second pass over each batch's rows).
+    emit: Literal["update", "final"] = "final"
 
 
 def event_time(df):

@@ -7,20 +7,11 @@ Records whose window has closed (window end <= the batch's watermark: max event 
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
-
-from streamscale.pipelines.base import WINDOW_STATS, Pipeline, PipelineParams
+from streamscale.pipelines.base import WINDOW_STATS, Pipeline, TumblingWindowParams
 
 
-class UC2Params(PipelineParams):
-    window_s: float = Field(60.0, gt=0)
-    lateness_s: float = Field(5.0, ge=0)
-    # final (Henning and Hasselbring, §5.2: UC2 aggregates over tumbling windows and, unlike UC3, emits no early
-    # results): one row per window when the watermark closes it. update: every changed window row
-    # of every micro-batch, with its `final` flag (a second pass over each batch's rows).
-    emit: Literal["update", "final"] = "final"
+class UC2Params(TumblingWindowParams):
+    """UC2's parameters are its tumbling window's."""
 
 
 class UC2(Pipeline):

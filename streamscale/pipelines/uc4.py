@@ -10,22 +10,17 @@ watermark closes the window.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from streamscale.loadgen.registry import SensorRegistry
-from streamscale.pipelines.base import WINDOW_STATS, Pipeline, PipelineParams
+from streamscale.pipelines.base import WINDOW_STATS, Pipeline, TumblingWindowParams
 
 
-class UC4Params(PipelineParams):
+class UC4Params(TumblingWindowParams):
     levels: int = Field(2, ge=1, le=10)
     children: int = Field(4, ge=1)
     sensors: int | None = Field(None, ge=1, le=10_000_000)  # any number: the last groups partly filled
     registry_path: str | None = None
-    window_s: float = Field(60.0, gt=0)
-    lateness_s: float = Field(5.0, ge=0)
-    emit: Literal["final", "update"] = "final"
 
 
 class UC4(Pipeline):

@@ -80,14 +80,11 @@ def test_an_end_run_again_says_so_and_is_recalled_on_resume(tmp_path, capsys):
 def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
     import dataclasses
 
-    spec = parse_spec(
-        spec_dict(
-            load={"type": "sensors", "values": [1000]},
-            resources={"type": "cores", "values": [1]},
-            repetitions=1,
-            extra_repetitions=2,
-        )
-    )
+    def once_with(extra):  # one point, one repetition, up to ``extra`` more while undecided
+        point = {"load": {"type": "sensors", "values": [1000]}, "resources": {"type": "cores", "values": [1]}}
+        return parse_spec(spec_dict(**point, repetitions=1, extra_repetitions=extra))
+
+    spec = once_with(2)
     ran = []
 
     def undecided_then_pass(load, res, rep, on_lag=None):
@@ -105,14 +102,7 @@ def test_an_undecided_lag_verdict_adds_repetitions_and_says_so(tmp_path):
     assert [r["lag_verdict"] for r in rows] == ["undecided", "undecided", "pass"]
     # with no runs to add, the point stays undecided: it holds nothing, and is said so
     ran.clear()
-    spec0 = parse_spec(
-        spec_dict(
-            load={"type": "sensors", "values": [1000]},
-            resources={"type": "cores", "values": [1]},
-            repetitions=1,
-            extra_repetitions=0,
-        )
-    )
+    spec0 = once_with(0)
     summary = Execution(spec0, tmp_path / "none", undecided_then_pass).run()
     assert ran == [0]
     assert summary["results"] == [{"load": 1000.0, "resources": None}] and summary["undecided_experiments"] == 1

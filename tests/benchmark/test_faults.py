@@ -69,16 +69,20 @@ def test_a_faulted_run_is_invalid_whatever_its_figures_said():
     assert r.note == "an embedded broker node died during the run: node 2: experiment invalid"
 
 
-def _spec():
+def _spec(name="faults", loads=(1000, 2000), duration_s=30, warmup_s=5, **sections):
+    """UC1 into no sink on 1 core, every load once (no lower bound); ``sections``: the spec's
+    others (broker, topics)."""
+    topics = sections.pop("topics", None)
     return parse_spec(
         {
-            "name": "faults",
-            "benchmark": {"sut": "uc1", "params": {"sink": "none"}},
+            "name": name,
+            **sections,
+            "benchmark": {"sut": "uc1", "params": {"sink": "none"}, **({"topics": topics} if topics else {})},
             "execution": {
-                "load": {"type": "sensors", "values": [1000, 2000]},
+                "load": {"type": "sensors", "values": list(loads)},
                 "resources": {"type": "cores", "values": [1]},
-                "duration_s": 30,
-                "warmup_s": 5,
+                "duration_s": duration_s,
+                "warmup_s": warmup_s,
                 "repetitions": 1,
                 "strategy": {"name": "full", "lower_bound": False},
             },
@@ -174,24 +178,13 @@ def test_a_node_killed_during_a_benchmark_run_makes_it_invalid_and_the_next_runs
         def end_experiment(self, result):
             pass
 
-    spec = parse_spec(
-        {
-            "name": "killed",
-            "broker": {"brokers": 3},
-            "benchmark": {
-                "sut": "uc1",
-                "params": {"sink": "none"},
-                "topics": {"partitions": 4, "replication_factor": 3, "min_insync_replicas": 2},
-            },
-            "execution": {
-                "load": {"type": "sensors", "values": [5_000, 10_000]},
-                "resources": {"type": "cores", "values": [1]},
-                "duration_s": 40,
-                "warmup_s": 10,
-                "repetitions": 1,
-                "strategy": {"name": "full", "lower_bound": False},
-            },
-        }
+    spec = _spec(
+        "killed",
+        (5_000, 10_000),
+        duration_s=40,
+        warmup_s=10,
+        broker={"brokers": 3},
+        topics={"partitions": 4, "replication_factor": 3, "min_insync_replicas": 2},
     )
     live = KillAt15s()
     summary = run_execution(spec, tmp_path, live=live)

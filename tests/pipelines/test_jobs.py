@@ -217,6 +217,21 @@ def test_a_job_into_noop_counts_what_it_read_and_what_was_malformed(broker, spar
     assert "noop" in run.main_query.lastProgress["sink"]["description"].lower()
 
 
+def run_on_readings(sut, sensors, column, broker, spark, topic_factory, tmp_path):
+    """One reading (1 W) of each sensor into a 2-partition topic, the job run over them to their
+    end -> sorted (key, the output's ``column``) of its output topic."""
+    tin, tout = topic_factory(2, "readings-in"), topic_factory(2, "readings-out")
+    readings = [
+        (s.encode(), json.dumps({"identifier": s, "timestamp": 1000 + i, "valueInW": 1.0}).encode(), i % 2)
+        for i, s in enumerate(sensors)
+    ]
+    produce(broker.bootstrap, tin, readings)
+    run = make_pipeline(sut).start(spark, broker.bootstrap, tin, tout, str(tmp_path / "ck"), available_now=True)
+    run.await_available(120)
+    assert run.exception() is None
+    return sorted((k.decode(), json.loads(v)[column]) for _, _, k, v in read_topic(broker.bootstrap, tout, 2))
+
+
 def test_a_jobs_python_udf_runs_on_spark_s_workers(broker, spark, topic_factory, tmp_path):
     # the job's module exists in the driver only: its UDF reaches Spark's Python workers by value
     job = job_file(
@@ -234,20 +249,7 @@ def test_a_jobs_python_udf_runs_on_spark_s_workers(broker, spark, topic_factory,
         """,
         "udfjob.py",
     )
-    pipe = make_pipeline(f"{job}:job")
-    tin, tout = topic_factory(2, "udf-in"), topic_factory(2, "udf-out")
-    readings = [
-        (
-            f"s_{i}".encode(),
-            json.dumps({"identifier": f"s_{i}", "timestamp": 1000 + i, "valueInW": 1.0}).encode(),
-            i % 2,
-        )
-        for i in range(50)
-    ]
-    produce(broker.bootstrap, tin, readings)
-    run = pipe.start(spark, broker.bootstrap, tin, tout, str(tmp_path / "ck"), available_now=True)
-    run.await_available(120)
-    got = sorted((k.decode(), json.loads(v)["loud"]) for _, _, k, v in read_topic(broker.bootstrap, tout, 2))
+    got = run_on_readings(f"{job}:job", [f"s_{i}" for i in range(50)], "loud", broker, spark, topic_factory, tmp_path)
     assert got == sorted((f"s_{i}", f"S_{i}!") for i in range(50))
 
 
@@ -270,19 +272,5 @@ def test_a_helper_module_beside_the_job_imports_and_its_udf_runs_on_the_workers(
         """,
         "helperjob.py",
     )
-    pipe = make_pipeline(f"{job}:job")
-    tin, tout = topic_factory(2, "helper-in"), topic_factory(2, "helper-out")
-    readings = [
-        (
-            f"S_{i}".encode(),
-            json.dumps({"identifier": f"S_{i}", "timestamp": 1000 + i, "valueInW": 1.0}).encode(),
-            i % 2,
-        )
-        for i in range(40)
-    ]
-    produce(broker.bootstrap, tin, readings)
-    run = pipe.start(spark, broker.bootstrap, tin, tout, str(tmp_path / "ck"), available_now=True)
-    run.await_available(120)
-    assert run.exception() is None
-    got = sorted((k.decode(), json.loads(v)["soft"]) for _, _, k, v in read_topic(broker.bootstrap, tout, 2))
+    got = run_on_readings(f"{job}:job", [f"S_{i}" for i in range(40)], "soft", broker, spark, topic_factory, tmp_path)
     assert got == sorted((f"S_{i}", f"s_{i}...") for i in range(40))

@@ -61,24 +61,18 @@ def test_connection_resets_at_least_once_loses_nothing_exactly_once_is_exact(bed
     assert (eos.M, eos.lost, eos.duplicated, eos.alpha, eos.beta) == (N, 0, 0, 0.0, 0.0)
 
 
+def faulted_trial(bed, semantics, fault, rate):
+    """N records of 100 bytes into 2 partitions at ``rate`` under ``fault``, 30 s to send them."""
+    return run_trial(bed, Trial(semantics, N, 100, fault, partitions=2, rate=rate, send_timeout_s=30))
+
+
 def test_at_most_once_reports_its_losses(bed):
     # A reset loses acks=0 messages only when it hits the producer's connection rather than the
     # admin's or the read-back consumer's: in 1 trial of 12 measured (and once in a fresh-clone
     # suite) none of the 3-4 resets did. Up to 3 trials make a loss-free run of the fault as
     # unlikely as ~1 in 2,000; the accounting below is checked on the trial that lost.
     for _ in range(3):
-        r = run_trial(
-            bed,
-            Trial(
-                "at-most-once",
-                N,
-                100,
-                ProxyFault(kind="proxy", reset_pct=5),
-                partitions=2,
-                rate=20_000,
-                send_timeout_s=30,
-            ),
-        )
+        r = faulted_trial(bed, "at-most-once", ProxyFault(kind="proxy", reset_pct=5), rate=20_000)
         if r.lost:
             break
     assert r.proxy_resets > 0
@@ -89,18 +83,7 @@ def test_at_most_once_reports_its_losses(bed):
 
 
 def test_a_link_cut_is_survived_by_at_least_once(bed):
-    r = run_trial(
-        bed,
-        Trial(
-            "at-least-once",
-            N,
-            100,
-            ProxyFault(kind="proxy", cut=Cut(at_s=0.05, for_s=1.0)),
-            partitions=2,
-            rate=40_000,
-            send_timeout_s=30,
-        ),
-    )
+    r = faulted_trial(bed, "at-least-once", ProxyFault(kind="proxy", cut=Cut(at_s=0.05, for_s=1.0)), rate=40_000)
     assert r.proxy_resets > 0 and r.send_s >= 1.05  # the cut reset the open connections and ended
     assert r.lost == 0 and r.distinct == N
 
@@ -108,18 +91,7 @@ def test_a_link_cut_is_survived_by_at_least_once(bed):
 def test_a_broker_restart_loses_nothing_acknowledged_at_least_once(bed):
     # Kafka keeps its log on disk across the restart: what it acknowledged (acks=all) is there
     # after it, and the producer's retries carry the rest across the outage
-    r = run_trial(
-        bed,
-        Trial(
-            "at-least-once",
-            N,
-            100,
-            BrokerRestart(kind="broker-restart", at_s=0.3),
-            partitions=2,
-            rate=20_000,
-            send_timeout_s=30,
-        ),
-    )
+    r = faulted_trial(bed, "at-least-once", BrokerRestart(kind="broker-restart", at_s=0.3), rate=20_000)
     assert r.broker_restarted and "restarted" in r.note
     assert r.acked == N and r.acked_but_lost == 0
     assert r.lost == 0 and r.distinct == N and r.duplicated == r.M - N

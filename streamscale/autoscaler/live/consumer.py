@@ -31,6 +31,7 @@ from streamscale.autoscaler.live.protocol import (
 )
 from streamscale.autoscaler.live.sink import ConsumerState, SQLiteSink
 from streamscale.broker.access import BrokerAccess
+from streamscale.broker.connection import close_clients
 from streamscale.errors import AutoscalerError, KafkaClientError
 
 log = logging.getLogger("streamscale.autoscaler.consumer")
@@ -205,12 +206,7 @@ class GroupConsumer:
         log.info("consumer %d stopping with assignment %s", self.id, sorted(self.assignment))
 
     def close(self) -> None:
-        for c in (self.data, self.meta):
-            try:
-                c.close()
-            except Exception:  # noqa: BLE001 - closing on the way out
-                pass
-        self.producer.flush(5)
+        close_clients((self.data, self.meta), self.producer)
         self.sink.close()
 
 

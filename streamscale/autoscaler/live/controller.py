@@ -40,6 +40,7 @@ from streamscale.autoscaler.live.protocol import (
 )
 from streamscale.autoscaler.live.sink import SQLiteSink
 from streamscale.broker.access import BrokerAccess
+from streamscale.broker.connection import close_clients
 from streamscale.errors import AutoscalerError
 from streamscale.observe import prometheus
 
@@ -376,9 +377,4 @@ class Controller:
         return running
 
     def close(self) -> None:
-        for c in (self.inbox, self.measurements):
-            try:
-                c.close()
-            except Exception:  # noqa: BLE001 - closing on the way out
-                pass
-        self.producer.flush(5)
+        close_clients((self.inbox, self.measurements), self.producer)
