@@ -70,8 +70,8 @@ def test_a_faulted_run_is_invalid_whatever_its_figures_said():
 
 
 def _spec(name="faults", loads=(1000, 2000), duration_s=30, warmup_s=5, **sections):
-    """UC1 into no sink on 1 core, every load once (no lower bound); ``sections``: the spec's
-    others (broker, topics)."""
+    """UC1 into no sink on 1 core, every load once (no lower bound); ``sections``: more of the
+    spec (``broker``), and ``topics`` for its benchmark section."""
     topics = sections.pop("topics", None)
     return parse_spec(
         {
