@@ -4,6 +4,8 @@ even when tests fail), and a fresh topic per test."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 
 import pytest
@@ -20,6 +22,20 @@ from streamscale.broker import BrokerAccess, EmbeddedBroker
 _C1_ONLY = "-XX:TieredStopAtLevel=1"
 if _C1_ONLY not in os.environ.get("JDK_JAVA_OPTIONS", ""):
     os.environ["JDK_JAVA_OPTIONS"] = f"{os.environ.get('JDK_JAVA_OPTIONS', '')} {_C1_ONLY}".strip()
+
+# ...and keeps its temporary files (Spark's block managers and artifact folders) in one folder of the
+# test run's own, removed when the run ends: a JVM that a test stops hard runs no shutdown hook and
+# would leave its folders in /tmp. Made once, by the first process (xdist's workers inherit it).
+_JVM_TMP = "STREAMSCALE_TEST_JVM_TMPDIR"
+if _JVM_TMP not in os.environ:
+    os.environ[_JVM_TMP] = tempfile.mkdtemp(prefix="streamscale-test-jvm-")
+    os.environ["JDK_JAVA_OPTIONS"] += f" -Djava.io.tmpdir={os.environ[_JVM_TMP]}"
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):  # the run itself (not a worker), every worker ended
+        shutil.rmtree(os.environ[_JVM_TMP], ignore_errors=True)
+
 
 # The longest tests (a minute or more each on 2 CPUs), run first: with two workers (`make test`)
 # they then overlap with the short ones instead of ending the run alone.
