@@ -21,6 +21,8 @@ first batch holds the records of the query's cold start.
 where a record's Kafka timestamp is the broker's, set as it appended the record (the topics'
 ``message.timestamp.type: LogAppendTime``; ``--send-time``: the generator's, at its send, which
 includes the ~100 ms its producer holds a record on average before sending, linger.ms 200);
+``--linger-ms``: the generator's producer sends that often instead (5: records arrive as they are
+due rather than in bursts of 200 ms of the load, which real-time mode then works through one by one);
 
 and prints each run's p50, p95 and p99 (each at the high bound of what the run's records give,
 never below the true value), then per repetition the ratio of the p99s (real-time over each
@@ -45,7 +47,13 @@ JOB = Path(__file__).resolve().parents[1] / "examples" / "jobs" / "readings_kw.p
 def one_run(args, bootstrap: str, trigger: str) -> dict:
     params = {"trigger": trigger, "connector": "spark", "high_kw": 0.08}
     r = run_sut(
-        Workload(f"{JOB}:readings_kw", params, rate=args.rate, partitions=args.cores),
+        Workload(
+            f"{JOB}:readings_kw",
+            params,
+            rate=args.rate,
+            partitions=args.cores,
+            producer_config=None if args.linger_ms is None else {"linger.ms": args.linger_ms},
+        ),
         Placement(f"local[{args.cores}]", cpus=args.cores),
         StopPolicy(args.seconds, drain_s=120),
         # the broker stamps each record as it appends it: a latency from when a consumer could read
@@ -70,7 +78,12 @@ def main() -> None:
     ap.add_argument(
         "--send-time", dest="append_time", action="store_false", help="latency from the send, not the append"
     )
+    ap.add_argument(
+        "--linger-ms", type=int, help="the generator's linger.ms (default 200: records sent in bursts every 200 ms)"
+    )
     args = ap.parse_args()
+    if args.linger_ms is not None and args.linger_ms < 0:
+        raise ConfigError(f"--linger-ms {args.linger_ms}: a time in milliseconds, 0 or more")
     if parse_duration(args.checkpoint)[1] >= args.warmup:
         raise ConfigError(
             f"--warmup {args.warmup:g} must exceed the checkpoint interval ({args.checkpoint}): "

@@ -116,6 +116,9 @@ class Workload:
     distribution: str = "uniform:0,100"
     gen_workers: int = 1
     partitions: int = 8  # of the input and output topics
+    # the generators' producer settings over their defaults (streamscale.loadgen.config), e.g. a
+    # linger.ms that sends records as they are due instead of in 200 ms batches
+    producer_config: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -259,7 +262,12 @@ class SutRun:
         # a judged run ends when it is decided: the generator runs until stopped
         duration = None if self.policy.judge is not None else self.policy.duration_s
         shape = functools.partial(
-            GeneratorConfig, self.bootstrap, workers=w.gen_workers, distribution=w.distribution, duration_s=duration
+            GeneratorConfig,
+            self.bootstrap,
+            workers=w.gen_workers,
+            distribution=w.distribution,
+            duration_s=duration,
+            producer_config=dict(w.producer_config or {}),
         )
         inputs = getattr(self.pipe, "inputs", None)
         if inputs is None:

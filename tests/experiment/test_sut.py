@@ -80,3 +80,17 @@ def test_a_partition_left_without_a_leader_is_a_fault_of_the_run():
     assert run.leaderless(3.0) == ""
     run.access = Access(None)  # no answer: no fault said, the next check asks again
     assert run.leaderless(3.0) == ""
+
+
+def test_a_workloads_producer_settings_reach_its_generator_and_none_are_added_otherwise():
+    from streamscale.broker.connection import KafkaConnection
+    from streamscale.experiment.sut import Context, Placement, StopPolicy, SutRun, Workload
+
+    def config(**workload):
+        run = SutRun(Workload("uc1", rate=1000, **workload), Placement(), StopPolicy(30), Context(topics=("in", "out")))
+        run.bootstrap = KafkaConnection.of("127.0.0.1:9")  # what provision() sets; nothing connects
+        return run.generators().cfg
+
+    cfg = config(producer_config={"linger.ms": 5})
+    assert cfg.producer_config == {"linger.ms": 5} and cfg.topic == "in"
+    assert config().producer_config == {}  # the generator's own defaults (linger.ms 200) then hold
