@@ -64,27 +64,38 @@ def one_run(args, bootstrap: str, trigger: str) -> dict:
     return {"trigger": trigger, "at": r.latency_at, "pcts": pcts, "rate": r.generator_rate, "left": r.undrained}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def add_run_options(ap: argparse.ArgumentParser) -> None:
+    """The options of one run (``one_run``), shared with realtime_timeline.py."""
     ap.add_argument("--rate", type=float, default=10_000)
     ap.add_argument("--cores", type=int, default=1)
-    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=125)
+    ap.add_argument("--checkpoint", default="30 seconds", help="real-time mode's checkpoint interval")
+    ap.add_argument(
+        "--linger-ms", type=int, help="the generator's linger.ms (default 200: records sent in bursts every 200 ms)"
+    )
+
+
+def check_run_options(args) -> float:
+    """The checkpoint interval in seconds; a bad option is one line and exit 2 (through ConfigError)
+    before anything starts."""
+    if args.linger_ms is not None and args.linger_ms < 0:
+        raise ConfigError(f"--linger-ms {args.linger_ms}: a time in milliseconds, 0 or more")
+    return parse_duration(args.checkpoint)[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    add_run_options(ap)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--warmup", type=float, default=35)
     ap.add_argument(
         "--interval", nargs="+", default=["1 second", "0"], help="micro-batch trigger intervals (0: one after another)"
     )
-    ap.add_argument("--checkpoint", default="30 seconds", help="real-time mode's checkpoint interval")
     ap.add_argument(
         "--send-time", dest="append_time", action="store_false", help="latency from the send, not the append"
     )
-    ap.add_argument(
-        "--linger-ms", type=int, help="the generator's linger.ms (default 200: records sent in bursts every 200 ms)"
-    )
     args = ap.parse_args()
-    if args.linger_ms is not None and args.linger_ms < 0:
-        raise ConfigError(f"--linger-ms {args.linger_ms}: a time in milliseconds, 0 or more")
-    if parse_duration(args.checkpoint)[1] >= args.warmup:
+    if check_run_options(args) >= args.warmup:
         raise ConfigError(
             f"--warmup {args.warmup:g} must exceed the checkpoint interval ({args.checkpoint}): "
             "real-time mode's first batch holds the query's cold start"

@@ -21,13 +21,12 @@ import threading
 import time
 
 import numpy as np
-from realtime_latency import one_run
+from realtime_latency import add_run_options, check_run_options, one_run
 
 from streamscale.broker import EmbeddedBroker
-from streamscale.errors import ConfigError
 from streamscale.experiment import outlatency
 from streamscale.experiment.cpus import jvm_pid
-from streamscale.pipelines.trigger import parse_duration
+from streamscale.experiment.processing import weighted_quantile
 
 SAMPLES: list = []  # the run's (output timestamp ms, low, high, weight), taken as its batches get them
 GC: list = []  # (epoch s, young collections' total s, full collections' total s)
@@ -61,18 +60,12 @@ def watch_gc(stop: threading.Event) -> None:
     p.wait()
 
 
-def quantile(x: np.ndarray, w: np.ndarray, q: float) -> float:
-    order = np.argsort(x)
-    cum = np.cumsum(w[order])
-    return float(x[order][np.searchsorted(cum, q * cum[-1])])
-
-
 def print_windows(t: np.ndarray, low: np.ndarray, high: np.ndarray, w: np.ndarray, window: float) -> None:
     print("window (s)   records    p50 low/high    p99 low/high (ms)")
     for s in np.arange(0, t.max(), window):
         sel = (t >= s) & (t < s + window)
         if sel.any():
-            p = [quantile(b[sel], w[sel], q) for q in (0.5, 0.99) for b in (low, high)]
+            p = [weighted_quantile(b[sel], w[sel], q) for q in (0.5, 0.99) for b in (low, high)]
             span = f"{s:5.0f}-{s + window:<5.0f} {w[sel].sum():9,.0f}"
             print(f"{span}  {p[0]:6.0f} / {p[1]:<6.0f}  {p[2]:6.0f} / {p[3]:.0f}")
 
@@ -95,20 +88,27 @@ def print_stalls(t: np.ndarray, high: np.ndarray, w: np.ndarray, stall_ms: float
         print(f"{at % every_s:5.2f} s after a checkpoint")
 
 
+def print_gc(t0: float, t1: float) -> None:
+    rows = [r for r in GC if t0 <= r[0] <= t1]
+    if len(rows) < 2:
+        print("GC: not read (no jstat, or the run was shorter than its samples)")
+        return
+    young = np.diff([r[1] for r in rows]) * 1000
+    full = (rows[-1][2] - rows[0][2]) * 1000
+    pauses = young[young > 0]
+    largest = round(float(pauses.max(initial=0)))
+    got = {"samples_with_young_gc": len(pauses), "young_ms": round(float(pauses.sum()))}
+    print(json.dumps({**got, "largest_sample_young_ms": largest, "full_ms": round(full)}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rate", type=float, default=10_000)
-    ap.add_argument("--cores", type=int, default=1)
-    ap.add_argument("--seconds", type=float, default=125)
-    ap.add_argument("--checkpoint", default="30 seconds", help="real-time mode's checkpoint interval")
-    ap.add_argument("--linger-ms", type=int, help="the generator's linger.ms (default its own, 200)")
+    add_run_options(ap)
     ap.add_argument("--window", type=float, default=5.0, help="seconds per line of the timeline")
     ap.add_argument("--stall-ms", type=float, default=100.0, help="a record this late is in a stall")
     args = ap.parse_args()
-    if args.linger_ms is not None and args.linger_ms < 0:
-        raise ConfigError(f"--linger-ms {args.linger_ms}: a time in milliseconds, 0 or more")
+    every_s = check_run_options(args)
     args.append_time, args.warmup = True, 0.0  # latency from the broker's append, the whole run
-    every_s = parse_duration(args.checkpoint)[1]
     keep_samples()
     stop = threading.Event()
     if shutil.which("jstat"):
@@ -122,19 +122,6 @@ def main() -> None:
     print_windows(t, low, high, w, args.window)
     print_stalls(t, high, w, args.stall_ms, every_s)
     print_gc(out.min() / 1000, out.max() / 1000)
-
-
-def print_gc(t0: float, t1: float) -> None:
-    rows = [r for r in GC if t0 <= r[0] <= t1]
-    if len(rows) < 2:
-        print("GC: not read (no jstat, or the run was shorter than its samples)")
-        return
-    young = np.diff([r[1] for r in rows]) * 1000
-    full = (rows[-1][2] - rows[0][2]) * 1000
-    pauses = young[young > 0]
-    largest = round(float(pauses.max(initial=0)))
-    got = {"samples_with_young_gc": len(pauses), "young_ms": round(float(pauses.sum()))}
-    print(json.dumps({**got, "largest_sample_young_ms": largest, "full_ms": round(full)}))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ import numpy as np
 from streamscale.experiment.slo import Trend, after_warmup, batch_end_s, fit, progress_field
 
 
-def _quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """The q-quantile of ``values``, each counted ``weights`` times (records per value)."""
     order = np.argsort(values, kind="stable")
     cum = np.cumsum(weights[order])
     k = int(np.searchsorted(cum, q * cum[-1], side="left"))
@@ -39,7 +40,7 @@ def processing_bounds(
     a = np.asarray(spans, dtype=float)
     if a[:, 2].sum() <= 0:
         return None
-    return _quantile(a[:, 0], a[:, 2], q), _quantile(a[:, 1], a[:, 2], q)
+    return weighted_quantile(a[:, 0], a[:, 2], q), weighted_quantile(a[:, 1], a[:, 2], q)
 
 
 def processing_percentile_ms(batches, q: float = 0.95, t0_wall: float | None = None, warmup_s: float = 0.0):
