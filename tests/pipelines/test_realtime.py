@@ -82,6 +82,31 @@ def test_a_stateless_job_and_uc1_into_kafka_pass_the_rules(broker, spark, topic_
 
 
 @pytest.mark.spark
+def test_the_job_on_kafkas_columns_keeps_each_inputs_kafka_timestamp_and_passes_the_rules(broker, spark, topic_factory):
+    from datetime import UTC, datetime
+
+    from streamscale.pipelines import jobref
+    from streamscale.pipelines.jobsetup import JobSetup
+
+    pipe = make_pipeline(f"{EXAMPLE}:readings_kw_raw", RT, job=JobSetup(decode="raw"))
+    assert pipe.send_time_field() == "timestamp"
+    pipe.check(spark, broker.bootstrap, topic_factory(2, "rt-raw"))
+    readings = [("s_1", 5, 1500.0, 1_700_000_000_123), ("s_2", 6, 49.0, 1_700_000_000_456)]
+    rows = [
+        (json.dumps({"identifier": i, "timestamp": t, "valueInW": w}).encode(), datetime.fromtimestamp(k / 1000, UTC))
+        for i, t, w, k in readings
+    ]
+    job = jobref.load(f"{EXAMPLE}:readings_kw_raw")
+    got = job(spark.createDataFrame(rows, "value binary, timestamp timestamp"), {"high_kw": 0.05})
+    out = sorted((json.loads(r.j) for r in got.selectExpr("to_json(struct(*)) AS j").collect()), key=lambda o: o["key"])
+    # the rule worked out here; the output's timestamp is the input record's Kafka timestamp, not the field's
+    assert [(o["key"], o["timestamp"], o["valueInKW"], o["band"]) for o in out] == [
+        ("s_1", _iso(1_700_000_000_123), 1.5, "high"),
+        ("s_2", _iso(1_700_000_000_456), 0.049, "normal"),
+    ]
+
+
+@pytest.mark.spark
 def test_values_decoded_without_python_count_what_does_not_parse_or_lacks_a_field(spark):
     values = [
         b'{"identifier":"s_1","timestamp":5,"valueInW":1.5}',
