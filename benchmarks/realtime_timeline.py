@@ -2,13 +2,17 @@
 ``realtime_latency.py``, its records' latencies over the run's time, and the Spark JVM's pauses.
 
     .venv/bin/python benchmarks/realtime_timeline.py [--checkpoint "30 seconds"] [--seconds 125] [--linger-ms 5]
+        [--after processing_time:0]
 
 Prints, per ``--window`` seconds of the run (from its first output record), the records' p50 and
 p99 latency at both bounds of what they give (low: never above the true value, high: never below),
 then every stall: a stretch of 50 ms bins whose records took over ``--stall-ms`` (the high bound),
 and where each one lies against the checkpoints; then the Spark JVM's collections during the run,
 from ``jstat`` read every 50 ms (the JDK's; skipped where it is missing): the samples in which young
-collections ran, their time, the largest such sample's, and the full collections' time.
+collections ran, their time, the largest such sample's, and the full collections' time; then each
+batch's start, the time since the previous one's trigger ended, and the phases Spark timed (a
+real-time batch's ``addBatch`` spans its tasks; planning, the offset log's write and the commit lie
+between two batches' tasks, when no record is read).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import shutil
 import subprocess
 import threading
 import time
+from datetime import datetime
 
 import numpy as np
 from realtime_latency import add_run_options, check_run_options, one_run
@@ -27,9 +32,11 @@ from streamscale.broker import EmbeddedBroker
 from streamscale.experiment import outlatency
 from streamscale.experiment.cpus import jvm_pid
 from streamscale.experiment.processing import weighted_quantile
+from streamscale.pipelines.run import PipelineRun
 
 SAMPLES: list = []  # the run's (output timestamp ms, low, high, weight), taken as its batches get them
 GC: list = []  # (epoch s, young collections' total s, full collections' total s)
+PROGRESS: list = []  # the run's batches' progress, as Spark reports it
 
 
 def keep_samples() -> None:
@@ -40,6 +47,35 @@ def keep_samples() -> None:
         return attach(self, batches)
 
     outlatency.OutputLatency.attach = attach_and_keep
+
+
+def keep_progress() -> None:
+    poll = PipelineRun.poll
+
+    def poll_and_keep(self):
+        new = poll(self)
+        if new:  # Spark's progress read again only when a batch ended
+            ids = {b.batch_id for b in new}
+            PROGRESS.extend(p for p in self.main_query.recentProgress if p["batchId"] in ids)
+        return new
+
+    PipelineRun.poll = poll_and_keep
+
+
+def print_batches(t0_ms: float) -> None:
+    """Each batch's start (s after the first output record), the time since the previous batch's
+    trigger ended, and the phases Spark timed, in ms: a real-time batch's addBatch is its tasks'
+    whole span, the rest lies between two spans."""
+    keys = ("triggerExecution", "addBatch", "queryPlanning", "walCommit", "commitOffsets", "latestOffset")
+    print("batch  start (s)  gap (ms)  " + "  ".join(f"{k:>16}" for k in keys))
+    end = None
+    for p in sorted(PROGRESS, key=lambda p: p["batchId"]):
+        d = p.get("durationMs") or {}
+        start = datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+        gap = "" if end is None else f"{start - end:,.0f}"
+        cells = "  ".join(f"{d.get(k, 0):>16,}" for k in keys)
+        print(f"{p['batchId']:>5}  {(start - t0_ms) / 1000:9.2f}  {gap:>8}  {cells}")
+        end = start + d.get("triggerExecution", 0)
 
 
 def watch_gc(stop: threading.Event) -> None:
@@ -106,14 +142,21 @@ def main() -> None:
     add_run_options(ap)
     ap.add_argument("--window", type=float, default=5.0, help="seconds per line of the timeline")
     ap.add_argument("--stall-ms", type=float, default=100.0, help="a record this late is in a stall")
+    ap.add_argument(
+        "--after", metavar="TRIGGER", help="first a run of this trigger in the same session (e.g. processing_time:0)"
+    )
     args = ap.parse_args()
     every_s = check_run_options(args)
     args.append_time, args.warmup = True, 0.0  # latency from the broker's append, the whole run
     keep_samples()
+    keep_progress()
     stop = threading.Event()
     if shutil.which("jstat"):
         threading.Thread(target=watch_gc, args=(stop,), daemon=True).start()
     with EmbeddedBroker() as broker:
+        if args.after:
+            one_run(args, broker.bootstrap, args.after)
+            PROGRESS.clear()
         run = one_run(args, broker.bootstrap, f"real_time:{args.checkpoint}")
     stop.set()
     out, low, high, w = SAMPLES[-1]
@@ -122,6 +165,7 @@ def main() -> None:
     print_windows(t, low, high, w, args.window)
     print_stalls(t, high, w, args.stall_ms, every_s)
     print_gc(out.min() / 1000, out.max() / 1000)
+    print_batches(out.min())
 
 
 if __name__ == "__main__":
