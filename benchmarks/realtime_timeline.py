@@ -33,6 +33,7 @@ from streamscale.experiment import outlatency
 from streamscale.experiment.cpus import jvm_pid
 from streamscale.experiment.processing import weighted_quantile
 from streamscale.pipelines.run import PipelineRun
+from streamscale.pipelines.trigger import parse_trigger
 
 SAMPLES: list = []  # the run's (output timestamp ms, low, high, weight), taken as its batches get them
 GC: list = []  # (epoch s, young collections' total s, full collections' total s)
@@ -147,6 +148,8 @@ def main() -> None:
     )
     args = ap.parse_args()
     every_s = check_run_options(args)
+    if args.after:
+        parse_trigger(args.after)  # a bad one is one line before the broker starts
     args.append_time, args.warmup = True, 0.0  # latency from the broker's append, the whole run
     keep_samples()
     keep_progress()
