@@ -23,7 +23,6 @@ import shutil
 import subprocess
 import threading
 import time
-from datetime import datetime
 
 import numpy as np
 from realtime_latency import add_run_options, check_run_options, one_run
@@ -32,6 +31,7 @@ from streamscale.broker import EmbeddedBroker
 from streamscale.experiment import outlatency
 from streamscale.experiment.cpus import jvm_pid
 from streamscale.experiment.processing import weighted_quantile
+from streamscale.pipelines.progress import commit_ms
 from streamscale.pipelines.run import PipelineRun
 from streamscale.pipelines.trigger import parse_trigger
 
@@ -72,11 +72,12 @@ def print_batches(t0_ms: float) -> None:
     end = None
     for p in sorted(PROGRESS, key=lambda p: p["batchId"]):
         d = p.get("durationMs") or {}
-        start = datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+        done = commit_ms(p)
+        start = done - d.get("triggerExecution", 0)  # the trigger's start, its progress timestamp
         gap = "" if end is None else f"{start - end:,.0f}"
         cells = "  ".join(f"{d.get(k, 0):>16,}" for k in keys)
         print(f"{p['batchId']:>5}  {(start - t0_ms) / 1000:9.2f}  {gap:>8}  {cells}")
-        end = start + d.get("triggerExecution", 0)
+        end = done
 
 
 def watch_gc(stop: threading.Event) -> None:
