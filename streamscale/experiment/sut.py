@@ -306,7 +306,10 @@ class SutRun:
                                 self.lag_topic):  # fmt: skip
                     break
                 next_check = time.monotonic() + CHECK_EVERY_S
-        self.figures["ran_s"] = time.monotonic() - t_load
+        else:  # the whole duration ran: the generators send their schedule to its end
+            self.figures["ran_s"] = time.monotonic() - t_load
+            self.gen.finish()
+        self.figures.setdefault("ran_s", time.monotonic() - t_load)
         if policy.drain_s is not None:
             self.gres = self.gen.stop()  # the generator first: the query then reads to the end
             self.undrained = drain(self.query, self.access, self.lag_topic, policy.drain_s, self.ctx.on_batch)

@@ -30,6 +30,7 @@ from streamscale.loadgen.records import Encoder, ValueDistribution, sensor_id
 MIN_SLEEP_S = 0.001
 BULK_SLEEP_S = 0.05
 CHUNK = 10_000  # records formatted and handed over per step, at most
+CATCH_UP_S = 1.0  # past its duration, how long a worker behind its schedule may still send
 
 
 def worker_sensors(cfg: GeneratorConfig, w: int) -> list[int]:
@@ -154,7 +155,7 @@ class _Worker:
             if deadline is not None and now >= deadline:
                 # Send what the schedule made due within the duration, then stop; a worker far
                 # behind gets one more second, and what it still owes is its reported shortfall.
-                if not cfg.throttle or now >= deadline + 1.0:
+                if not cfg.throttle or now >= deadline + CATCH_UP_S:
                     break
                 final = True
             due = self._due(now)

@@ -6,6 +6,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from streamscale.errors import ConfigError, StreamscaleError
 from streamscale.loadgen import GeneratorConfig, LoadGenerator, SensorRegistry, generate
+from streamscale.loadgen.generator import LoadGenerators
 from streamscale.loadgen.registry import REGISTRY_KEY
 
 
@@ -74,6 +75,21 @@ def test_a_rate_far_below_the_machines_is_reached(broker, topic_factory):
     res = generate(GeneratorConfig(broker.bootstrap, topic=topic, sensors=100, workers=1, duration_s=3))
     assert res.delivered == 300 and res.failed == 0
     assert res.reached_target
+
+
+def test_finish_lets_each_generator_send_its_whole_schedule_and_stop_does_not(broker, access, topic_factory):
+    # A run asks for its generators' end when its own load window closes, which opens a moment after
+    # their schedule began: finish waits out the schedule, stop ends it at once.
+    first, second, cut = topic_factory(1), topic_factory(1), topic_factory(1)
+    gens = LoadGenerators([
+        ("a", GeneratorConfig(broker.bootstrap, topic=first, sensors=100, workers=1, duration_s=1.5)),
+        ("b", GeneratorConfig(broker.bootstrap, topic=second, sensors=40, workers=1, duration_s=1.5)),
+    ]).start()  # fmt: skip
+    res = gens.finish()
+    assert (res.sent, res.failed) == (210, 0)
+    assert [sum(access.end_offsets(t).values()) for t in (first, second)] == [150, 60]
+    early = LoadGenerator(GeneratorConfig(broker.bootstrap, topic=cut, sensors=100, workers=1, duration_s=1.5))
+    assert early.start().stop().sent < 150  # stopped before its schedule even began
 
 
 def test_shortfall_is_reported(broker, topic_factory):
