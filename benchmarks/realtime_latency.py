@@ -29,8 +29,16 @@ includes the ~100 ms its producer holds a record on average before sending, ling
 due rather than in bursts of 200 ms of the load, which real-time mode then works through one by one);
 
 and prints each run's p50, p95 and p99 (each at the high bound of what the run's records give,
-never below the true value), then per repetition the ratio of the p99s (real-time over each
-micro-batch interval), medians and ranges. The configurations alternate, each first in turn.
+never below the true value) and what they were taken over: the batches ending after the warm-up,
+their records and the share of them over 100 ms; then per repetition the ratio of the p99s
+(real-time over each micro-batch interval), medians and ranges. The configurations alternate, each
+first in turn.
+
+Each real-time batch holds one checkpoint's stall (the records that arrive while Spark ends one
+batch's tasks and starts the next's wait), at its start. A run that ends just after a checkpoint
+counts a whole stall on the few seconds of records its last batch holds, and so more stalls than
+its length has checkpoints; one that ends a little before a checkpoint counts one per interval,
+e.g. ``--checkpoint "5 minutes" --warmup 305 --seconds 585`` (one batch: 285 s of records, one stall).
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from pathlib import Path
 from streamscale.broker import EmbeddedBroker
 from streamscale.errors import ConfigError
 from streamscale.experiment.processing import processing_percentile_ms
+from streamscale.experiment.slo import after_warmup, batch_end_s, progress_field
 from streamscale.experiment.sut import Context, Placement, StopPolicy, Workload, run_sut
 from streamscale.pipelines.jobsetup import JobSetup
 from streamscale.pipelines.trigger import parse_duration
@@ -68,7 +77,21 @@ def one_run(args, bootstrap: str, trigger: str) -> dict:
         Context(bootstrap, topic_config={"message.timestamp.type": "LogAppendTime"} if args.append_time else None),
     )
     pcts = {q: processing_percentile_ms(r.batches, q, r.t0_wall, args.warmup) for q in (0.5, 0.95, 0.99)}
-    return {"trigger": trigger, "at": r.latency_at, "pcts": pcts, "rate": r.generator_rate, "left": r.undrained}
+    return {"trigger": trigger, "at": r.latency_at, "pcts": pcts, "rate": r.generator_rate, "left": r.undrained,
+            "judged": judged(r.batches, r.t0_wall, args.warmup)}  # fmt: skip
+
+
+def judged(batches, t0_wall: float, warmup: float) -> str:
+    """What a run's percentiles were taken over: its batches after the warm-up (for real-time
+    mode, each one checkpoint interval and the stall at its start), their records and the share of
+    them over 100 ms."""
+    kept = [b for b in after_warmup(batches, t0_wall, warmup) if progress_field(b, "processing_latency")]
+    spans = [s for b in kept for s in progress_field(b, "processing_latency")]
+    records = sum(n for _, _, n in spans)
+    over = sum(n for _, high, n in spans if high > 100)
+    ends = [batch_end_s(b, t0_wall) for b in kept]
+    where = f", ending {min(ends):.0f}-{max(ends):.0f} s" if ends else ""
+    return f"{len(kept)} batches{where}, {records:,.0f} records, {over / max(records, 1):.2%} over 100 ms"
 
 
 def add_run_options(ap: argparse.ArgumentParser) -> None:
@@ -125,7 +148,8 @@ def main() -> None:
                 p = run["pcts"]
                 print(
                     f"{trigger:<28} p50 {p[0.5]:>7,.0f} ms  p95 {p[0.95]:>7,.0f} ms  p99 {p[0.99]:>7,.0f} ms "
-                    f"(at the {run['at']}; load {run['rate']:,.0f}/s; {run['left']:,} left undrained)",
+                    f"(at the {run['at']}; load {run['rate']:,.0f}/s; {run['left']:,} left undrained; "
+                    f"judged {run['judged']})",
                     flush=True,
                 )
     for trigger, runs in got.items():
