@@ -81,10 +81,11 @@ lint: install
 	$(BIN)/ruff format --check streamscale tests benchmarks
 	$(BIN)/lint-imports
 
-# Two workers: most tests wait on a JVM (a broker's or Spark's start, a micro-batch's trigger)
-# for part of their time. The longest tests go first (tests/conftest.py), so that they overlap
-# with the many short ones instead of ending the run alone.
-TEST_WORKERS ?= 2
+# Three workers on 2 CPUs: most tests wait on a JVM (a broker's or Spark's start, a micro-batch's
+# trigger) for part of their time, and a third worker fills the CPU time two leave idle
+# (docs/performance.md, "Test suite"). The longest tests go first (tests/conftest.py), so that
+# they overlap with the many short ones instead of ending the run alone.
+TEST_WORKERS ?= 3
 
 test: install lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)

@@ -37,7 +37,7 @@ def pytest_unconfigure(config):
         shutil.rmtree(os.environ[_JVM_TMP], ignore_errors=True)
 
 
-# The longest tests (a minute or more each on 2 CPUs), run first: with two workers (`make test`)
+# The longest tests (a minute or more each on 2 CPUs), run first: with several workers (`make test`)
 # they then overlap with the short ones instead of ending the run alone.
 LONGEST_FIRST = (
     "tests/test_demo.py::",
