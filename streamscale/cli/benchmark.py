@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from streamscale.benchmark.plan import resolve
 from streamscale.cli.app import (
     EmbeddedOrBootstrap,
     KafkaConfig,
@@ -157,6 +156,7 @@ def bench_reference():
 @bench_app.command("validate")
 def bench_validate(spec_file: Path):
     """Check a spec and show what it would run."""
+    from streamscale.benchmark.plan import resolve
     from streamscale.benchmark.spec import load_spec
     from streamscale.loadgen.inputs import Inputs
     from streamscale.pipelines.trigger import parse_trigger
@@ -202,6 +202,7 @@ def bench_run(
 ):
     """Run an execution: isolated experiments chosen by the search strategy; resumes if interrupted."""
     from streamscale.benchmark.execution import run_execution
+    from streamscale.benchmark.plan import resolve
     from streamscale.benchmark.spec import load_spec, with_confirm
 
     spec = with_security(load_spec(spec_file), security)
