@@ -106,14 +106,14 @@ class EmbeddedCluster(SecuredKafka):
         kafka_server.java_binary()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # the ports are free when picked, and another process may bind one before its node does:
-        # such a start is tried again on other ports, in fresh storage (stop removed the first's;
-        # a kept cluster's storage is the user's and is not tried again)
+        # such a start is tried again on other ports, in fresh storage (stop removed the first's),
+        # or a kept cluster's in its own storage, as any restart of it is (on ports picked anew)
         for attempt in range(3):
             self._make_root()
             try:
                 return self._start_nodes(t0)
             except BrokerError:
-                if attempt == 2 or self.keep_data or self.network is not None or not self._port_taken():
+                if attempt == 2 or self.network is not None or not self._port_taken():
                     raise
                 self.nodes = {}
         raise AssertionError("unreachable")  # pragma: no cover

@@ -193,11 +193,13 @@ def test_a_stop_waits_for_a_node_that_is_still_exiting(monkeypatch):
     assert not daemon._wait_gone(node, timeout=0.2)
 
 
-def test_a_port_another_process_took_before_its_node_bound_it_is_tried_again_elsewhere(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kept", [False, True], ids=["temporary", "kept-storage"])
+def test_a_port_another_process_took_before_its_node_bound_it_is_tried_again_elsewhere(tmp_path, monkeypatch, kept):
     import socket
 
     from streamscale.broker import cluster as cluster_module
     from streamscale.broker.cluster import EmbeddedCluster
+    from streamscale.broker.kafka_server import is_formatted
     from streamscale.ports import free_port
 
     taken = socket.socket()
@@ -207,10 +209,13 @@ def test_a_port_another_process_took_before_its_node_bound_it_is_tried_again_els
     handed = iter([port])  # the first port handed out is one another process holds by then
     monkeypatch.setattr(cluster_module, "free_port", lambda: next(handed, None) or free_port())
     try:
-        with EmbeddedCluster(3, log_dir=tmp_path / "logs") as c:
+        data = tmp_path / "data" if kept else None
+        with EmbeddedCluster(3, log_dir=tmp_path / "logs", data_dir=data) as c:
             assert port not in {n.port for n in c.nodes.values()} and len(c.pids()) == 3
             assert sorted(c.connection.admin().list_topics(timeout=10).brokers) == [1, 2, 3]
         assert "Address already in use" in (tmp_path / "logs" / f"kafka-node1-{port}.log").read_text()
+        if kept:  # the storage the first try formatted, kept as given
+            assert all(is_formatted(data / f"node-{i}") for i in (1, 2, 3))
     finally:
         taken.close()
 
