@@ -7,6 +7,7 @@ Every process is started by us and stopped by its process id (never by name).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 
 from streamscale.errors import SparkError
-from streamscale.ports import free_port, port_open
+from streamscale.ports import free_port
 from streamscale.processes import die_with_parent
 from streamscale.sparkio.driveropts import driver_java_options
 from streamscale.sparkio.home import spark_home
@@ -69,7 +70,9 @@ class StandaloneCluster:
         return p
 
     def start(self) -> StandaloneCluster:
-        self.port, self.ui_port = free_port(), free_port()
+        # the ports are free when picked, and another process may bind one before the master does;
+        # Spark then moves to the next free port (spark.port.maxRetries), so the master's URL and
+        # UI are the ports its log says it bound, never the ones asked for
         self._spawn(
             "master",
             [
@@ -77,12 +80,13 @@ class StandaloneCluster:
                 "--host",
                 "127.0.0.1",
                 "--port",
-                str(self.port),
+                str(free_port()),
                 "--webui-port",
-                str(self.ui_port),
+                str(free_port()),
             ],
         )
-        self._await(lambda: port_open("127.0.0.1", self.port), "the master to listen")
+        self.port = self._await(lambda: self.bound_port("sparkMaster"), "the master to listen")
+        self.ui_port = self._await(lambda: self.bound_port("MasterUI"), "the master's UI to listen")
         for i in range(self.workers):
             self._spawn(
                 f"worker-{i}",
@@ -106,13 +110,21 @@ class StandaloneCluster:
         log = self.log_dir / "master.log"
         return log.read_text(errors="replace").count("Registering worker") if log.exists() else 0
 
-    def _await(self, cond, what: str) -> None:
+    def bound_port(self, service: str) -> int | None:
+        """The port the master's log says ``service`` bound (None before it has)."""
+        log = self.log_dir / "master.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        found = re.search(rf"Successfully started service '{re.escape(service)}' on port (\d+)", text)
+        return int(found.group(1)) if found else None
+
+    def _await(self, cond, what: str):
+        """``cond()``'s first true value, polled until the timeout or until a process exits."""
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if any(p.poll() is not None for p in self.procs):
                 raise SparkError(f"a Spark standalone process exited while waiting for {what}; logs in {self.log_dir}")
-            if cond():
-                return
+            if value := cond():
+                return value
             time.sleep(0.2)
         raise SparkError(f"timed out waiting for {what}; logs in {self.log_dir}")
 
