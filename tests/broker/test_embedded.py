@@ -1,5 +1,6 @@
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -234,3 +235,20 @@ def test_only_a_whole_archive_from_a_clean_exit_is_kept(tmp_path):
     assert not keep_archive(tmp, path, clean_exit=True) and not tmp.exists() and not path.exists()
     tmp.write_bytes(b"x")
     assert keep_archive(tmp, path, clean_exit=True) and path.read_bytes() == b"x" and not tmp.exists()
+
+
+@pytest.mark.parametrize("var", ["JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS"])
+def test_a_collector_the_java_launcher_is_given_is_the_broker_s(monkeypatch, var):
+    # a second collector on the broker's command line would stop its JVM at once
+    from streamscale.broker import kafka_server
+
+    monkeypatch.delenv("JDK_JAVA_OPTIONS", raising=False)
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    assert "-XX:+UseG1GC" in kafka_server.server_command(pathlib.Path("p"), pathlib.Path("l"))
+    monkeypatch.setenv(var, "-Xss1m -XX:+UseSerialGC")
+    cmd = kafka_server.server_command(pathlib.Path("p"), pathlib.Path("l"))
+    assert not [c for c in cmd if c.endswith("GC") or "GCPause" in c]
+    jvm = cmd[: cmd.index("kafka.Kafka")]
+    ran = subprocess.run([*jvm, "-XX:+PrintFlagsFinal", "-version"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert re.search(r"\bUseSerialGC\s+= true", ran.stdout)
