@@ -4,7 +4,6 @@ even when tests fail), and a fresh topic per test."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 import uuid
@@ -12,6 +11,7 @@ import uuid
 import pytest
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker
+from streamscale.broker.kafka_server import names_collector
 
 # Every JVM the tests start (brokers, clusters, the Spark sessions of the commands under test) runs
 # with the C1 compiler alone, through the java launcher's JDK_JAVA_OPTIONS, inherited by each child.
@@ -27,7 +27,7 @@ if _C1_ONLY not in os.environ.get("JDK_JAVA_OPTIONS", ""):
 # G1 out): in JVMs this short-lived on 2 cores it costs less CPU than G1. The late-rule and
 # windowed tests took 105-108 CPU-s with it against 112-117 with G1, a broker's start and stop
 # 2.2-2.4 against 2.3-2.9 CPU-s (each alternated, 2026-12-04).
-if not re.search(r"-XX:\+Use\w+GC\b", os.environ["JDK_JAVA_OPTIONS"]):
+if not names_collector(os.environ["JDK_JAVA_OPTIONS"]):
     os.environ["JDK_JAVA_OPTIONS"] += " -XX:+UseSerialGC"
 
 # ...and keeps its temporary files (Spark's block managers and artifact folders) in one folder of the

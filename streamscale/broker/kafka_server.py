@@ -202,14 +202,17 @@ def _class_data(libs: Path, dump: str | None = None) -> list[str]:
     return [f"-XX:SharedArchiveFile={jsa}", "-Xlog:disable", "-Xlog:all=warning:stderr"]
 
 
+def names_collector(java_options: str) -> bool:
+    """Whether JVM options choose a garbage collector: a JVM given two stops at once ("Multiple
+    garbage collectors selected")."""
+    return re.search(r"-XX:\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC\b", java_options) is not None
+
+
 def _collector() -> list[str]:
     """G1 with short pauses, unless the java launcher's own options (``JDK_JAVA_OPTIONS``,
-    ``JAVA_TOOL_OPTIONS``) already choose a collector: a JVM given two stops at once ("Multiple
-    garbage collectors selected")."""
+    ``JAVA_TOOL_OPTIONS``) already choose a collector."""
     given = f"{os.environ.get('JDK_JAVA_OPTIONS', '')} {os.environ.get('JAVA_TOOL_OPTIONS', '')}"
-    if re.search(r"-XX:\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC\b", given):
-        return []
-    return ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
+    return [] if names_collector(given) else ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
 
 
 def _jvm(java: str, libs: Path, log4j: Path, heap_size: str, short_lived: bool = False) -> list[str]:
