@@ -106,15 +106,16 @@ class StandaloneCluster:
         self._await(lambda: self.registered_workers() >= self.workers, f"{self.workers} workers to register")
         return self
 
-    def registered_workers(self) -> int:
+    def _master_log(self) -> str:
         log = self.log_dir / "master.log"
-        return log.read_text(errors="replace").count("Registering worker") if log.exists() else 0
+        return log.read_text(errors="replace") if log.exists() else ""
+
+    def registered_workers(self) -> int:
+        return self._master_log().count("Registering worker")
 
     def bound_port(self, service: str) -> int | None:
         """The port the master's log says ``service`` bound (None before it has)."""
-        log = self.log_dir / "master.log"
-        text = log.read_text(errors="replace") if log.exists() else ""
-        found = re.search(rf"Successfully started service '{re.escape(service)}' on port (\d+)", text)
+        found = re.search(rf"Successfully started service '{re.escape(service)}' on port (\d+)", self._master_log())
         return int(found.group(1)) if found else None
 
     def _await(self, cond, what: str):
