@@ -27,7 +27,7 @@ from rich.markup import escape
 from streamscale import terminal
 from streamscale.benchmark.answer import answer, bracket_answer
 from streamscale.benchmark.experiment_runner import ExperimentRunner
-from streamscale.benchmark.plan import resolve
+from streamscale.benchmark.plan import Plan, as_plan
 from streamscale.benchmark.results import (
     ExperimentResult,
     ResultsFile,
@@ -37,7 +37,6 @@ from streamscale.benchmark.runline import run_line
 from streamscale.benchmark.search import MetricSearch, Outcome, Search
 from streamscale.benchmark.setting import broker_change_note, embedded_kafka, short_for_windows, spec_connector
 from streamscale.benchmark.spec import Spec
-from streamscale.benchmark.units import Axes
 from streamscale.benchmark.verdict import majority_verdict
 from streamscale.broker.connection import KafkaConnection, build_connection, masked
 from streamscale.errors import ConfigError
@@ -67,7 +66,7 @@ class Execution:
 
     def __init__(
         self,
-        spec: Spec,
+        plan: Plan | Spec,
         out_dir: Path,
         run_experiment: Callable[..., ExperimentResult],
         live=None,
@@ -78,8 +77,8 @@ class Execution:
         self.extra = extra or dict  # what the caller adds to summary.json (the demo: its probe)
         # the long runs of strategy.confirm (streamscale.benchmark.confirm.long_execution's runner)
         self.long_experiment = long_experiment or run_experiment
-        self.spec = spec
-        self.plan = resolve(spec)
+        self.plan = as_plan(plan)
+        self.spec = self.plan.spec
         self.out_dir = out_dir
         self.run_experiment = run_experiment
         self.results = ResultsFile(out_dir)
@@ -262,7 +261,7 @@ class Execution:
         """summary.csv, summary.json and the metric's plot of every configuration's outcome."""
         from streamscale.benchmark.plots import plot_brackets, plot_config_brackets, plot_metric
 
-        ex, axes = self.spec.execution, Axes.of(self.spec)
+        ex, axes = self.spec.execution, self.plan.axes
         plot = self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png")
         if any(o.brackets is not None for o in outcomes.values()):
             table = [{**b, **({"config": n} if n else {})} for n, o in outcomes.items() for b in o.brackets]
@@ -318,7 +317,7 @@ class Execution:
             keys = (("config",) if any("config" in b for b in brackets) else ()) + keys
             rows = [{k: b[k] for k in keys} for b in brackets]
         cpu = [r.sampler_cpu_pct for r in self.done.values()]
-        axes = Axes.of(self.spec)
+        axes = self.plan.axes
         sut = display_name(self.spec.benchmark.sut)
         if brackets is not None:
             said = bracket_answer(brackets, axes, sut, list(self.done.values()))
@@ -362,7 +361,7 @@ class Execution:
         """The summary of a linear, binary or full search run per configuration: the rows and the
         answer's capacity (or demand) entries carry their configuration's name."""
         ex = self.spec.execution
-        axes, sut, most = Axes.of(self.spec), display_name(self.spec.benchmark.sut), max(ex.resources.values)
+        axes, sut, most = self.plan.axes, display_name(self.spec.benchmark.sut), max(ex.resources.values)
         rows, capacity, demand, parts = [], [], [], []
         kx, ky = self._keys()
         for name, o in outcomes.items():
@@ -378,15 +377,12 @@ class Execution:
         return summary
 
 
-def _long_runner(spec: Spec, runner: ExperimentRunner) -> ExperimentRunner:
-    """The runner of strategy.confirm's long runs: the spec's long execution, the same Kafka,
-    sessions and broker processes as the search's runner."""
-    from streamscale.benchmark.confirm import long_execution
-
+def _long_runner(plan: Plan, runner: ExperimentRunner) -> ExperimentRunner:
+    """The runner of strategy.confirm's long runs: the plan's long runs, the same Kafka, sessions
+    and broker processes as the search's runner."""
     return ExperimentRunner(
-        long_execution(spec), runner.out_dir, runner.bootstrap, runner.sessions, runner.broker_pids,
-        runner.replication_factor,
-    )  # fmt: skip
+        plan.long(), runner.out_dir, runner.bootstrap, runner.sessions, runner.broker_pids, runner.replication_factor
+    )
 
 
 def _duration(seconds: float) -> str:
@@ -400,7 +396,7 @@ def _duration(seconds: float) -> str:
 
 
 def run_execution(
-    spec: Spec,
+    plan: Plan | Spec,
     out_dir: Path,
     bootstrap: KafkaConnection | str | None = None,
     live=None,
@@ -409,7 +405,8 @@ def run_execution(
     broker_pids: list[int] | None = None,
     extra: Callable[[], dict] | None = None,
 ) -> dict:
-    """Run the execution, then write report.html (streamscale.benchmark.report) next to its results.
+    """Run the execution of ``plan`` (or of a spec, resolved here once), then write report.html
+    (streamscale.benchmark.report) next to its results.
 
     ``bootstrap``: a connection or bootstrap servers, else an embedded broker; ``properties``: Kafka
     client properties for every client of the run. Neither given: both from the spec's ``kafka:``
@@ -419,10 +416,11 @@ def run_execution(
     broker's processes (an embedded one's), whose CPU runs report. ``extra()``: more for summary.json."""
     from contextlib import ExitStack
 
-    from streamscale.benchmark.environment import environment
     from streamscale.benchmark.report import write_report
 
-    resolve(spec).check()  # before a broker starts: a load value its pipeline refuses is one line
+    plan = as_plan(plan)
+    spec = plan.spec
+    plan.check()  # before a broker starts: a load value its pipeline refuses is one line
     with ExitStack() as stack:
         if bootstrap is None and properties is None:  # the section (the environment is the CLI's)
             bootstrap, properties = build_connection(section=spec.kafka_section(), use_env=False)
@@ -431,11 +429,11 @@ def run_execution(
             broker = stack.enter_context(embedded_kafka(spec, out_dir / "logs"))
             bootstrap, broker_pids = broker.connection, broker.pids()
         conn = KafkaConnection.of(bootstrap, properties)
-        note = short_for_windows(spec)
+        note = short_for_windows(plan)
         if note:
             console.print(f"note: {note}", highlight=False)
-        runner = ExperimentRunner(spec, out_dir, conn, sessions, broker_pids, spec.replication_factor(embedded))
-        long = _long_runner(spec, runner) if spec.execution.strategy.confirm else None
+        runner = ExperimentRunner(plan, out_dir, conn, sessions, broker_pids, spec.replication_factor(embedded))
+        long = _long_runner(plan, runner) if spec.execution.strategy.confirm else None
         if embedded:
             from streamscale.benchmark.faults import BrokerWatch
 
@@ -443,15 +441,8 @@ def run_execution(
             if long is not None:
                 long.watch = runner.watch
         stack.callback(runner.close)  # a kept session stops before the broker it reads
-        execution = Execution(spec, out_dir, runner, live=live, long_experiment=long, extra=extra)
-        env = environment(spec, conn.bootstrap, embedded)
-        env["topics"] = f"{spec.benchmark.topics.partitions} partitions, replication factor {runner.replication_factor}"
-        props = dict(conn.properties)
-        protocol = props.get("security.protocol", "PLAINTEXT").upper()
-        mechanism = props.get("sasl.mechanism") if "SASL" in protocol else None
-        env["security"] = f"{protocol} ({mechanism})" if mechanism else protocol
-        if embedded and spec.broker.brokers > 1:
-            env["broker"] = f"embedded cluster of {spec.broker.brokers} nodes: " + env["broker"]
+        execution = Execution(plan, out_dir, runner, live=live, long_experiment=long, extra=extra)
+        env = _environment(spec, conn, embedded, runner.replication_factor)
         changed = broker_change_note(out_dir, env)
         if changed and execution.done:
             console.print(f"note: {changed}", highlight=False)
@@ -459,3 +450,18 @@ def run_execution(
         summary = execution.run()
     summary["report"] = str(write_report(out_dir))
     return summary
+
+
+def _environment(spec: Spec, conn: KafkaConnection, embedded: bool, replication_factor: int) -> dict:
+    """What environment.json says of an execution: versions, machine, broker, topics, security."""
+    from streamscale.benchmark.environment import environment
+
+    env = environment(spec, conn.bootstrap, embedded)
+    env["topics"] = f"{spec.benchmark.topics.partitions} partitions, replication factor {replication_factor}"
+    props = dict(conn.properties)
+    protocol = props.get("security.protocol", "PLAINTEXT").upper()
+    mechanism = props.get("sasl.mechanism") if "SASL" in protocol else None
+    env["security"] = f"{protocol} ({mechanism})" if mechanism else protocol
+    if embedded and spec.broker.brokers > 1:
+        env["broker"] = f"embedded cluster of {spec.broker.brokers} nodes: " + env["broker"]
+    return env

@@ -11,10 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streamscale.benchmark.outcome import Speeds, first_look_s, judged, looking
-from streamscale.benchmark.plan import Point, resolve
+from streamscale.benchmark.plan import Plan, Point, as_plan
 from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.spec import Spec
-from streamscale.benchmark.units import Axes
 from streamscale.benchmark.verdict import died_result
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import SparkDied
@@ -43,7 +42,7 @@ class ExperimentRunner:
 
     def __init__(
         self,
-        spec: Spec,
+        plan: Plan | Spec,
         out_dir: Path,
         bootstrap: KafkaConnection | str,
         sessions=None,
@@ -57,8 +56,9 @@ class ExperimentRunner:
         ``replication_factor``: of the experiments' topics (default: the spec's, else 1)."""
         from streamscale.experiment.sessions import SparkSessions
 
-        self.spec, self.out_dir, self.bootstrap = spec, out_dir, bootstrap
-        self.plan = resolve(spec)
+        self.plan = as_plan(plan)
+        spec = self.spec = self.plan.spec
+        self.out_dir, self.bootstrap = out_dir, bootstrap
         self.own_sessions = sessions is None
         self.sessions = SparkSessions(keep=spec.execution.reuse_spark) if sessions is None else sessions
         self.broker_pids = list(broker_pids or [])
@@ -116,7 +116,7 @@ class ExperimentRunner:
         except SparkDied as died:
             # a query whose batches outgrow the driver's memory ran out of it: the load was not
             # held; the next experiment starts a new JVM (experiment.sessions)
-            limit = lag_limit(point.rate, spec.execution.slos.lag_trend_threshold)
+            limit = lag_limit(point.read_rate, spec.execution.slos.lag_trend_threshold)
             res = died_result(load, resources, repetition, point.rate, limit, str(died), time.monotonic() - t_run)
             res.config, res.exp_id = config, exp_id(load, resources, repetition, config)
             prometheus.experiments_total.labels("fail").inc()
@@ -197,7 +197,7 @@ class ExperimentRunner:
             res,
             d / f"{res.exp_id}.png",
             trend=trend,
-            axes=Axes.of(self.spec),
+            axes=self.plan.axes,
         )
 
 

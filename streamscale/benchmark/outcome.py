@@ -48,7 +48,7 @@ def look_checkers(spec: Spec, point: Point) -> tuple:
     """What a look judges (the lag trend first, on the rate the load sends)."""
     slos = spec.execution.slos
     return (
-        LagTrend(slos.lag_trend_threshold, point.rate),
+        LagTrend(slos.lag_trend_threshold, point.read_rate),
         OutputLatency(slos.latency_p95_ms),
         ProcessingLatency(point.processing_limit_ms),
     )
@@ -94,6 +94,7 @@ def final_checkers(spec: Spec, point: Point) -> tuple:
 
 def observation(r, warmup_s: float, point: Point, ran_s: float, slowdown_: float = float("nan")) -> Observation:
     """A finished run (a :class:`~streamscale.experiment.sut.SutResult`) as the SLOs see it."""
+    share = getattr(r, "read_share", 1.0)  # what the query reads of the load (SutResult.read_share)
     return Observation(
         lag=r.lag,
         batches=r.batches,
@@ -102,12 +103,13 @@ def observation(r, warmup_s: float, point: Point, ran_s: float, slowdown_: float
         topic=r.input_topic,
         period_s=point.period_s,
         ran_s=ran_s,
-        target_rate=r.target_rate,
-        generator_rate=r.generator_rate,
+        # what the query reads, as its lag and the delivered rate count (unread inputs left out)
+        target_rate=r.target_rate * share,
+        generator_rate=r.generator_rate * share,
         generator_reached_target=r.generator_reached_target,
         generator_error=r.generator_error,
         lag_samples_missed=r.lag_samples_missed,
-        generated=r.generated,
+        generated=round(r.generated * share),
         dropped_late=r.dropped_late,
         slowdown=slowdown_,
     )

@@ -13,10 +13,12 @@ from functools import cached_property
 from streamscale.benchmark.spec import PROCESSING_P95_MAX_MS, PROCESSING_P95_TRIGGERS, Spec
 from streamscale.benchmark.units import (
     RESOURCES,
+    Axes,
     LoadDimension,
     ResourceDimension,
     load_dimension,
 )
+from streamscale.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Point:
     params: dict
     sensors: int  # the generator's keys
     rate: float  # records/s the load sends
+    read_rate: float  # of those, what the job reads (inputs it does not read left out): the lag's limit
     load_rate: float | None  # the load itself where it is a rate (records/s), else None
     master: str
     spark_conf: dict
@@ -48,6 +51,18 @@ class Plan:
     load: LoadDimension
     resource: ResourceDimension
     configs: dict[str, tuple[dict, dict]] = field(default_factory=dict)  # name: (Spark settings, parameters)
+
+    @property
+    def axes(self) -> Axes:
+        """How its load and resource values are shown."""
+        return Axes(self.load, self.resource)
+
+    def long(self) -> Plan:
+        """The plan of its long runs (strategy.confirm): the same dimensions and configurations, the
+        execution as :func:`streamscale.benchmark.confirm.long_execution` says."""
+        from streamscale.benchmark.confirm import long_execution
+
+        return Plan(long_execution(self.spec), self.load, self.resource, self.configs)
 
     def point(self, load: float, resources: int, config: str = "") -> Point:
         from streamscale.pipelines import PIPELINES, Pipeline, make_pipeline
@@ -70,6 +85,7 @@ class Plan:
             params=applied.params,
             sensors=applied.sensors,
             rate=applied.rate,
+            read_rate=applied.rate * pipe.read_share,
             load_rate=applied.load_rate,
             master=placed.master,
             spark_conf=spark_conf,
@@ -82,16 +98,16 @@ class Plan:
     def check(self) -> None:
         """Every load value of every configuration builds its pipeline (where a value sets one of its
         parameters); ConfigError naming the value and the configuration otherwise."""
-        from streamscale.errors import ConfigError
 
         for name in self.configs:  # each configuration's trigger on each resource
             for resources in self.spec.execution.resources.values:
                 try:
                     self.point(self.spec.execution.load.values[0], resources, name)
-                except ConfigError as exc:  # a load value's own error is said by the loop below
-                    if str(exc).startswith("trigger"):
-                        where = f"execution.configs.{name}" if name else "benchmark.params"
-                        raise ConfigError(f"{where}: {exc}") from None
+                except TriggerError as exc:  # a load value's own error is said by the loop below
+                    where = f"execution.configs.{name}" if name else "benchmark.params"
+                    raise ConfigError(f"{where}: {exc}") from None
+                except ConfigError:
+                    pass
         if not self.load.checked:
             return
         for name in self.configs:
@@ -126,17 +142,29 @@ class Plan:
 
 def check_trigger(pipe, master: str, spark_conf: dict, partitions: int) -> None:
     """The pipeline's trigger can run a benchmark's run here (real-time mode's rules that need no
-    Spark: streamscale.pipelines.realtime; the rest when its run starts)."""
+    Spark: streamscale.pipelines.realtime; the rest when its run starts); TriggerError otherwise."""
     from streamscale.pipelines import realtime
     from streamscale.pipelines.trigger import check_streams
 
-    trigger = pipe.trigger()
-    check_streams(trigger)
-    if trigger.real_time:
-        realtime.check_setup(pipe, spark_conf)
-        slots = realtime.slots_of(master, spark_conf)
-        if slots is not None:
-            realtime.check_slots(slots, partitions, trigger)
+    try:
+        trigger = pipe.trigger()
+        check_streams(trigger)
+        if trigger.real_time:
+            realtime.check_setup(pipe, spark_conf)
+            slots = realtime.slots_of(master, spark_conf)
+            if slots is not None:
+                realtime.check_slots(slots, partitions, trigger)
+    except ConfigError as exc:
+        raise TriggerError(str(exc)) from None
+
+
+class TriggerError(ConfigError):
+    """A configuration's trigger cannot run here (whatever its load)."""
+
+
+def as_plan(given: Plan | Spec) -> Plan:
+    """``given`` if it is a plan, else its spec's: callers that resolved their spec pass the plan on."""
+    return given if isinstance(given, Plan) else resolve(given)
 
 
 def resolve(spec: Spec) -> Plan:

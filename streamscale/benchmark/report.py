@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from streamscale.benchmark.results import FILE_NAME, read_results
-from streamscale.benchmark.units import Axes, approx
+from streamscale.benchmark.units import approx
 from streamscale.errors import ConfigError
 from streamscale.observe.html import html_table, img_tag, page_head, page_tail
 
@@ -149,11 +149,11 @@ def _with_limit(value: str, limit: str) -> str:
     return value if limit == "—" or limit.startswith("—") else f"{value} (limit {limit})"
 
 
-def _experiment_row(e, axes_rate, configs: bool) -> dict:
+def _experiment_row(e, configs: bool) -> dict:
     row = {"configuration": e.config} if configs else {}
     row.update(
         {
-            "load (records/s)": _num(axes_rate(e.load)),
+            "load (records/s)": _num(e.target_rate),  # what the run's plan had its generators send
             "resources": e.resources,
             "verdict": e.verdict or ("pass" if e.passed else "fail"),
             "lag trend": _with_limit(f"{_num(e.lag_slope)}/s", f"{_num(e.lag_limit)}/s"),
@@ -190,19 +190,6 @@ def _metric_cell(key: str, value: str) -> str:
     return _num(x)
 
 
-def _load_rate(spec_text: str, load_type: str):
-    """How a load value reads in records/s, from the spec the results were run with."""
-    import yaml
-
-    try:
-        bm = (yaml.safe_load(spec_text) or {}).get("benchmark") or {}
-        children = int((bm.get("params") or {}).get("children", 4))
-        period = float((bm.get("loadgen") or {}).get("period_s", 1.0))
-    except (yaml.YAMLError, AttributeError, TypeError, ValueError):
-        children, period = 4, 1.0
-    return Axes(load_type, children=children, period_s=period).rate
-
-
 def write_report(results_dir: Path) -> Path:
     d = Path(results_dir)
     if not (d / FILE_NAME).exists() and not (d / "summary.json").exists():
@@ -229,12 +216,11 @@ def write_report(results_dir: Path) -> Path:
     plot = d / ("demand.png" if kind == "demand" else "capacity.png")
     if plot.exists():  # the picture of the answer, right below it
         parts.insert(3, img_tag(plot, f"{kind} plot"))
-    rate = _load_rate(spec_text, summary.get("load_type", "sensors"))
     configs = any(e.config for e in experiments)
     parts += [
         "<h2>Experiments</h2>",
         f'<p>The figures a reader compares; every other one is in <a href="{FILE_NAME}">{FILE_NAME}</a>.</p>',
-        html_table([_experiment_row(e, rate, configs) for e in experiments], "experiments"),
+        html_table([_experiment_row(e, configs) for e in experiments], "experiments"),
     ]
     for e in experiments:
         parts += _experiment_section(e, d)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from streamscale.benchmark.plan import resolve
+from streamscale.benchmark.plan import Plan
 from streamscale.benchmark.spec import Spec
 from streamscale.errors import ConfigError
 from streamscale.pipelines.jobref import display_name
@@ -41,11 +41,12 @@ def spec_connector(spec: Spec) -> str:
     return kafka_impl(spec.benchmark.params.get("connector"))
 
 
-def short_for_windows(spec: Spec) -> str | None:
+def short_for_windows(plan: Plan) -> str | None:
     """Why the runs are too short for their pipeline's windows, if they are: windows that close
     within a run make the lag jump once per window slide, which the trend fits out only over two
     whole periods after the warm-up (streamscale.experiment.slo.fit_periodic)."""
-    ex, plan = spec.execution, resolve(spec)
+    spec = plan.spec
+    ex = spec.execution
     if plan.load.sets_window:
         return None  # the window is the load: one period per load, no single rule
     period = plan.window_period_s

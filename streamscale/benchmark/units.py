@@ -196,25 +196,18 @@ RESOURCES: dict[str, type[ResourceDimension]] = {"cores": Cores, "executors": Ex
 
 @dataclass(frozen=True)
 class Axes:
-    """How a spec's load and resource values are shown: the load as records/s where it is a rate."""
+    """How a plan's load and resource values are shown: the load as records/s where it is a rate.
+    A plan gives its own (:attr:`streamscale.benchmark.plan.Plan.axes`); :meth:`of_types` makes one
+    from the words of a spec, for what has no plan."""
 
-    load_type: str = "sensors"
-    resource_type: str = "cores"
-    period_s: float = 1.0
-    children: int = 4  # nested_groups: sensors = children ** levels
+    load: LoadDimension = SensorsLoad()
+    resource: ResourceDimension = Cores()
 
     @classmethod
-    def of(cls, spec) -> Axes:
-        bm, ex = spec.benchmark, spec.execution
-        return cls(ex.load.type, ex.resources.type, bm.loadgen.period_s, int(bm.params.get("children", 4)))
-
-    @property
-    def load(self) -> LoadDimension:
-        return load_dimension(self.load_type, self.period_s, self.children)
-
-    @property
-    def resource(self) -> ResourceDimension:
-        return RESOURCES[self.resource_type]()
+    def of_types(
+        cls, load_type: str = "sensors", resource_type: str = "cores", period_s: float = 1.0, children: int = 4
+    ) -> Axes:
+        return cls(load_dimension(load_type, period_s, children), RESOURCES[resource_type]())
 
     @property
     def load_label(self) -> str:

@@ -208,7 +208,8 @@ def bench_run(
     spec = with_security(load_spec(spec_file), security)
     if confirm:
         spec = with_confirm(spec)
-    resolve(spec).check()  # a load value its pipeline refuses is the one line, before anything starts
+    plan = resolve(spec)  # once: everything downstream runs this plan
+    plan.check()  # a load value its pipeline refuses is the one line, before anything starts
     metrics_endpoint()
     out_dir = out_dir or Path("results") / spec.name
     conn, props = external_kafka(bootstrap, kafka_property, kafka_config, spec.kafka_section())
@@ -220,7 +221,7 @@ def bench_run(
         server = LiveServer(live, serve_port).start()
         console.print(f"live page: {server.url}", highlight=False)
     try:
-        summary = run_execution(spec, out_dir, conn, live=live, properties=props)
+        summary = run_execution(plan, out_dir, conn, live=live, properties=props)
     finally:
         if server is not None:
             server.stop()

@@ -69,6 +69,7 @@ class SutResult:
     spark_cpu_pct: float = float("nan")  # the Spark application's processes while the load ran, % of one CPU
     broker_cpu_pct: float = float("nan")  # the broker's processes (an embedded broker's), % of one CPU
     steal_pct: float = float("nan")  # the machine's steal time while the load ran, % of all CPUs
+    read_share: float = 1.0  # of the load, what the query reads (the lag's topics): unread inputs left out
     undrained: int = 0  # a drained run: records of the input the query had not processed when it stopped
     fault: str = ""  # what of the environment failed during the run (a partition left without a leader)
     # where each record's processing latency ends: "commit" (its micro-batch's) or "output" (the output
@@ -192,7 +193,9 @@ class SutRun:
         self.output_topic = context.topics[1] or f"output-{self.run_id}"
         # what the pipeline reads: the input topic, or one topic per input named after it
         self.in_topics = {t: n or workload.partitions for t, n in self.pipe.input_topics(self.input_topic).items()}
-        self.lag_topic = ",".join(self.in_topics)  # the lag sampler and the SLOs sum over them
+        # the lag sampler, the drain and the SLOs sum over the topics the query reads (an input
+        # the spec says the job does not read is generated, not waited for)
+        self.lag_topic = ",".join(self.pipe.read_topics(self.input_topic))
         self.group = f"sut-{self.pipe.name}-{self.run_id}"
         self.sessions = context.sessions if context.sessions is not None else SparkSessions()
         self.gen = self.query = self.sampler = self.gres = self.outlat = None
@@ -394,6 +397,7 @@ class SutRun:
             target_rate=gres.target_rate,
             generated=gres.delivered,
             generator_rate=gres.achieved_rate,
+            read_share=self.pipe.read_share,
             generator_reached_target=gres.reached_target,
             generator_error=gres.first_error,
             processed_records=sum(b.input_rows for b in run.batches),

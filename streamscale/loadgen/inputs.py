@@ -28,6 +28,11 @@ class InputSpec(StrictModel):
     decode: Literal["fields", "raw"] | None = Field(
         None, description="fields or raw (Spark's Kafka columns), as benchmark.decode (its default)"
     )
+    unread: bool = Field(
+        False,
+        description="the job does not read it: generated at its share all the same, left out of the lag and "
+        "the delivered rate (an input the job never reads is otherwise refused)",
+    )
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class Input:
     share: float
     partitions: int | None
     decode: str
+    unread: bool = False  # generated, not read by the job: out of the lag (inputs.NAME.unread)
 
     def topic(self, base: str) -> str:
         """Its topic in a run whose input topics are named after ``base``."""
@@ -65,6 +71,16 @@ class Inputs:
     def names(self) -> list[str]:
         return [i.name for i in self.items]
 
+    @property
+    def read(self) -> tuple[Input, ...]:
+        """The inputs the job reads (all but those the spec says it does not)."""
+        return tuple(i for i in self.items if not i.unread)
+
+    @property
+    def read_share(self) -> float:
+        """The part of the load the job reads."""
+        return sum(i.share for i in self.read)
+
     def refs_of(self, name: str) -> set[str]:
         """The inputs the records of input ``name`` refer to."""
         return {inp for inp, _, _ in self.by_name(name).records.refs().values()}
@@ -88,7 +104,9 @@ def resolve_inputs(specs: dict[str, InputSpec], decode: str = "fields") -> Input
         raise ValueError(f"inputs: the shares split the load and sum to 1, not {shares} = {total:g}")
     for name, spec in specs.items():
         _check_refs(name, spec.records, specs)
-    items = {n: Input(n, s.records, s.share, s.partitions, s.decode or decode) for n, s in specs.items()}
+    if all(s.unread for s in specs.values()):
+        raise ValueError("inputs: every input says unread: true, so the job reads none of them")
+    items = {n: Input(n, s.records, s.share, s.partitions, s.decode or decode, s.unread) for n, s in specs.items()}
     return Inputs(tuple(items[n] for n in _start_order(specs)))
 
 

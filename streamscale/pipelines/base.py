@@ -263,6 +263,15 @@ class Pipeline(ABC):
         run's own number): the task samples read ``base``."""
         return {base: None}
 
+    def read_topics(self, base: str) -> list[str]:
+        """Of :meth:`input_topics`, the ones the pipeline's query reads: its lag and drain are theirs."""
+        return list(self.input_topics(base))
+
+    @property
+    def read_share(self) -> float:
+        """The part of the load (records/s) written to :meth:`read_topics`."""
+        return 1.0
+
     def value_ddl(self) -> str:
         """The records' value schema (the decoding contract's DDL): Theodolite's sensor reading."""
         from streamscale.sparkio.io import ACTIVE_POWER_DDL

@@ -110,6 +110,15 @@ class UserJob(Pipeline):
             return super().input_topics(base)
         return {i.topic(base): i.partitions for i in self.inputs}
 
+    def read_topics(self, base: str) -> list[str]:
+        if self.inputs is None:
+            return super().read_topics(base)
+        return [i.topic(base) for i in self.inputs.read]
+
+    @property
+    def read_share(self) -> float:
+        return 1.0 if self.inputs is None else self.inputs.read_share
+
     def describe(self) -> str:
         sink = "Spark's noop sink" if self.params.sink == "noop" else "Kafka output topic (JSON of its columns)"
         if self.setup.own_sink:
@@ -183,8 +192,31 @@ class UserJob(Pipeline):
         if trigger.real_time:
             realtime.check_setup(self, realtime.session_conf(spark))
         out, mode = self.build(spark, self.read(spark, bootstrap, input_topic, "earliest", None, impl))
+        self._check_reads(out, input_topic)
         if trigger.real_time:
             self._check_real_time(spark, out, mode, trigger)
+
+    def _check_reads(self, out, input_topic: str) -> None:
+        """Every input the job is given is read by its query, or the spec says it is not: an input
+        nothing reads would be loaded, judged by its lag and drained for nothing."""
+        from streamscale.sparkio.planread import topics_read
+
+        read = topics_read(out) if self.inputs is not None else None
+        if read is None:
+            return
+        names = {i.topic(input_topic): i for i in self.inputs}
+        reads = sorted(names[t].name for t in read if t in names)
+        for i in self.inputs:
+            if i.unread and i.topic(input_topic) in read:
+                raise ConfigError(
+                    f"inputs.{i.name}.unread: true, but job {self.name} reads {i.name}: leave unread out, so that "
+                    "its lag is judged"
+                )
+            if not i.unread and i.topic(input_topic) not in read:
+                raise ConfigError(
+                    f"inputs.{i.name}: job {self.name} never reads it (its query reads {', '.join(reads) or 'none'}): "
+                    f"remove it from benchmark.inputs, or set inputs.{i.name}.unread: true to load it all the same"
+                )
 
     def _check_real_time(self, spark, out, mode: str, trigger) -> None:
         """Real-time mode's rules on the job's output (streamscale.pipelines.realtime), and the

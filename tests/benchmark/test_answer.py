@@ -99,12 +99,12 @@ def test_a_capacity_taken_over_from_fewer_amounts_is_marked_not_run(two_hold, lo
 
 
 def test_load_units_follow_the_load_type_and_period():
-    assert Axes("sensors", period_s=0.5).rate(1000) == 2000.0  # 1,000 sensors every 0.5 s
-    assert Axes("nested_groups", children=4).rate(3) == 64.0
-    assert Axes("window_s").rate(300) == 300.0 and Axes("window_s").load_label == "window size (s)"
-    assert Axes("sensors").load_label == "load (records/s)"
-    assert Axes(resource_type="executors").resources(2) == "2 executors" and Axes().resources(1) == "1 core"
-    a = answer({2.0: 1, 3.0: 2}, "demand", Axes("nested_groups", period_s=1.0, children=4), "uc4", 2)
+    assert Axes.of_types("sensors", period_s=0.5).rate(1000) == 2000.0  # 1,000 sensors every 0.5 s
+    assert Axes.of_types("nested_groups", children=4).rate(3) == 64.0
+    assert Axes.of_types("window_s").rate(300) == 300.0 and Axes.of_types("window_s").load_label == "window size (s)"
+    assert Axes.of_types("sensors").load_label == "load (records/s)"
+    assert Axes.of_types(resource_type="executors").resources(2) == "2 executors" and Axes().resources(1) == "1 core"
+    a = answer({2.0: 1, 3.0: 2}, "demand", Axes.of_types("nested_groups", period_s=1.0, children=4), "uc4", 2)
     assert a["sentence"] == "UC4 needs 1 core up to ~16 records/s and 2 cores up to ~64 records/s on this machine"
 
 

@@ -73,17 +73,17 @@ def test_runs_too_short_for_their_windows_are_told_so():
     spec = base()
     spec["benchmark"].update(sut="uc2", params={"window_s": 60})
     spec["execution"].update(duration_s=60, warmup_s=20)
-    note = short_for_windows(parse_spec(spec))
+    note = short_for_windows(resolve(parse_spec(spec)))
     assert note and "every 60 s" in note and "duration_s ≥ warmup_s + 120" in note
     spec["execution"].update(duration_s=150, warmup_s=30)  # two whole periods after the warm-up
-    assert short_for_windows(parse_spec(spec)) is None
+    assert short_for_windows(resolve(parse_spec(spec))) is None
     spec["execution"].update(duration_s=24, warmup_s=5)  # no window closes in most runs: no jump
-    assert short_for_windows(parse_spec(spec)) is None
+    assert short_for_windows(resolve(parse_spec(spec))) is None
     spec["benchmark"].update(sut="uc1", params={})
     spec["execution"].update(duration_s=60, warmup_s=20)
-    assert short_for_windows(parse_spec(spec)) is None
+    assert short_for_windows(resolve(parse_spec(spec))) is None
     for example in EXAMPLES:  # the examples leave room for two periods
-        assert short_for_windows(load_spec(example)) is None, example
+        assert short_for_windows(resolve(load_spec(example))) is None, example
 
 
 def test_the_default_processing_latency_limit_is_8_trigger_intervals_at_most_10_s():

@@ -1,0 +1,77 @@
+"""One plan per `benchmark run`: the command resolves its spec once and everything downstream (the
+execution, its runner, the long runs of --confirm, the notes before it starts, the answer's axes)
+runs that plan. Counted where a resolve does its work: the load dimension it builds."""
+
+from pathlib import Path
+
+import yaml
+
+import streamscale.benchmark.plan as plan_module
+from tests.benchmark.helpers import fake_result
+
+CAPACITY = 30_000  # records/s the fake runner's job holds
+
+
+class FakeRunner:
+    """An ExperimentRunner whose runs pass below CAPACITY; it keeps the plan it was given."""
+
+    plans: list = []
+
+    def __init__(self, plan, out_dir, bootstrap, sessions=None, broker_pids=None, replication_factor=None):
+        self.plan, self.out_dir, self.bootstrap = plan, out_dir, bootstrap
+        self.sessions, self.broker_pids, self.replication_factor = sessions, broker_pids, replication_factor or 1
+        FakeRunner.plans.append(plan)
+
+    def __call__(self, load, res, rep, on_lag=None, config=""):
+        return fake_result(load, res, rep, passed=load < CAPACITY)
+
+    def close(self):
+        pass
+
+
+def _count_resolves(monkeypatch) -> list:
+    calls: list = []
+    real = plan_module.load_dimension
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plan_module, "load_dimension", counted)
+    return calls
+
+
+def test_benchmark_run_with_confirm_resolves_its_spec_once(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    import streamscale.benchmark.execution as execution
+    import streamscale.broker.access as access
+    from streamscale.cli.main import _app
+
+    spec = {
+        "name": "one-plan",
+        "benchmark": {"sut": "uc2", "topics": {"partitions": 2}},
+        "execution": {
+            "metric": "capacity",
+            "load": {"type": "rate", "values": [10_000]},
+            "resources": {"type": "cores", "values": [1]},
+            "strategy": {"name": "bracket", "resolution": 0.25, "confirm_runs": 1},
+            "duration_s": 20,
+            "warmup_s": 5,
+        },
+    }
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    calls = _count_resolves(monkeypatch)
+    FakeRunner.plans = []
+    monkeypatch.setattr(execution, "ExperimentRunner", FakeRunner)
+    monkeypatch.setattr(access, "ensure_reachable", lambda *a, **k: None)  # no broker is asked
+    monkeypatch.setenv("STREAMSCALE_METRICS_PORT", "0")
+    out = tmp_path / "res"
+    args = ["benchmark", "run", str(tmp_path / "spec.yaml"), "--out", str(out), "-b", "127.0.0.1:9", "--confirm"]
+    r = CliRunner().invoke(_app, args)
+    assert r.exit_code == 0, r.output
+    assert len(calls) == 1  # one resolve for the whole run
+    search, long = FakeRunner.plans  # the search's runner and the long runs' runner
+    assert long.spec.execution.duration_s == 300 and long.load is search.load  # the plan's own, derived
+    assert "held ~" in r.output and (out / "report.html").is_file()
+    assert Path(out / "summary.json").is_file()
