@@ -354,9 +354,14 @@ class BracketSearch:
     def run(self, trials) -> Outcome:
         budget = Budget(trials.deadline, self.run_cost_s)
         found = bracket_search(
-            list(self.resources), trials.verdict, self.start, self.settings, trials.confirm, trials.drifted,
+            list(self.resources),
+            trials.verdict,
+            self.start,
+            self.settings,
+            trials.confirm,
+            trials.drifted,
             budget=budget,
-        )  # fmt: skip
+        )
         rows = [b.as_dict() for b in found]
         if self.confirm_long:
             rows = [trials.confirmed(b, self.settings.whole) for b in rows]

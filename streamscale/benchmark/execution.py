@@ -273,9 +273,13 @@ class Execution:
         elif list(outcomes) == [""]:
             summary = self._summary(outcomes[""].metric, outcomes[""].assumed)
             plot_metric(
-                outcomes[""].metric, ex.metric, axes, plot, most_tested=max(ex.resources.values),
+                outcomes[""].metric,
+                ex.metric,
+                axes,
+                plot,
+                most_tested=max(ex.resources.values),
                 assumed=outcomes[""].assumed,
-            )  # fmt: skip
+            )
         else:
             summary = self._config_summary(outcomes)
         summary.update(self.extra())

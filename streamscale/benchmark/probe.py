@@ -233,7 +233,7 @@ def _drain(k: int, sut: tuple, bootstrap, topics: tuple, load: ProbeLoad, parts:
         try:
             rated_from = 1
             if late:
-                rated_from = _confine_after(run, load.warm_batches, lambda: sessions.confine(k), load.records) + 1
+                rated_from = confine_after(run, load.warm_batches, lambda: sessions.confine(k), load.records) + 1
                 # the batch after the one that closed the last warm window is slow too
                 rated_from += parts - 1
             run.await_available(300)
@@ -257,7 +257,7 @@ def rate_batches(cores: int, batches: list, rated_from: int, records: int) -> Pr
     return Probe(cores, n / busy if busy > 0 else 0.0, n, len(steady), per_batch, len(per_batch) - len(steady))
 
 
-def _confine_after(run, n: int, confine, records: int, timeout: float = 300.0) -> int:
+def confine_after(run, n: int, confine, records: int, timeout: float = 300.0) -> int:
     """Call ``confine`` once ``run`` completed ``n`` batches; return how many it had completed then
     (the batch running at that moment ran partly unconfined and is not rated)."""
     deadline = time.monotonic() + timeout

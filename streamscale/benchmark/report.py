@@ -21,7 +21,7 @@ from streamscale.errors import ConfigError
 from streamscale.observe.html import html_table, img_tag, page_head, page_tail
 
 
-def _answer(summary: dict) -> list[str]:
+def answer_section(summary: dict) -> list[str]:
     """The opening: the sentence, demand per load and capacity per resource amount."""
     a = summary.get("answer")
     if not a:
@@ -103,7 +103,7 @@ def _bracket_rows(a: dict, load_col: str, res_col: str) -> list[dict]:
                 "runs": b.get("runs", ""),
                 "processing p50 / p95 / p99 held": _percentiles(b),
                 "CPUs Spark used": "—" if b.get("spark_cpus") is None else f"{b['spark_cpus']:.2f}",
-                "CPU-s per million records held": _per_million(b),
+                "CPU-s per million records held": per_million(b),
                 "deciding runs on a drifting machine": b.get("ends_drifted", 0),
             }
         )
@@ -119,7 +119,7 @@ def _percentiles(b: dict) -> str:
     return text + (" (at the output topic)" if b.get("latency_at") == "output" else "")
 
 
-def _per_million(b: dict) -> str:
+def per_million(b: dict) -> str:
     """Spark's CPU-seconds per million records at the held end, with the runs' range."""
     mid, span = b.get("cpu_s_per_million"), b.get("cpu_s_per_million_range")
     if mid is None:
@@ -205,7 +205,7 @@ def write_report(results_dir: Path) -> Path:
     parts = [
         page_head(f"{title}: streamscale report"),
         f"<h1>{html.escape(title)}</h1>",
-        *_answer(summary),
+        *answer_section(summary),
         f"<h2>Details</h2><p>{'Resource demand' if kind == 'demand' else 'Load capacity'} searched · "
         f"{len(experiments)} experiments · {sum(1 for e in experiments if not e.valid)} invalid · "
         + (f"Kafka connector: {html.escape(str(summary['connector']))} · " if summary.get("connector") else "")

@@ -13,14 +13,11 @@ from streamscale.loadgen.inputs import InputSpec, resolve_inputs
 from streamscale.loadgen.recordspec import RecordsSpec
 from streamscale.specs import StrictModel, base_dir, read_yaml, validate
 
-_Model = StrictModel
-
-
 # a configuration's keys that are pipeline parameters under another name (the Kafka source's option)
 CONFIG_PARAMS = {"maxOffsetsPerTrigger": "max_offsets_per_trigger"}
 
 
-class LoadGenSpec(_Model):
+class LoadGenSpec(StrictModel):
     workers: int = Field(2, ge=1)
     period_s: float = Field(1.0, gt=0)
     encoding: Literal["json"] = Field(
@@ -39,7 +36,7 @@ class LoadGenSpec(_Model):
         return v
 
 
-class TopicSpec(_Model):
+class TopicSpec(StrictModel):
     partitions: int = Field(4, ge=1)
     replication_factor: int | None = Field(
         None, ge=1, description="replicas of the input and output topics; null: up to 3 on an embedded cluster, else 1"
@@ -58,7 +55,7 @@ class TopicSpec(_Model):
         return {} if self.min_insync_replicas is None else {"min.insync.replicas": str(self.min_insync_replicas)}
 
 
-class BrokerSection(_Model):
+class BrokerSection(StrictModel):
     brokers: int = Field(
         1, ge=1, le=9, description="the embedded Kafka's nodes: above 1, a cluster (each node broker and controller)"
     )
@@ -85,7 +82,7 @@ def resolve_sut(v, folder) -> str:
     return v.lower()
 
 
-class SinkSpec(_Model):
+class SinkSpec(StrictModel):
     """Where your job writes instead of the output topic: a format of Spark's DataStreamWriter (with
     its options; a file format's ``path`` defaults into the run's output folder), or your own
     ``foreach_batch`` function, FILE.py:FUNCTION (relative to the spec's folder), called with each
@@ -119,7 +116,7 @@ class SinkSpec(_Model):
         return self
 
 
-class BenchmarkSpec(_Model):
+class BenchmarkSpec(StrictModel):
     sut: str = Field(
         description="uc1, uc2, uc3, uc4, or your job: FILE.py:FUNCTION (relative to the spec's folder) "
         "or package.module:FUNCTION"
@@ -214,7 +211,7 @@ class BenchmarkSpec(_Model):
         return self
 
 
-class LoadSpec(_Model):
+class LoadSpec(StrictModel):
     type: Literal["sensors", "rate", "nested_groups", "window_s"] = Field(
         "sensors", description="sensors (x 1 record per period), rate (records/s), nested_groups (UC4), window_s (UC3)"
     )
@@ -231,7 +228,7 @@ class LoadSpec(_Model):
         return sorted(v)
 
 
-class ResourceSpec(_Model):
+class ResourceSpec(StrictModel):
     type: Literal["cores", "executors"] = "cores"
     values: list[int] = Field(min_length=1)
     confine: bool = Field(
@@ -262,7 +259,7 @@ PROCESSING_P95_TRIGGERS = 8.0
 PROCESSING_P95_MAX_MS = 10_000.0
 
 
-class SLOSpec(_Model):
+class SLOSpec(StrictModel):
     lag_trend_threshold: float = Field(0.01, ge=0, description="max lag slope as a fraction of records/s")
     processing_latency_p95_ms: float | Literal["auto"] | None = Field(
         "auto",
@@ -284,7 +281,7 @@ class SLOSpec(_Model):
     )
 
 
-class StrategySpec(_Model):
+class StrategySpec(StrictModel):
     name: Literal["full", "linear", "binary", "bracket"] = "linear"
     lower_bound: bool = True
     # bracket (metric capacity): per resource amount the highest load held and the lowest failed,
@@ -314,7 +311,7 @@ class StrategySpec(_Model):
     )
 
 
-class ExecutionSpec(_Model):
+class ExecutionSpec(StrictModel):
     load: LoadSpec
     resources: ResourceSpec
     master: str | None = Field(None, description="Spark master for resource type 'executors'")
@@ -409,7 +406,7 @@ class ExecutionSpec(_Model):
         return float(self.min_duration_s)
 
 
-class Spec(_Model):
+class Spec(StrictModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     benchmark: BenchmarkSpec
     execution: ExecutionSpec

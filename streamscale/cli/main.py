@@ -7,8 +7,6 @@ from streamscale.cli import loadgen, doctor, benchmark, broker, autoscale, relia
 
 from streamscale.cli.app import app, register, root
 
-_app = root  # the name tests and earlier code use
-
 __all__ = ["app", "register", "root"]
 
 if __name__ == "__main__":

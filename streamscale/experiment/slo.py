@@ -305,11 +305,6 @@ def lag_limit(generated_rate: float, threshold: float = 0.01) -> float:
     return threshold * generated_rate
 
 
-def lag_slo_holds(slope: float, generated_rate: float, threshold: float = 0.01) -> bool:
-    """The SLO on a bare slope (no interval): the lag grows by at most ``threshold`` x records/s."""
-    return bool(np.isfinite(slope)) and slope <= lag_limit(generated_rate, threshold)
-
-
 # -- end-to-end latency (event time to output) -----------------------------------------------------
 # Each output row's latency (end of its batch's write - newest event time of its window) is counted on the
 # executors into fixed geometric buckets (streamscale.pipelines.output.LATENCY_EDGES_MS: one

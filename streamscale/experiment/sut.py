@@ -207,10 +207,12 @@ class SutRun:
             self.provision(stack)
             own = self.ctx.spark is None
             session = (
-                self.sessions.session(self.placement.master, f"streamscale-{self.w.uc}", self.placement.spark_conf,
-                                      self.placement.cpus)
-                if own else contextlib.nullcontext(self.ctx.spark)
-            )  # fmt: skip
+                self.sessions.session(
+                    self.placement.master, f"streamscale-{self.w.uc}", self.placement.spark_conf, self.placement.cpus
+                )
+                if own
+                else contextlib.nullcontext(self.ctx.spark)
+            )
             with session as spark:
                 try:
                     self.start(spark, own)
@@ -284,8 +286,9 @@ class SutRun:
             except ConfigError as exc:
                 raise ConfigError(f"input {i.name} ({i.share:g} of {w.rate:g} records/s): {exc}") from None
             refs = dict.fromkeys(sorted(inputs.refs_of(i.name)))  # bound as the generators start
-            configs.append((i.name, shape(i.topic(self.input_topic), sensors=sensors, period_s=period_s,
-                                          records_spec=i.records, refs=refs)))  # fmt: skip
+            topic = i.topic(self.input_topic)
+            config = shape(topic, sensors=sensors, period_s=period_s, records_spec=i.records, refs=refs)
+            configs.append((i.name, config))
         return LoadGenerators(configs)
 
     def load(self) -> None:
@@ -305,8 +308,9 @@ class SutRun:
                 if self.fault:
                     break
             if policy.judge is not None and time.monotonic() >= next_check:
-                if policy.judge(list(self.sampler.samples), list(self.query.batches), self.sampler.t0_wall,
-                                self.lag_topic):  # fmt: skip
+                if policy.judge(
+                    list(self.sampler.samples), list(self.query.batches), self.sampler.t0_wall, self.lag_topic
+                ):
                     break
                 next_check = time.monotonic() + CHECK_EVERY_S
         else:  # the whole duration ran: the generators send their schedule to its end
@@ -330,8 +334,12 @@ class SutRun:
             layout = self.access.partition_layout([*self.in_topics, self.output_topic])
         except Exception:  # noqa: BLE001 - metadata refused or late: the next check asks again
             return ""
-        lost = [f"{t} partition {p}" for t, parts in sorted(layout.items()) for p, (leader, *_) in sorted(parts.items())
-                if leader < 0]  # fmt: skip
+        lost = [
+            f"{t} partition {p}"
+            for t, parts in sorted(layout.items())
+            for p, (leader, *_) in sorted(parts.items())
+            if leader < 0
+        ]
         return f"{', '.join(lost)} without a leader {at_s:.0f} s into the run" if lost else ""
 
     def poll(self) -> None:

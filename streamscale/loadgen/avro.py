@@ -22,8 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-AVRO_TYPES = {"string": "string", "long": "long", "int": "int", "double": "double", "boolean": "boolean",
-              "timestamp": "long"}  # fmt: skip
+AVRO_TYPES = {
+    "string": "string",
+    "long": "long",
+    "int": "int",
+    "double": "double",
+    "boolean": "boolean",
+    "timestamp": "long",
+}
 MAGIC = b"\x00"
 
 

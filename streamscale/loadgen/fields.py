@@ -32,8 +32,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 TYPES = ("string", "long", "int", "double", "boolean", "timestamp")
-GENERATORS = ("sequence", "keys:N", "zipf:N,S", "uniform:A,B", "normal:MEAN,SD", "constant:V", "choice:a|b|c",
-              "now", "late:P,MAX_S", "bytes:N", "ref:INPUT.FIELD,MAX_S")  # fmt: skip
+GENERATORS = (
+    "sequence",
+    "keys:N",
+    "zipf:N,S",
+    "uniform:A,B",
+    "normal:MEAN,SD",
+    "constant:V",
+    "choice:a|b|c",
+    "now",
+    "late:P,MAX_S",
+    "bytes:N",
+    "ref:INPUT.FIELD,MAX_S",
+)
 # a field's type on the wire, in the decoding contract's DDL (streamscale.sparkio.formats)
 DDL_TYPES = {
     "string": "STRING",

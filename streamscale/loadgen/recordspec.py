@@ -152,9 +152,6 @@ class RecordsSpec(StrictModel):
             return None if self.raw else self.event_time
         return next((n for n, f in self.fields.items() if f.gen.strip() == "now"), None)
 
-    def timestamp_fields(self) -> list[str]:
-        return [n for n, t in self.columns() if t == "timestamp"]
-
     def sample(self):
         if self._sample is None:  # a spec unpickled in a worker, or built without validation
             if self.raw:

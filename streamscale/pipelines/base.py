@@ -393,13 +393,21 @@ class Pipeline(ABC):
 
         checkpoint, trigger, query_name = self.query_settings(checkpoint, available_now)
         q = Query(
-            spark, bootstrap, input_topic, output_topic, checkpoint, trigger, query_name,
-            resolve_impl(reading.kafka_impl or self.params.connector), reading.starting_offsets, reading.commit_group,
-        )  # fmt: skip
+            spark,
+            bootstrap,
+            input_topic,
+            output_topic,
+            checkpoint,
+            trigger,
+            query_name,
+            resolve_impl(reading.kafka_impl or self.params.connector),
+            reading.starting_offsets,
+            reading.commit_group,
+        )
         query, extras = self.write(q)
         letters = self.dead_letter_queries(
             spark, bootstrap, input_topic, checkpoint, trigger, reading.starting_offsets, q.impl
-        )  # fmt: skip
+        )
         return PipelineRun(
             self.name,
             [query, *letters],

@@ -131,10 +131,12 @@ class UserJob(Pipeline):
                 line
                 for i in self.inputs
                 for line in _describe_source(
-                    f"input {i.name} ({i.share:g} of the load)", i.decode == "raw", i.records.encoding,
+                    f"input {i.name} ({i.share:g} of the load)",
+                    i.decode == "raw",
+                    i.records.encoding,
                     i.records.columns(),
                 )
-            ]  # fmt: skip
+            ]
             arg = "{" + ", ".join(self.inputs.names) + "}"
         return "\n".join(
             [f"job {self.name} ({self.ref})", *source, f"  --> {self.name}({arg}, params)", f"  --> {sink}"]
@@ -222,8 +224,9 @@ class UserJob(Pipeline):
         """Real-time mode's rules on the job's output (streamscale.pipelines.realtime), and the
         send-time column each record's latency is read from."""
         if mode == "complete":
-            raise ConfigError(f"trigger {trigger}: real-time mode runs update output mode, and job {self.name} "
-                              "returned complete")  # fmt: skip
+            raise ConfigError(
+                f"trigger {trigger}: real-time mode runs update output mode, and job {self.name} returned complete"
+            )
         field = self.send_time_field()
         if field is None:
             raise ConfigError(

@@ -27,12 +27,31 @@ SINKS = ("kafka",)  # Spark's also console and foreach; a run reads its latencie
 # shows them with; the streaming source is planned as StreamingRelation until the query runs.
 ALLOWED_OPERATORS = frozenset(
     {
-        "AppendColumns", "CollectMetrics", "ColumnarToRow", "DeserializeToObject", "Expand", "FileScan",
-        "Filter", "Generate", "InputAdapter", "LocalTableScan", "MapElements", "MapPartitions", "Project",
-        "Range", "SerializeFromObject", "Union", "WholeStageCodegen", "BroadcastExchange", "ReusedExchange",
-        "BroadcastHashJoin", "EventTimeWatermark", "StreamingRelation", "AdaptiveSparkPlan",
+        "AppendColumns",
+        "CollectMetrics",
+        "ColumnarToRow",
+        "DeserializeToObject",
+        "Expand",
+        "FileScan",
+        "Filter",
+        "Generate",
+        "InputAdapter",
+        "LocalTableScan",
+        "MapElements",
+        "MapPartitions",
+        "Project",
+        "Range",
+        "SerializeFromObject",
+        "Union",
+        "WholeStageCodegen",
+        "BroadcastExchange",
+        "ReusedExchange",
+        "BroadcastHashJoin",
+        "EventTimeWatermark",
+        "StreamingRelation",
+        "AdaptiveSparkPlan",
     }
-)  # fmt: skip
+)
 # what an operator outside it usually is, said beside its name
 WHY = {
     "ArrowEvalPython": "a Python UDF",

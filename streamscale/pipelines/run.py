@@ -72,11 +72,6 @@ def temporary_checkpoint(prefix: str, where: str | None = None) -> str:
     return path
 
 
-def removal_pending(path: str) -> bool:
-    """Whether a stopped run's checkpoint still waits to be removed (remove_stopped_checkpoints)."""
-    return str(path) in _REMOVED_CHECKPOINTS
-
-
 def settle_jobs(queries, timeout: float = 30.0) -> None:
     """Cancel what the stopped queries still run, and wait (up to ``timeout``) until it ended.
 

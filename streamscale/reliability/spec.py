@@ -14,22 +14,19 @@ SEMANTICS = ("at-most-once", "at-least-once", "exactly-once")
 Semantics = Literal["at-most-once", "at-least-once", "exactly-once"]
 
 
-_Model = StrictModel
-
-
-class NoFault(_Model):
+class NoFault(StrictModel):
     kind: Literal["none"] = "none"
 
     def label(self) -> str:
         return "none"
 
 
-class Cut(_Model):
+class Cut(StrictModel):
     at_s: float = Field(ge=0, description="seconds after sending starts")
     for_s: float = Field(gt=0)
 
 
-class ProxyFault(_Model):
+class ProxyFault(StrictModel):
     kind: Literal["proxy"]
     delay_ms: float = Field(0, ge=0, le=60_000)
     jitter_ms: float = Field(0, ge=0)
@@ -59,7 +56,7 @@ class ProxyFault(_Model):
         return "proxy " + (", ".join(parts) or "passthrough")
 
 
-class BrokerRestart(_Model):
+class BrokerRestart(StrictModel):
     kind: Literal["broker-restart"]
     at_s: float = Field(ge=0)
 
@@ -67,7 +64,7 @@ class BrokerRestart(_Model):
         return f"broker restart@{self.at_s:g}s"
 
 
-class NetemFault(_Model):
+class NetemFault(StrictModel):
     kind: Literal["netem"]
     delay_ms: float = Field(0, ge=0)
     jitter_ms: float = Field(0, ge=0)
@@ -77,7 +74,7 @@ class NetemFault(_Model):
         return f"netem delay={self.delay_ms:g}ms loss={self.loss_pct:g}%"
 
 
-class ClusterStep(_Model):
+class ClusterStep(StrictModel):
     """One thing done to the cluster's nodes at a time of the trial (and undone ``for_s`` later)."""
 
     at_s: float = Field(ge=0, description="seconds after sending starts")
@@ -114,7 +111,7 @@ class ClusterStep(_Model):
         return f"{self.do} {self.target}@{self.at_s:g}s" + (f"+{self.for_s:g}s" if self.for_s else "")
 
 
-class ClusterFault(_Model):
+class ClusterFault(StrictModel):
     """Faults of an embedded cluster (``cluster:``): steps at times of the trial."""
 
     kind: Literal["cluster"]
@@ -131,7 +128,7 @@ class ClusterFault(_Model):
 Fault = Annotated[NoFault | ProxyFault | BrokerRestart | NetemFault | ClusterFault, Field(discriminator="kind")]
 
 
-class BrokerSettings(_Model):
+class BrokerSettings(StrictModel):
     security: Literal["plaintext", "sasl_ssl"] = Field(
         "plaintext",
         description="the embedded Kafka's listeners: sasl_ssl is TLS (a CA made at start), SCRAM-SHA-512 "
@@ -139,7 +136,7 @@ class BrokerSettings(_Model):
     )
 
 
-class ClusterSpec(_Model):
+class ClusterSpec(StrictModel):
     brokers: int = Field(3, ge=1, le=9, description="nodes of the embedded cluster, each broker and controller")
     isolation: bool | None = Field(
         None,
@@ -147,7 +144,7 @@ class ClusterSpec(_Model):
     )
 
 
-class TopicSettings(_Model):
+class TopicSettings(StrictModel):
     """The trial topic's replication; every value of a list is an axis of the campaign."""
 
     replication_factor: int | None = Field(None, ge=1, description="null: the cluster's nodes, up to 3")
@@ -155,7 +152,7 @@ class TopicSettings(_Model):
     unclean_leader_election: list[bool] = Field([False], min_length=1)
 
 
-class ProducerSettings(_Model):
+class ProducerSettings(StrictModel):
     """A producer's delivery settings (``producers:`` instead of ``semantics:``)."""
 
     name: str | None = None
@@ -178,7 +175,7 @@ class ProducerSettings(_Model):
         return " ".join(parts + (["transactions"] if self.transactions else []))
 
 
-class Sweep(_Model):
+class Sweep(StrictModel):
     """Expands into one fault per value, like the paper's x axes (delay 1-300 ms, loss 1-10 %)."""
 
     kind: Literal["proxy", "netem"] = "proxy"
@@ -204,7 +201,7 @@ class Sweep(_Model):
         ]
 
 
-class ReliabilitySpec(_Model):
+class ReliabilitySpec(StrictModel):
     name: str = Field(min_length=1)
     messages: int = Field(ge=1, le=100_000_000)
     sizes: list[int] = Field([100], min_length=1, description="message value sizes in bytes")

@@ -141,7 +141,7 @@ def run_trial(testbed: Testbed, trial: Trial) -> TrialResult:
         result.acked = int(sender.acked.sum())
         result.alpha = result.beta = float("nan")
     else:
-        _account(result, sender, ids, trial.n)
+        account_trial(result, sender, ids, trial.n)
         if result.broker_restarted:
             result.note = "broker restarted mid-run (stopped and started again on its storage)"
     result.trial_s = time.monotonic() - t_trial
@@ -256,7 +256,7 @@ def _receive(testbed: Testbed, trial: Trial, result: TrialResult, topic: str, se
         result.receive_s = time.monotonic() - t1
 
 
-def _account(result: TrialResult, sender: Sender, ids: np.ndarray, n: int) -> None:
+def account_trial(result: TrialResult, sender: Sender, ids: np.ndarray, n: int) -> None:
     result.M, result.distinct, result.lost, result.duplicated = account(ids, n)
     result.alpha, result.beta = result.lost / n, result.duplicated / n
     prometheus.rel_received.labels(result.semantics).inc(result.M)

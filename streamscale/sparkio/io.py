@@ -283,8 +283,11 @@ def decode_avro(raw, value_ddl: str, avro: tuple[str, str, int] | None, include_
     fields = [
         (F.unix_millis(F.col(f"_decoded.`{n}`")) if n in millis else F.col(f"_decoded.`{n}`")).alias(n) for n in names
     ]
-    return rows.select(*[f"kafka_{c}" for c in raw.columns if include_raw or c not in ("key", "value")], *fields,
-                       error.alias(ERROR_COLUMN))  # fmt: skip
+    return rows.select(
+        *[f"kafka_{c}" for c in raw.columns if include_raw or c not in ("key", "value")],
+        *fields,
+        error.alias(ERROR_COLUMN),
+    )
 
 
 def decode_natively(raw, value_ddl: str, value_format: str = "json", include_raw: bool = False):

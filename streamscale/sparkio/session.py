@@ -213,10 +213,6 @@ def spark_kafka_jars() -> list[Path]:
     return sorted(libs.glob("*.jar")) if libs.is_dir() else []
 
 
-def has_spark_kafka_connector() -> bool:
-    return any(j.name.startswith("spark-sql-kafka-0-10_") for j in spark_kafka_jars())
-
-
 def _quiet_accumulator_servers() -> None:
     """PySpark's accumulator server (a socketserver thread in this process) prints a traceback to
     stderr (EOFError) when the JVM closes its connection as a session stops: the normal end of a

@@ -37,9 +37,6 @@ class PhysicalPlan:
     def sinks(self) -> list[Node]:
         return [n for n in self.nodes if n.kind == "to"]
 
-    def repartition_topic(self, r: Node) -> str:
-        return r.topic
-
 
 def _clone(plan: LogicalPlan) -> list[Node]:
     mapping: dict[int, Node] = {}

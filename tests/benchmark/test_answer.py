@@ -5,7 +5,7 @@ import pytest
 
 from streamscale.benchmark.answer import answer, assumed_capacities
 from streamscale.benchmark.plots import fit_label, plot_metric
-from streamscale.benchmark.report import _answer
+from streamscale.benchmark.report import answer_section
 from streamscale.benchmark.search import CountingOracle, load_capacity
 from streamscale.benchmark.units import Axes, approx
 
@@ -93,7 +93,7 @@ def test_a_capacity_taken_over_from_fewer_amounts_is_marked_not_run(two_hold, lo
     assert assumed_capacities(metric, oracle.calls) == assumed
     a = answer(metric, "capacity", Axes(), "uc3", 2, assumed_capacities(metric, oracle.calls))
     assert [(r["resources"], r["assumed"]) for r in a["capacity"]] == [(1, False), (2, bool(assumed))]
-    opening = "".join(_answer({"answer": a}))
+    opening = "".join(answer_section({"answer": a}))
     assert opening.count("not run: assumed from fewer resources") == len(assumed)
     assert plot_metric(metric, "capacity", Axes(), tmp_path / "c.png", assumed=assumed).stat().st_size > 5000
 
@@ -165,7 +165,7 @@ def test_a_bracket_answer_says_both_ends_and_what_spark_had(tmp_path):
         {"resources": 1, "load": 30_000.0, "rate": 30_000.0, "assumed": False},
         {"resources": 2, "load": 39_000.0, "rate": 39_000.0, "assumed": False},
     ]
-    opening = "".join(_answer({"answer": a}))
+    opening = "".join(answer_section({"answer": a}))
     assert "held ~30,000" in opening and "43,000" in opening and "undecided" in opening
     assert plot_brackets(a["brackets"], Axes(), tmp_path / "capacity.png").stat().st_size > 5000
 
@@ -257,9 +257,9 @@ def test_the_held_ends_table_has_sparks_cpu_seconds_per_million_records_with_the
     # a figure of the table, not of the sentence: on a confined core it follows 1 / the load held
     sentence = bracket_answer([one.as_dict()], Axes(), "uc2", rows)["sentence"]
     assert sentence.endswith("failed ~33,000 records/s") and "CPU-s" not in sentence
-    from streamscale.benchmark.report import _per_million
+    from streamscale.benchmark.report import per_million
 
-    assert _per_million(b) == "13 (12–14)"
+    assert per_million(b) == "13 (12–14)"
 
 
 def test_an_amount_whose_every_run_was_invalid_is_said_so_in_the_answer_report_and_plot(tmp_path):
@@ -284,7 +284,7 @@ def test_an_amount_whose_every_run_was_invalid_is_said_so_in_the_answer_report_a
         "time budget ended the search (the load generator could not produce 16,000 records/s here)"
     )
     assert [c["load"] for c in a["capacity"]] == [None, None]
-    assert "could not be judged" in "".join(_answer({"answer": a}))
+    assert "could not be judged" in "".join(answer_section({"answer": a}))
     # an undecided load below the failed end was tried too: "down to" names the lowest tried
     low = Bracket(1, None, 1_400.0, failed_undecided=True, verdicts={1_200.0: "undecided", 1_400.0: "undecided"})
     assert bracket_answer([low.as_dict()], Axes(), "job", [])["sentence"].endswith(
@@ -309,5 +309,5 @@ def test_demand_and_capacity_answers_carry_the_latency_percentiles_of_the_runs_t
         {"p50": 500, "p95": 1000, "p99": 1500},
     ]
     assert [r["processing_ms"]["p99"] for r in a["capacity"]] == [600, 1500]
-    html = "".join(_answer({"answer": a}))
+    html = "".join(answer_section({"answer": a}))
     assert "processing p50 / p95 / p99" in html

@@ -46,7 +46,7 @@ def test_benchmark_run_with_confirm_resolves_its_spec_once(monkeypatch, tmp_path
 
     import streamscale.benchmark.execution as execution
     import streamscale.broker.access as access
-    from streamscale.cli.main import _app
+    from streamscale.cli.main import root
 
     spec = {
         "name": "one-plan",
@@ -68,7 +68,7 @@ def test_benchmark_run_with_confirm_resolves_its_spec_once(monkeypatch, tmp_path
     monkeypatch.setenv("STREAMSCALE_METRICS_PORT", "0")
     out = tmp_path / "res"
     args = ["benchmark", "run", str(tmp_path / "spec.yaml"), "--out", str(out), "-b", "127.0.0.1:9", "--confirm"]
-    r = CliRunner().invoke(_app, args)
+    r = CliRunner().invoke(root, args)
     assert r.exit_code == 0, r.output
     assert len(calls) == 1  # one resolve for the whole run
     search, long = FakeRunner.plans  # the search's runner and the long runs' runner

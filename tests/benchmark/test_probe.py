@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from streamscale.benchmark.probe import BacklogPart, _confine_after, backlog_parts, rate_batches, start_backlog
+from streamscale.benchmark.probe import BacklogPart, backlog_parts, confine_after, rate_batches, start_backlog
 from streamscale.errors import ConfigError, SparkError
 
 
@@ -49,20 +49,20 @@ class FakeRun:
 
 def test_confinement_comes_once_after_the_warm_batches():
     run, calls = FakeRun(6), []
-    done = _confine_after(run, 3, lambda: calls.append(len(run.batches)), 600_000, timeout=5)
+    done = confine_after(run, 3, lambda: calls.append(len(run.batches)), 600_000, timeout=5)
     assert done == 3 and calls == [3]  # batch 4 ran when confined: the rate starts at the fifth
 
 
 def test_a_drain_that_ends_before_its_warm_batches_is_a_config_error():
     with pytest.raises(ConfigError, match="fewer than 5 batches"):
-        _confine_after(FakeRun(2), 3, lambda: pytest.fail("confined"), 200_000, timeout=5)
+        confine_after(FakeRun(2), 3, lambda: pytest.fail("confined"), 200_000, timeout=5)
 
 
 def test_a_drain_that_fails_before_its_warm_batches_raises_its_failure():
     run = FakeRun(2, error="boom")
     run.poll = lambda: None  # stays active, with a failure
     with pytest.raises(SparkError, match="boom"):
-        _confine_after(run, 3, lambda: pytest.fail("confined"), 200_000, timeout=5)
+        confine_after(run, 3, lambda: pytest.fail("confined"), 200_000, timeout=5)
 
 
 def closes_per_batch(parts, sensors, batch, window_ms, lateness_ms):

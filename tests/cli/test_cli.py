@@ -175,7 +175,7 @@ def test_every_command_takes_the_bootstrap_from_the_environment_and_the_properti
     import streamscale.benchmark.execution as bench_runner
     import streamscale.experiment.sut as sut
     import streamscale.reliability.campaign as rel_runner
-    from streamscale.cli.main import _app
+    from streamscale.cli.main import root
 
     seen: dict[str, object] = {}
 
@@ -208,19 +208,19 @@ def test_every_command_takes_the_bootstrap_from_the_environment_and_the_properti
     examples = Path(__file__).parents[2] / "examples"
     runner = CliRunner()
     x = ["-X", "client.id=from-x"]
-    runner.invoke(_app, ["benchmark", "run", str(examples / "uc1-small.yaml"), "--out", str(tmp_path / "b"), *x])
-    runner.invoke(_app, ["run-sut", "uc1", "-d", "5", *x])
+    runner.invoke(root, ["benchmark", "run", str(examples / "uc1-small.yaml"), "--out", str(tmp_path / "b"), *x])
+    runner.invoke(root, ["run-sut", "uc1", "-d", "5", *x])
     rel = sorted((examples / "reliability").glob("*.yaml"))[0]
-    runner.invoke(_app, ["reliability", "run", str(rel), "--out", str(tmp_path / "r"), *x])
+    runner.invoke(root, ["reliability", "run", str(rel), "--out", str(tmp_path / "r"), *x])
     want = ("kafka.example:9092", {"client.id": "from-x", "socket.timeout.ms": "7000"})
     assert seen == {"bench": want, "sut": want, "rel": want}
     monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "")
     monkeypatch.delenv("STREAMSCALE_KAFKA_CONFIG")
     seen.clear()
-    runner.invoke(_app, ["run-sut", "uc1", "-d", "5", "-b", "given:1"])
+    runner.invoke(root, ["run-sut", "uc1", "-d", "5", "-b", "given:1"])
     assert seen == {"sut": ("given:1", {})}  # the option wins
     seen.clear()
-    r = runner.invoke(_app, ["run-sut", "uc1", "-d", "5", "-X", "no.such.property=1"])
+    r = runner.invoke(root, ["run-sut", "uc1", "-d", "5", "-X", "no.such.property=1"])
     assert r.exit_code != 0 and "no.such.property" in str(r.exception) and seen == {}
 
 

@@ -10,7 +10,7 @@ import pytest
 from streamscale.errors import ConfigError
 from streamscale.reliability.sender import BIN_S, Sender
 from streamscale.reliability.spec import ClusterFault, ClusterStep, ProducerSettings, parse_spec
-from streamscale.reliability.tester import TrialResult, _account
+from streamscale.reliability.tester import TrialResult, account_trial
 
 N = 100_000
 
@@ -38,7 +38,7 @@ def test_acknowledged_and_unacknowledged_loss_are_told_apart():
     s.acked = np.array([True] * 6 + [False] * 4)
     s.errors, s.error_times, s.aborted = {}, [], 0
     r = TrialResult("acks=1", 100, "f", 0, 10, send_s=1.0, receive_s=1.0)
-    _account(r, s, np.array([0, 1, 1, 2, 6, 9, 12]), 10)
+    account_trial(r, s, np.array([0, 1, 1, 2, 6, 9, 12]), 10)
     # lost: 3, 4, 5 (acknowledged), 7, 8 (not); duplicated: one 1
     assert (r.M, r.distinct, r.lost, r.duplicated) == (6, 5, 5, 1)
     assert (r.acked, r.acked_but_lost, r.unacked_lost) == (6, 3, 2)

@@ -26,10 +26,6 @@ class PartitionLoad:
         self._thread = threading.Thread(target=self._run, name="partition-load", daemon=True)
         self._lock = threading.Lock()
 
-    @property
-    def record_bytes(self) -> int:
-        return 8 + self.value_bytes  # key + value
-
     def set_rate(self, records_per_s: float | list[float]) -> None:
         with self._lock:
             self.rates = list(records_per_s) if isinstance(records_per_s, list) else [records_per_s] * self.partitions
