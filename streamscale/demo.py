@@ -127,6 +127,7 @@ def demo_spec(start: float, params: dict, budget_s: float | None = None) -> dict
             "load": {"type": "sensors", "values": [start, float(_round2(start * 8))]},
             "resources": {"type": "cores", "values": [1, 2]},
             "duration_s": run_seconds(budget_s),
+            "max_duration_s": run_seconds(budget_s),  # its budget holds runs of that length, no longer
             "warmup_s": WARMUP_S,
             "min_duration_s": MIN_DURATION_S,
             "repetitions": 1,

@@ -216,7 +216,7 @@ def _bracket_words(row: dict, axes: Axes) -> str:
     if row.get("out_of_time") and row.get("width") is not None:
         text += f" (the time budget ended the search {row['width']:.0%} apart)"
     if row.get("long_s"):
-        text += f" (ends decided by {row['long_s']:g} s runs)"
+        text += _long_words(row)
     elif row.get("confirmed"):
         text += " (its ends run again after a drift)"
     elif row.get("ends_drifted"):
@@ -225,3 +225,24 @@ def _bracket_words(row: dict, axes: Axes) -> str:
     # the sentence: on a confined core Spark keeps its CPUs busy at any load, so there the figure is
     # the CPUs over the load held and says no more than the bracket (docs/benchmarking.md)
     return text
+
+
+def _long_words(row: dict) -> str:
+    """Which of a confirmed bracket's ends its long runs decided (the held end a pass, the upper
+    one a fail), and which they did not."""
+    long = {float(k): v for k, v in (row.get("long") or {}).items()}
+    length = f"{row['long_s']:g} s"
+    held, failed = row.get("held"), row.get("failed")
+    held_ok = held is not None and long.get(float(held)) == "pass"
+    failed_ok = failed is not None and long.get(float(failed)) == "fail"
+    if held_ok and failed_ok:
+        return f" (ends decided by {length} runs)"
+    said = []
+    if held is not None:
+        said.append(f"the held end {'decided by a' if held_ok else 'not decided by its'} {length} run")
+    if failed is not None and not failed_ok:
+        what = long.get(float(failed))
+        said.append(f"the upper end {'undecided after' if what == 'undecided' else 'not decided by'} {length}")
+    elif failed_ok:
+        said.append(f"the upper end decided by a {length} run")
+    return f" ({', '.join(said)})" if said else ""

@@ -24,6 +24,7 @@ def long_spec(spec: dict, resources: int, loads: list[float], seconds: float, wa
         load={**spec["execution"]["load"], "values": sorted(loads)},
         resources={**spec["execution"]["resources"], "values": [resources]},
         duration_s=seconds,
+        max_duration_s=seconds,
         warmup_s=warmup,
         min_duration_s=None,
         repetitions=1,
@@ -72,6 +73,8 @@ def refine(
     lo, hi = r.upper_end(lo)
     lo, hi = r.climb(lo, hi, resolution, between)
     lo, hi = r.narrow(lo, hi, resolution, between)
+    if hi is None:  # no long run above the held end failed: the lowest that stayed undecided, if any
+        hi = min((x for x, v in r.runs.items() if v == "undecided" and (lo is None or x > lo)), default=None)
     return {
         "held": lo,
         "failed": hi,
@@ -115,7 +118,8 @@ class _Refinement:
 
     def upper_end(self, lo: float | None) -> tuple[float | None, float | None]:
         """Every load above the held end the search tried or a long run failed, lowest first: the
-        first whose long run does not pass is the upper end (one that passes raises the held end)."""
+        first whose long run fails (or cannot be judged) is the upper end; one that passes raises the
+        held end, one that stays undecided decides nothing and the next load upward is run."""
         runs, upper = self.runs, self.upper
         above = sorted(
             x
@@ -130,32 +134,37 @@ class _Refinement:
             v = self.verdict(x)
             if v is None:
                 break
-            if v != "pass":
+            if v not in ("pass", "undecided"):
                 return lo, x
-            lo = x
+            if v == "pass":
+                lo = x
         return lo, None
 
     def climb(self, lo, hi, resolution: float, between) -> tuple[float | None, float | None]:
-        """Every load tried above the held end passed long (an upper end the search left undecided,
-        or a failed end that passed): the capacity lies higher, so long runs go on up a
-        resolution's step at a time until one does not pass."""
+        """No load above the held end failed long (an upper end the search left undecided, a failed
+        end that passed, long runs that stayed undecided): the capacity lies higher, so long runs go
+        on up a resolution's step at a time, past any that stays undecided, until one fails."""
+        top = max([lo] + [x for x, v in self.runs.items() if v == "undecided" and x > lo]) if lo is not None else None
         while lo is not None and hi is None:
-            x = between(lo, lo * (1 + resolution) ** 2)
+            x = between(top, top * (1 + resolution) ** 2)
             v = None if x is None or x >= self.ceiling else self.verdict(x)
             if v is None:
                 break
             if v == "pass":
-                lo = x
+                lo = top = x
+            elif v == "undecided":
+                top = x
             else:
                 hi = x
         return lo, hi
 
     def narrow(self, lo, hi, resolution: float, between) -> tuple[float | None, float | None]:
-        """Halve the bracket (at ``between``'s middle) until it is within ``resolution``."""
+        """Halve the bracket (at ``between``'s middle) until it is within ``resolution``; a middle
+        whose long run stays undecided ends it there, its ends a decided pass and a decided fail."""
         while lo is not None and hi is not None and hi / lo - 1 > resolution:
             mid = between(lo, hi)
             v = None if mid is None else self.verdict(mid)
-            if v is None:
+            if v is None or v == "undecided":
                 break
             lo, hi = (mid, hi) if v == "pass" else (lo, mid)
         return lo, hi
@@ -176,6 +185,8 @@ def confirm_bracket(
     failed = None if b.get("failed") is None else first[float(b["failed"])]
     ok = end_holds(b, held, failed)
     higher = ok and failed == "pass" and bool(b.get("failed_undecided"))  # the capacity lies above
+    # an upper end whose long run stayed undecided is no end: the next load upward gets its long run
+    higher = higher or failed == "undecided"
     if ok and not higher:
         # an upper end the search left undecided and its long run failed is a failed end now
         undecided = bool(b.get("failed_undecided")) and failed != "fail"
@@ -191,6 +202,7 @@ def long_execution(spec):
     ex = spec.execution.model_copy(
         update={
             "duration_s": st.confirm_s,
+            "max_duration_s": st.confirm_s,  # a long run is whole: its verdict at its end is its own
             "warmup_s": st.confirm_warmup_s,
             "min_duration_s": None,
             "repetitions": 1,

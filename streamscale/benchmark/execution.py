@@ -201,7 +201,8 @@ class Execution:
         self.ran += 1
         self.done[key] = r
         self.results.append(r)
-        console.print(run_line(r, self.spec.execution.slos.latency_p95_ms), highlight=False)
+        ex = self.spec.execution if run_experiment is None else self.plan.long().spec.execution
+        console.print(run_line(r, ex.slos.latency_p95_ms, ex.duration_s), highlight=False)
         return r
 
     def most_experiments(self) -> int:
@@ -253,7 +254,8 @@ class Execution:
             tuple(ex.resources.values),
             values[0],
             settings,
-            lambda: ex.repetitions * run_cost(ex.duration_s, self.overheads),  # a load's runs
+            # a load's runs, each planned at its longest (an undecided run goes on up to it)
+            lambda: ex.repetitions * run_cost(ex.longest_s, self.overheads),
             st.confirm,
         )
 

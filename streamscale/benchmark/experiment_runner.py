@@ -85,7 +85,8 @@ class ExperimentRunner:
         from streamscale.experiment.sut import CHECK_EVERY_S
 
         ex = self.spec.execution
-        self.looks = Looks(ex.duration_s, first_look_s(self.spec, point), CHECK_EVERY_S)
+        # the looks are planned up to the longest a run may go on (an undecided one goes past duration_s)
+        self.looks = Looks(ex.longest_s, first_look_s(self.spec, point), CHECK_EVERY_S)
         return looking(self.spec, point, self.looks)
 
     def __call__(
@@ -144,7 +145,7 @@ class ExperimentRunner:
         looks = self.looks
         if looks is None or not looks.taken:
             return 0.95
-        if ran_s < self.spec.execution.duration_s - 0.5:
+        if ran_s < self.spec.execution.longest_s - 0.5:
             return 1 - looks.per_look()
         return looks.final_confidence()
 
@@ -154,7 +155,7 @@ class ExperimentRunner:
         from streamscale.experiment.sut import Placement, StopPolicy, Workload, run_sut
 
         ex, bm = self.spec.execution, self.spec.benchmark
-        judge = self.judge(point) if ex.shortest_s is not None else None  # sets self.looks
+        judge = self.judge(point) if ex.judged_as_it_goes else None  # sets self.looks
         if judge is not None and self.watch is not None:
             # a node that died decides the run at its next look: what follows measures the fault
             judge = _stopping_on_fault(judge, self.watch)
@@ -170,7 +171,8 @@ class ExperimentRunner:
             gen_workers=bm.loadgen.workers,
             partitions=bm.topics.partitions,
         )
-        policy = StopPolicy(ex.duration_s, judge, self.looks.first_s if judge is not None else None)
+        first = self.looks.first_s if judge is not None else None
+        policy = StopPolicy(ex.duration_s, judge, first, max_duration_s=ex.longest_s)
         pids = self.watch.pids() if self.watch is not None else self.broker_pids  # a node started again
         context = dataclasses.replace(self.context, on_lag=on_lag, broker_pids=tuple(pids))
         return run_sut(workload, Placement(point.master, point.spark_conf, point.cpus), policy, context)

@@ -213,6 +213,7 @@ def _run_columns(r, obs: Observation, j: Judgement, ran: float) -> dict:
         "generator_cpu_pct": round(100 * r.generator_cpu_s / ran, 1),
         "machine_cpu_pct": round(r.machine_cpu_pct, 1),
         "ran_s": round(ran, 1),
+        "decided_s": _rounded(getattr(r, "decided_s", None), 1),
         "spark_cpu_pct": round(r.spark_cpu_pct, 1),
         "broker_cpu_pct": round(r.broker_cpu_pct, 1),
         "steal_pct": round(r.steal_pct, 2),

@@ -42,13 +42,14 @@ _MEANING: dict[str, tuple[str, str]] = {
     "execution.executor_cores": ("cores per executor (resource type executors)", ""),
     "execution.executor_memory": ("memory per executor (resource type executors)", "Java size"),
     "execution.duration_s": (
-        "longest length of one experiment, load generated throughout (sequential testing stops a decided one sooner)",
+        "planned length of one experiment, load generated throughout (sequential testing stops a decided one "
+        "sooner; an undecided one goes on up to max_duration_s)",
         "s",
     ),
     "execution.min_duration_s": (
         "sequential testing: from this length on an experiment stops as soon as its lag trend's interval, "
         "at the confidence its look may spend, clears the limit; auto: warmup_s + a quarter of the rest, "
-        "at least 10 s; null: every experiment lasts duration_s",
+        "at least 10 s; null: first looked at when duration_s ends",
         "s",
     ),
     "execution.slos.processing_latency_p95_ms": ("", "ms"),  # the model's description, with its unit

@@ -90,6 +90,9 @@ class ExperimentResult:
     cpu_s_per_million: float = float("nan")  # Spark's CPU-seconds per million records processed
     fault: str = ""  # what of the environment failed during the run (a broker node died): invalid
     confirms: str = ""  # a long run of a bracket's end (strategy.confirm): held, failed, or between
+    # when a look found the run decided and stopped it, s into its load (NaN: none did: it ran to its
+    # duration_s, or went on undecided to max_duration_s)
+    decided_s: float = float("nan")
     slo_verdicts: str = ""  # each SLO checker's verdict, "name=verdict" apart by spaces (streamscale.benchmark.slos)
 
     def __post_init__(self):

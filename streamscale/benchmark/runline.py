@@ -11,8 +11,9 @@ from streamscale.benchmark.results import ExperimentResult, failed_without_outpu
 _COLOUR = {"pass": "green", "fail": "red", "undecided": "yellow", "invalid": "red"}
 
 
-def run_line(r: ExperimentResult, latency_limit_ms: float | None = None) -> str:
-    """One experiment's line: its verdict and the figures that decided it (unmeasured ones left out)."""
+def run_line(r: ExperimentResult, latency_limit_ms: float | None = None, duration_s: float | None = None) -> str:
+    """One experiment's line: its verdict and the figures that decided it (unmeasured ones left out);
+    a run that went on past its ``duration_s`` because it was undecided there says so."""
     colour = _COLOUR.get(r.verdict, "red")
     if math.isnan(r.lag_slope) and r.note:  # nothing measured: Spark's JVM died under the load
         return f"  [{colour}]{r.verdict.upper()}[/] {escape(r.note)}, after {r.ran_s:.0f} s"
@@ -38,7 +39,7 @@ def run_line(r: ExperimentResult, latency_limit_ms: float | None = None) -> str:
     if math.isfinite(r.median_batch_ms):
         parts.append(f"median batch {r.median_batch_ms:,.0f} ms")
     if math.isfinite(r.ran_s):
-        parts.append(f"{r.ran_s:.0f} s run")
+        parts.append(f"{r.ran_s:.0f} s run{_extension(r, duration_s)}")
     if math.isfinite(r.spark_cpu_pct):
         parts.append(f"Spark {r.spark_cpu_pct / 100:.1f} CPUs")
     gen = f"generator {r.generator_rate:,.0f}/s"
@@ -68,3 +69,12 @@ def _output_latency_text(r: ExperimentResult, limit: float | None) -> str:
         return text
     bound = f"limit {limit:,.0f}" if r.latency_slo else f"[red]limit {limit:,.0f}[/]"
     return f"{text} ({bound})"
+
+
+def _extension(r: ExperimentResult, duration_s: float | None) -> str:
+    """Why a run lasted longer than its duration_s ("" where it did not)."""
+    if duration_s is None or not r.ran_s > duration_s + 1:
+        return ""
+    if math.isfinite(r.decided_s):
+        return f" (undecided at {duration_s:g} s, went on until decided)"
+    return f" (undecided at {duration_s:g} s, went on to its longest)"

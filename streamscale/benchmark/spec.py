@@ -311,6 +311,11 @@ class StrategySpec(StrictModel):
     )
 
 
+# How long a run undecided at its duration_s may go on by default: long enough for the lag trend's
+# interval of a micro-batch query's sawtooth to narrow about tenfold against a 40 s run's.
+DEFAULT_MAX_DURATION_S = 300.0
+
+
 class ExecutionSpec(StrictModel):
     load: LoadSpec
     resources: ResourceSpec
@@ -318,7 +323,15 @@ class ExecutionSpec(StrictModel):
     executor_cores: int = Field(1, ge=1)
     executor_memory: str = "1g"
     slos: SLOSpec = Field(default_factory=SLOSpec)
-    duration_s: float = Field(60.0, gt=0, description="a run's longest length (sequential testing may stop it sooner)")
+    duration_s: float = Field(
+        60.0, gt=0, description="a run's planned length (sequential testing may stop it sooner, max_duration_s later)"
+    )
+    max_duration_s: float | None = Field(
+        None,
+        gt=0,
+        description="a run whose SLOs are still undecided at duration_s goes on (its looks continue) up to this "
+        f"length; null: {DEFAULT_MAX_DURATION_S:g} s, or duration_s where that is longer",
+    )
     warmup_s: float = Field(20.0, ge=0)
     min_duration_s: float | Literal["auto"] | None = Field(
         "auto",
@@ -375,6 +388,11 @@ class ExecutionSpec(StrictModel):
     def _check(self):
         if self.warmup_s >= self.duration_s:
             raise ValueError(f"warmup_s ({self.warmup_s:g}) must be shorter than duration_s ({self.duration_s:g})")
+        if self.max_duration_s is not None and self.max_duration_s < self.duration_s:
+            raise ValueError(
+                f"max_duration_s ({self.max_duration_s:g}) must be at least duration_s ({self.duration_s:g}): a run "
+                "goes on past duration_s only while it is undecided"
+            )
         if self.resources.type == "executors" and not self.master:
             raise ValueError("resource type 'executors' needs a master (spark://host:port or k8s://...)")
         if self.master and not self.master.startswith(("spark://", "k8s://", "local")):
@@ -394,6 +412,18 @@ class ExecutionSpec(StrictModel):
                 f"and at most at duration_s ({self.duration_s:g})"
             )
         return self
+
+    @property
+    def longest_s(self) -> float:
+        """How long a run still undecided may go on (max_duration_s, or its default)."""
+        if self.max_duration_s is not None:
+            return self.max_duration_s
+        return max(DEFAULT_MAX_DURATION_S, self.duration_s)
+
+    @property
+    def judged_as_it_goes(self) -> bool:
+        """Whether a run is looked at as it goes: it may stop once decided, or go on past duration_s."""
+        return self.shortest_s is not None or self.longest_s > self.duration_s
 
     @property
     def shortest_s(self) -> float | None:

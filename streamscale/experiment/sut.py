@@ -65,6 +65,7 @@ class SutResult:
     connector: str = ""  # the Kafka connector the SUT read with: python or spark
     late_counted: bool = True  # False: Spark's connector, whose rows carry no watermark to count with
     ran_s: float = 0.0  # how long the load ran: the duration, or less where the judge decided early
+    decided_s: float = float("nan")  # when a look found the run decided and stopped it (NaN: none did)
     generator_error: str | None = None  # the load generator's first error (a worker's failure)
     spark_cpu_pct: float = float("nan")  # the Spark application's processes while the load ran, % of one CPU
     broker_cpu_pct: float = float("nan")  # the broker's processes (an embedded broker's), % of one CPU
@@ -136,13 +137,23 @@ class Placement:
 class StopPolicy:
     """When the load stops: after ``duration_s``, or from ``min_duration_s`` on at the first look
     (every :data:`CHECK_EVERY_S`) at which ``judge(lag_samples, batches, t0_wall, topic)`` says the
-    run is decided (sequential testing). ``drain_s``: then stop the generator first and let the
-    query process the whole input (for at most this long), so that the output holds its answer."""
+    run is decided (sequential testing); a judged run still undecided at ``duration_s`` goes on,
+    looked at as before, up to ``max_duration_s`` (None: it stops at ``duration_s``). ``drain_s``:
+    then stop the generator first and let the query process the whole input (for at most this
+    long), so that the output holds its answer."""
 
     duration_s: float = 60.0
     judge: Callable[..., bool] | None = None
     min_duration_s: float | None = None
     drain_s: float | None = None
+    max_duration_s: float | None = None
+
+    @property
+    def longest_s(self) -> float:
+        """When the load stops whatever the looks say."""
+        if self.judge is None or self.max_duration_s is None:
+            return self.duration_s
+        return max(self.duration_s, self.max_duration_s)
 
 
 @dataclass(frozen=True)
@@ -295,7 +306,7 @@ class SutRun:
         """Poll the query while the load runs, looking at it as the stop policy says; then drain."""
         policy = self.policy
         t_load = time.monotonic()  # lag is sampled while load is generated; after that it only shows the drain
-        deadline = t_load + policy.duration_s
+        deadline = t_load + policy.longest_s
         next_check = t_load + (policy.min_duration_s if policy.min_duration_s is not None else policy.duration_s)
         ctl0, next_env = time.thread_time(), t_load + CHECK_EVERY_S
         while time.monotonic() < deadline:
@@ -311,6 +322,7 @@ class SutRun:
                 if policy.judge(
                     list(self.sampler.samples), list(self.query.batches), self.sampler.t0_wall, self.lag_topic
                 ):
+                    self.figures["decided_s"] = time.monotonic() - t_load
                     break
                 next_check = time.monotonic() + CHECK_EVERY_S
         else:  # the whole duration ran: the generators send their schedule to its end
@@ -427,6 +439,7 @@ class SutRun:
             connector=run.connector,
             late_counted=all(b.late_counted for b in run.batches),
             ran_s=f["ran_s"],
+            decided_s=f.get("decided_s", float("nan")),
             spark_cpu_pct=share.spark_cpu_pct,
             broker_cpu_pct=share.broker_cpu_pct,
             steal_pct=share.steal_pct,

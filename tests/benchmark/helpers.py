@@ -40,6 +40,7 @@ def spec_dict(**execution):
         "strategy": {"name": "full", "lower_bound": False},
     }
     ex.update(execution)
+    ex.setdefault("max_duration_s", ex["duration_s"])  # runs end at their duration unless a test says
     return {
         "name": "e2e",
         "benchmark": {"sut": "uc1", "params": {"sink": "none"}, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},

@@ -5,11 +5,13 @@ import dataclasses
 
 import pytest
 
+from streamscale.benchmark.answer import bracket_answer
 from streamscale.benchmark.bracket import between
 from streamscale.benchmark.confirm import confirm_bracket, end_holds, long_execution, refine
 from streamscale.benchmark.execution import LONG_REP, Execution
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import with_confirm
+from streamscale.benchmark.units import Axes
 from streamscale.errors import ConfigError
 from tests.benchmark.helpers import capacity_spec, fake_result
 
@@ -198,3 +200,27 @@ def test_an_upper_end_the_search_left_undecided_that_fails_long_is_a_failed_end(
     # one whose long run stayed undecided too stays undecided
     out = confirm_bracket(b, lambda x, end: "pass" if x <= 32_000 else "undecided", 0.25, 4)
     assert out["failed_undecided"] is True
+
+
+def test_an_upper_end_whose_long_run_stays_undecided_is_climbed_past_and_not_called_decided():
+    # the search's failed end (130k) passes long, the next (160k) stays undecided over 300 s, the
+    # one a step above it (200k) fails: the bracket is 130k / 200k, never ended at an undecided load
+    asked = []
+    verdicts = {110_000.0: "pass", 130_000.0: "pass", 160_000.0: "undecided", 180_000.0: "fail"}
+
+    def long(x, end):
+        asked.append(x)
+        return verdicts.get(x, "fail")
+
+    b = {"resources": 1, "held": 110_000.0, "failed": 130_000.0, "failed_undecided": True,
+         "verdicts": {"110000": "pass", "130000": "undecided", "160000": "undecided"}}  # fmt: skip
+    out = confirm_bracket(b, long, 0.25, 4)
+    assert asked == [110_000.0, 130_000.0, 160_000.0, 200_000.0]  # 160k between them: undecided, not run again
+    assert (out["held"], out["failed"], out["failed_undecided"]) == (130_000.0, 200_000.0, False)
+    # where the runs end before any fails, the bracket's upper end is the undecided one, said so
+    out = confirm_bracket(b, long, 0.25, 1)
+    assert (out["held"], out["failed"], out["failed_undecided"]) == (130_000.0, 160_000.0, True)
+    words = bracket_answer([{**out, "long_s": 300.0, "long": {f"{k:g}": v for k, v in out["long"].items()}}],
+                           Axes(), "job")["sentence"]  # fmt: skip
+    assert words.endswith("(the held end decided by a 300 s run, the upper end undecided after 300 s)")
+    assert "ends decided by" not in words

@@ -226,6 +226,7 @@ def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
                 master=c.master_url,
                 executor_memory="512m",
                 duration_s=16,
+                max_duration_s=16,
                 warmup_s=6,
                 extra_repetitions=0,
             )

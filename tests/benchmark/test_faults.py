@@ -82,6 +82,7 @@ def _spec(name="faults", loads=(1000, 2000), duration_s=30, warmup_s=5, **sectio
                 "load": {"type": "sensors", "values": list(loads)},
                 "resources": {"type": "cores", "values": [1]},
                 "duration_s": duration_s,
+                "max_duration_s": duration_s,  # a run undecided there ends there: the tests count runs
                 "warmup_s": warmup_s,
                 "repetitions": 1,
                 "strategy": {"name": "full", "lower_bound": False},

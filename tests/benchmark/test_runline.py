@@ -49,3 +49,12 @@ def test_an_undecided_or_invalid_run_says_why_and_dropped_records_over_the_limit
     assert _text(run_line(bad)).endswith("INVALID: the generator delivered 95,000 of [100,000]/s")
     dropped = dataclasses.replace(r, verdict="fail", dropped=700, dropped_slo=False, note="")
     assert "[red]dropped 700[/]" in run_line(dropped) and "[red]dropped" not in run_line(r)
+
+
+def test_a_run_that_went_on_past_its_duration_says_so():
+    r = dataclasses.replace(fake_result(20_000, 1, 0, passed=True), verdict="pass", ran_s=86.0, decided_s=86.0)
+    assert "86 s run (undecided at 40 s, went on until decided)" in _text(run_line(r, duration_s=40))
+    capped = dataclasses.replace(r, verdict="undecided", ran_s=300.0, decided_s=float("nan"))
+    assert "300 s run (undecided at 40 s, went on to its longest)" in _text(run_line(capped, duration_s=40))
+    on_time = dataclasses.replace(r, ran_s=40.2, decided_s=float("nan"))
+    assert "40 s run," in _text(run_line(on_time, duration_s=40)) and "undecided at" not in run_line(on_time, None, 40)

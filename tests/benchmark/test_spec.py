@@ -38,6 +38,7 @@ def test_examples_cover_every_uc_small_and_paper_size():
         (lambda d: d["execution"].update(repetitons=3), "execution.repetitons"),
         (lambda d: d["execution"]["load"].update(type="nested_groups"), "uc4 only"),
         (lambda d: d["execution"].update(master="yarn"), "master"),
+        (lambda d: d["execution"].update(duration_s=60, max_duration_s=45), "must be at least duration_s"),
     ],
 )
 def test_bad_specs_name_the_field(mutate, field):
@@ -45,6 +46,21 @@ def test_bad_specs_name_the_field(mutate, field):
     mutate(d)
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         parse_spec(d)
+
+
+def test_a_run_may_go_on_to_300_s_or_its_duration_and_a_long_run_is_whole():
+    from streamscale.benchmark.confirm import long_execution
+
+    d = base()
+    d["execution"].update(duration_s=40, warmup_s=10)
+    assert parse_spec(d).execution.longest_s == 300
+    d["execution"].update(duration_s=600)
+    assert parse_spec(d).execution.longest_s == 600
+    d["execution"].update(duration_s=40, max_duration_s=90, min_duration_s=None)
+    ex = parse_spec(d).execution
+    assert ex.longest_s == 90 and ex.judged_as_it_goes  # looked at from its duration on, to go on
+    long = long_execution(parse_spec(d)).execution
+    assert long.longest_s == long.duration_s == 300 and not long.judged_as_it_goes
 
 
 def test_yaml_errors(tmp_path):

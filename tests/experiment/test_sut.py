@@ -94,3 +94,26 @@ def test_a_workloads_producer_settings_reach_its_generator_and_none_are_added_ot
     cfg = config(producer_config={"linger.ms": 5})
     assert cfg.producer_config == {"linger.ms": 5} and cfg.topic == "in"
     assert config().producer_config == {}  # the generator's own defaults (linger.ms 200) then hold
+
+
+@pytest.mark.spark
+def test_a_run_undecided_at_its_duration_goes_on_until_a_look_decides_it(broker, spark):
+    import time
+
+    from streamscale.experiment.sut import StopPolicy, Workload, run_sut
+    from streamscale.experiment.sut import Context as RunContext
+
+    looks: list[float] = []
+
+    def judge(lag, batches, t0_wall, topic) -> bool:  # undecided until 7 s into the load
+        looks.append(time.monotonic())
+        return len(lag) >= 7
+
+    policy = StopPolicy(duration_s=3, judge=judge, min_duration_s=2, max_duration_s=60)
+    r = run_sut(Workload("uc1", {"sink": "none"}, sensors=200, partitions=1), policy=policy,
+                context=RunContext(bootstrap=broker.bootstrap, spark=spark))  # fmt: skip
+    assert len(looks) >= 3  # looked at before its duration and after it
+    assert 6 <= r.decided_s < 20 and r.ran_s == pytest.approx(r.decided_s, abs=0.01)  # past 3 s, until decided
+    # no judge: the run ends at its duration whatever max_duration_s says
+    assert StopPolicy(duration_s=3, max_duration_s=60).longest_s == 3
+    assert StopPolicy(duration_s=3, judge=judge, max_duration_s=60).longest_s == 60
