@@ -268,7 +268,7 @@ def _experiment_section(e, d: Path) -> list[str]:
     )
     parts.append(
         f"<p>lag trend {_num(e.lag_slope)} records/s{interval} (limit {_num(e.lag_limit)}): "
-        f"lag SLO {'met' if e.lag_slo else 'violated'}; "
+        f"lag SLO {_lag_word(e)}; "
         f"dropped {e.dropped:,} (SLO {'met' if e.dropped_slo else 'violated'})</p>"
     )
     lag_png = d / "lag" / f"{e.exp_id}.png"
@@ -279,3 +279,12 @@ def _experiment_section(e, d: Path) -> list[str]:
     )
     parts.append("</div>")
     return parts
+
+
+def _lag_word(e) -> str:
+    """What the run's lag trend says of its SLO, in the run's own words: an interval that still
+    straddled the limit decided nothing (rows of an older streamscale: met or violated)."""
+    verdict = getattr(e, "lag_verdict", "")
+    if verdict == "undecided":
+        return "undecided (its interval straddles the limit)"
+    return "met" if e.lag_slo else "violated"

@@ -56,3 +56,16 @@ def test_every_figure_in_the_tables_has_at_most_four_significant_digits(tmp_path
     ]  # fmt: skip
     assert '<a href="experiments.csv">experiments.csv</a>' in page
     assert re.search(r"<td>\d+%</td>", tables[1])  # the bracket's width as a percentage
+
+
+def test_an_undecided_run_is_called_undecided_and_a_one_point_report_shows_no_raw_figure(tmp_path):
+    def undecided(load, res, rep, on_lag=None):
+        r = raw_figures(load, res, rep)
+        return dataclasses.replace(r, verdict="undecided", lag_verdict="undecided", lag_slo=False, passed=False)
+
+    spec = parse_spec(spec_dict(load={"type": "sensors", "values": [2000]}, resources={"type": "cores", "values": [1]}))
+    Execution(spec, tmp_path, undecided).run()
+    page = write_report(tmp_path).read_text()
+    paragraph = re.search(r"<p>lag trend .*?</p>", page).group(0)
+    assert "lag SLO undecided" in paragraph and "violated" not in paragraph
+    assert "2000.0" not in page.split("<h2>Spec</h2>")[0]  # every figure for a person, the spec as written

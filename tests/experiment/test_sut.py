@@ -100,8 +100,8 @@ def test_a_workloads_producer_settings_reach_its_generator_and_none_are_added_ot
 def test_a_run_undecided_at_its_duration_goes_on_until_a_look_decides_it(broker, spark):
     import time
 
-    from streamscale.experiment.sut import StopPolicy, Workload, run_sut
     from streamscale.experiment.sut import Context as RunContext
+    from streamscale.experiment.sut import StopPolicy, Workload, run_sut
 
     looks: list[float] = []
 
