@@ -72,6 +72,7 @@ class ExperimentRunner:
         )
         self.watch = None  # the embedded Kafka's BrokerWatch (streamscale.benchmark.faults), if embedded
         self.looks = None  # the running experiment's Looks, when it is looked at as it goes (judge)
+        self.preflown = False  # every other configuration checked in a run's session before its load
 
     def close(self) -> None:
         """Stop a session the runner kept (its own sessions only)."""
@@ -174,7 +175,9 @@ class ExperimentRunner:
         first = self.looks.first_s if judge is not None else None
         policy = StopPolicy(ex.duration_s, judge, first, max_duration_s=ex.longest_s)
         pids = self.watch.pids() if self.watch is not None else self.broker_pids  # a node started again
-        context = dataclasses.replace(self.context, on_lag=on_lag, broker_pids=tuple(pids))
+        preflight = () if self.preflown else self.plan.preflight(point.config)
+        self.preflown = True
+        context = dataclasses.replace(self.context, on_lag=on_lag, broker_pids=tuple(pids), preflight=preflight)
         return run_sut(workload, Placement(point.master, point.spark_conf, point.cpus), policy, context)
 
     def _write_lag(self, res: ExperimentResult, r, trend) -> None:

@@ -95,6 +95,21 @@ class Plan:
             processing_limit_ms=self._processing_limit_ms(pipe),
         )
 
+    def pipeline(self, point: Point, output_dir: str | None = None):
+        """The pipeline a point runs (a user's job writing its own sink under ``output_dir``)."""
+        from streamscale.pipelines import make_pipeline
+
+        bm = self.spec.benchmark
+        return make_pipeline(point.sut, point.params, records=bm.feed(), job=bm.job_setup(output_dir))
+
+    def preflight(self, config: str) -> tuple:
+        """(name, pipeline, Spark settings) of every configuration but ``config``, at the first load
+        and resource amount: what a first run checks in its session before any load, so that a
+        configuration searched later cannot fail only when its turn comes."""
+        ex = self.spec.execution
+        points = [self.point(ex.load.values[0], ex.resources.values[0], n) for n in self.configs if n != config]
+        return tuple((p.config, self.pipeline(p), p.spark_conf) for p in points)
+
     def check(self) -> None:
         """Every load value of every configuration builds its pipeline (where a value sets one of its
         parameters); ConfigError naming the value and the configuration otherwise."""

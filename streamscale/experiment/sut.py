@@ -178,6 +178,9 @@ class Context:
     out_dir: Path | None = None
     on_batch: Callable[[dict], None] | None = None
     on_lag: Callable[[LagSample], None] | None = None
+    # (name, pipeline, Spark settings) of other configurations, each built and checked in this
+    # run's session before its load starts (a benchmark's first run: streamscale.benchmark.plan)
+    preflight: tuple = ()
 
 
 def run_sut(
@@ -258,6 +261,11 @@ class SutRun:
         check_streams(trigger)
         realtime.check_slots(spark.sparkContext.defaultParallelism, sum(self.in_topics.values()), trigger)
         self.pipe.check(spark, self.bootstrap, self.input_topic)  # a user's job that does not build fails now
+        for name, pipe, conf in self.ctx.preflight:
+            try:
+                pipe.check(spark, self.bootstrap, self.input_topic, conf)
+            except ConfigError as exc:
+                raise ConfigError(f"execution.configs.{name}: {exc}") from None
         if trigger.real_time:
             topics, field = (self.input_topic, self.output_topic), self.pipe.send_time_field()
             self.outlat = OutputLatency(self.bootstrap, topics, field, getattr(self.pipe, "raw", False)).start()

@@ -285,17 +285,18 @@ class Pipeline(ABC):
         """Avro records' (schema as JSON, wire, schema id); None for JSON and CSV."""
         return None
 
-    def check(self, spark, bootstrap, input_topic: str) -> None:
+    def check(self, spark, bootstrap, input_topic: str, spark_conf: dict | None = None) -> None:
         """Build the dataflow once without running it, so that a broken one fails before the load
         starts (a user's job; the task samples are known to build), and keep real-time mode's
-        rules (streamscale.pipelines.realtime) when it triggers so."""
+        rules (streamscale.pipelines.realtime) when it triggers so; ``spark_conf``: the settings
+        it will run with (default: the session's)."""
         from streamscale.pipelines import realtime
         from streamscale.sparkio.io import kafka_impl
 
         trigger = self.trigger()
         if not trigger.real_time:
             return None
-        realtime.check_setup(self, realtime.session_conf(spark))
+        realtime.check_setup(self, realtime.session_conf(spark) if spark_conf is None else spark_conf)
         records = self.read(spark, bootstrap, input_topic, "earliest", None, kafka_impl(self.params.connector))
         realtime.check_plan(spark, self.build(spark, records), trigger)
         return None

@@ -184,7 +184,7 @@ class UserJob(Pipeline):
             )
         return out, mode
 
-    def check(self, spark, bootstrap, input_topic: str) -> None:
+    def check(self, spark, bootstrap, input_topic: str, spark_conf: dict | None = None) -> None:
         from streamscale.sparkio.io import kafka_impl
 
         impl = kafka_impl(self.params.connector)
@@ -192,7 +192,7 @@ class UserJob(Pipeline):
             check_format(spark, self.setup.sink_format)
         trigger = self.trigger()
         if trigger.real_time:
-            realtime.check_setup(self, realtime.session_conf(spark))
+            realtime.check_setup(self, realtime.session_conf(spark) if spark_conf is None else spark_conf)
         out, mode = self.build(spark, self.read(spark, bootstrap, input_topic, "earliest", None, impl))
         self._check_reads(out, input_topic)
         if trigger.real_time:
@@ -221,8 +221,9 @@ class UserJob(Pipeline):
                 )
 
     def _check_real_time(self, spark, out, mode: str, trigger) -> None:
-        """Real-time mode's rules on the job's output (streamscale.pipelines.realtime), and the
-        send-time column each record's latency is read from."""
+        """Real-time mode's rules on the job's output (streamscale.pipelines.realtime) first, as
+        Spark enforces them, then the send-time column each record's latency is read from."""
+        realtime.check_plan(spark, out, trigger)
         if mode == "complete":
             raise ConfigError(
                 f"trigger {trigger}: real-time mode runs update output mode, and job {self.name} returned complete"
@@ -240,7 +241,6 @@ class UserJob(Pipeline):
                 f"output topic: keep the column {field} in the output of job {self.name} "
                 f"(it has {', '.join(out.columns)})"
             )
-        realtime.check_plan(spark, out, trigger)
 
     def send_time_field(self) -> str | None:
         """Kafka's ``timestamp`` with decode raw; else the records' field the generator stamps with

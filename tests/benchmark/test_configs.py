@@ -116,7 +116,10 @@ def test_a_configuration_may_run_another_version_of_the_job(monkeypatch, tmp_pat
 
     def fake_run_sut(workload, placement, policy, context):
         ran.append(workload.uc)
+        preflights.append([(name, pipe.ref) for name, pipe, _ in context.preflight])
         raise Stop
+
+    preflights: list = []
 
     monkeypatch.setattr("streamscale.experiment.sut.run_sut", fake_run_sut)
     runner = ExperimentRunner(s, tmp_path, "127.0.0.1:1")
@@ -124,6 +127,8 @@ def test_a_configuration_may_run_another_version_of_the_job(monkeypatch, tmp_pat
         with pytest.raises(Stop):
             runner._run_sut(plan.point(1000, 1, name), None)
     assert ran == [str(EXAMPLES / "totals.py") + ":totals", str(EXAMPLES / "enrich.py") + ":enrich"]
+    # the first run checks the other configuration's job in its session before its load; later ones do not
+    assert preflights == [[("v2", str(EXAMPLES / "enrich.py") + ":enrich")], []]
 
 
 @pytest.mark.parametrize(

@@ -117,3 +117,22 @@ def test_a_run_undecided_at_its_duration_goes_on_until_a_look_decides_it(broker,
     # no judge: the run ends at its duration whatever max_duration_s says
     assert StopPolicy(duration_s=3, max_duration_s=60).longest_s == 3
     assert StopPolicy(duration_s=3, judge=judge, max_duration_s=60).longest_s == 60
+
+
+@pytest.mark.spark
+def test_a_first_run_checks_every_other_configuration_before_its_load(broker, spark):
+    from streamscale.errors import ConfigError
+    from streamscale.experiment.sut import Context as RunContext
+    from streamscale.experiment.sut import StopPolicy, Workload, run_sut
+
+    checked = []
+
+    class Refusing:  # a configuration searched later whose job real-time mode cannot run
+        def check(self, spark, bootstrap, input_topic, spark_conf=None):
+            checked.append((input_topic, spark_conf))
+            raise ConfigError("trigger real_time:5 seconds: real-time mode runs stateless operators only")
+
+    context = RunContext(bootstrap=broker.bootstrap, spark=spark, preflight=(("rt", Refusing(), {"a": 1}),))
+    with pytest.raises(ConfigError, match=r"^execution.configs.rt: trigger real_time:5 seconds: real-time mode"):
+        run_sut(Workload("uc1", {"sink": "none"}, sensors=100, partitions=1), policy=StopPolicy(30), context=context)
+    assert len(checked) == 1 and checked[0][1] == {"a": 1}  # with its own settings, before any load

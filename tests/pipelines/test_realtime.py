@@ -51,6 +51,13 @@ def _job(tmp_path, body: str) -> str:
             """,
             r"this query has .*HashAggregate \(an aggregation\).*StateStoreSave \(state\)",
         ),
+        (  # a stateful job without the send time: the rule Spark enforces is said first
+            """
+            def job(r, params):
+                return r.groupBy("identifier").count(), "update"
+            """,
+            r"stateless operators only, and this query has .*HashAggregate",
+        ),
         (
             """
             def job(r, params):
