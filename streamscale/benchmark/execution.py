@@ -29,6 +29,7 @@ from streamscale.benchmark.answer import answer, bracket_answer
 from streamscale.benchmark.experiment_runner import ExperimentRunner
 from streamscale.benchmark.plan import Plan, as_plan
 from streamscale.benchmark.results import (
+    STOP_RULE,
     ExperimentResult,
     ResultsFile,
     exp_id,
@@ -111,6 +112,11 @@ class Execution:
                 )
         spec_file.write_text(yaml.safe_dump(mine, sort_keys=False))
         rows, repaired = self.results.load()
+        if any(r.stop_rule != STOP_RULE for r in rows):
+            raise ConfigError(
+                f"{self.out_dir} holds experiments judged when a run undecided at duration_s ended there (now it "
+                "goes on up to max_duration_s): they are not resumed; choose another --out or delete it"
+            )
         if repaired:
             console.print(f"{self.results.path}: dropped a partial last row left by an interrupted run")
         self.done.update((r.key, r) for r in rows)

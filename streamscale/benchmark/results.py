@@ -10,6 +10,7 @@ experiment runs again).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 import os
@@ -23,6 +24,10 @@ FILE_NAME = "experiments.csv"
 # How ``dropped`` was counted. "previous-watermark": a reading is late when its window ends at or
 # before the previous micro-batch's watermark, Spark's own rule (streamscale.pipelines.accounting).
 LATE_RULE = "previous-watermark"
+# When a run stopped. "undecided-goes-on": a run still undecided at its duration_s went on, looked at,
+# up to max_duration_s; rows without it (older files) ended undecided at duration_s, and an execution
+# does not resume them (streamscale.benchmark.execution).
+STOP_RULE = "undecided-goes-on"
 
 
 @dataclass
@@ -93,6 +98,7 @@ class ExperimentResult:
     # when a look found the run decided and stopped it, s into its load (NaN: none did: it ran to its
     # duration_s, or went on undecided to max_duration_s)
     decided_s: float = float("nan")
+    stop_rule: str = STOP_RULE  # when the run stopped (see STOP_RULE); "" in rows of an older streamscale
     slo_verdicts: str = ""  # each SLO checker's verdict, "name=verdict" apart by spaces (streamscale.benchmark.slos)
 
     def __post_init__(self):
@@ -188,6 +194,8 @@ class ResultsFile:
             self._replace(whole)  # repaired, so that appended rows start on a line of their own
         rows = parse(whole, str(self.path))
         header = whole.split("\n", 1)[0].rstrip("\r").split(",") if whole else []
+        if whole and "stop_rule" not in header:  # rows of an older streamscale: under its rule
+            rows = [dataclasses.replace(r, stop_rule="") for r in rows]
         if whole and header != COLUMNS:
             # written by an older streamscale (fewer columns): rewritten with today's columns (the
             # new ones at their defaults), so that appended rows match the header

@@ -143,3 +143,20 @@ def test_results_of_another_broker_are_said_so_in_one_line(tmp_path):
     assert broker_change_note(tmp_path, now) is None  # another port, the same broker
     (tmp_path / "environment.json").write_text("{not json")
     assert broker_change_note(tmp_path, now) is None  # unreadable: not a crash
+
+
+def test_results_of_the_older_stopping_rule_are_not_resumed(tmp_path):
+    from streamscale.benchmark.execution import Execution
+    from streamscale.benchmark.spec import parse_spec
+    from streamscale.errors import ConfigError
+    from tests.benchmark.helpers import fake_result, spec_dict
+
+    spec = parse_spec(spec_dict())
+    Execution(spec, tmp_path, lambda load, res, rep, on_lag=None: fake_result(load, res, rep, True)).run()
+    path = tmp_path / "experiments.csv"
+    lines = path.read_text().splitlines()
+    at = COLUMNS.index("stop_rule")  # the file as an older streamscale wrote it: no such column
+    old = [",".join(c for i, c in enumerate(line.split(",")) if i != at) for line in lines]
+    path.write_text("\n".join(old) + "\n")
+    with pytest.raises(ConfigError, match="judged when a run undecided at duration_s ended there.*not resumed"):
+        Execution(spec, tmp_path, lambda *a, **k: None)
