@@ -212,7 +212,7 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         text += f", higher untested ({why})"
     else:
         verb = "stayed undecided at" if row["failed_undecided"] else "failed"
-        text += f" and {verb} {axes.amount(failed)}"
+        text += f" and {verb} {axes.amount(failed)}" + _undecided_between(row, axes)
     if row.get("out_of_time") and row.get("width") is not None:
         text += f" (the time budget ended the search {row['width']:.0%} apart)"
     if row.get("long_s"):
@@ -246,3 +246,17 @@ def _long_words(row: dict) -> str:
     elif failed_ok:
         said.append(f"the upper end decided by a {length} run")
     return f" ({', '.join(said)})" if said else ""
+
+
+def _undecided_between(row: dict, axes: Axes) -> str:
+    """The loads between a bracket's ends whose runs stayed undecided ("" where none did): the
+    search stepped past them, and the capacity may lie anywhere among them."""
+    held, failed = float(row["held"]), float(row["failed"])
+    inside = sorted(
+        float(k) for k, v in (row.get("verdicts") or {}).items() if v == "undecided" and held < float(k) < failed
+    )
+    if not inside:
+        return ""
+    if len(inside) == 1:
+        return f" (undecided at {axes.amount(inside[0])})"
+    return f" (undecided from {axes.amount(inside[0])} to {axes.amount(inside[-1])})"

@@ -10,9 +10,12 @@ would not fall strictly between the ends).
 
 More resources never hold less (the search's monotonicity), so the load the amount below held is
 this amount's lower end until a run says more: it is *assumed*, not run, and said so. A run whose
-verdict stayed undecided (its interval still straddled the limit at its longest) is no failure:
-it ends the search upwards as a failure would, and the bracket says that its upper end is
-undecided. A run that could not be judged (the load generator fell short of the load) is no end:
+verdict stayed undecided (its interval still straddled the limit at its longest, max_duration_s)
+is neither end: above a load held the search steps past it upwards until a load fails, and
+between the ends it narrows beside it (the middle of the ends on either side of it), so that a
+bracket's ends are a decided pass and a decided fail. Only where the runs or the time end before
+a load above the held one failed is the upper end an undecided load, and the bracket says so.
+A run that could not be judged (the load generator fell short of the load) is no end:
 the machine cannot test at or beyond it, so the search goes on between it and the highest load
 held (their geometric middle) until the two lie within the resolution or a load fails; the
 answer says which load the generator could not produce.
@@ -225,8 +228,8 @@ def _run(b: Bracket, verdict, x: float) -> str:
     b.verdicts[x] = v
     if v == PASS and (b.held is None or b.held_assumed or x > b.held):
         b.held, b.held_assumed = x, False
-    elif v in (FAIL, UNDECIDED) and (b.failed is None or x < b.failed):
-        b.failed, b.failed_undecided = x, v == UNDECIDED
+    elif v == FAIL and (b.failed is None or x < b.failed):
+        b.failed, b.failed_undecided = x, False
     elif v == INVALID and b.failed is None:
         b.ceiling = f"the load generator could not produce {x:,.0f} records/s here"
     return v
@@ -245,6 +248,10 @@ def _more(b: Bracket, st: Settings) -> bool:
 def _search(b: Bracket, verdict, load: float, st: Settings) -> None:
     _outwards(b, verdict, load, st)
     _inwards(b, verdict, st)
+    if b.failed is None:  # no load above the held one failed: the lowest that stayed undecided, said so
+        above = [x for x, v in b.verdicts.items() if v == UNDECIDED and (b.held is None or x > b.held)]
+        if above:
+            b.failed, b.failed_undecided = min(above), True
 
 
 def _outwards(b: Bracket, verdict, load: float, st: Settings) -> None:
@@ -265,7 +272,8 @@ def _outwards(b: Bracket, verdict, load: float, st: Settings) -> None:
     while more():
         if (b.held is not None and x <= b.held) or (b.failed is not None and x >= b.failed):
             break
-        v = run(x)
+        # a load that stayed undecided is not run again on the way up: the search steps past it
+        v = b.verdicts[x] if b.verdicts.get(x) == UNDECIDED and b.held is not None else run(x)
         if v == INVALID:
             invalid = min(invalid, x)
             x = below_invalid()
@@ -283,6 +291,11 @@ def _outwards(b: Bracket, verdict, load: float, st: Settings) -> None:
                 x = below_invalid()
                 if x is None:
                     break
+        elif v == UNDECIDED and b.held is not None:  # neither end: one step past it upwards
+            if x >= high:
+                b.ceiling = f"{high:,.0f} records/s is the highest load the search may try"
+                break
+            x = _up(x, factor, high, whole)
         else:
             if b.held is not None or x <= low:
                 break
@@ -294,14 +307,31 @@ def _inwards(b: Bracket, verdict, st: Settings) -> None:
     while b.held is not None and b.failed is not None:
         if b.width <= st.resolution or not _more(b, st):
             break
-        mid = between(b.held, b.failed, st.whole)
-        if mid is None or mid in b.verdicts:
+        mid = _inside(b, st.resolution, st.whole)
+        if mid is None:
             break
         if _run(b, verdict, mid) == INVALID:
             # the middle could not be judged (the generator fell short): held and failed stay where
             # they are, so asking again would ask for the same run forever
             b.ceiling = f"the load generator could not produce {mid:,.0f} records/s here: the bracket stops narrowing"
             break
+
+
+def _inside(b: Bracket, resolution: float, whole: bool) -> float | None:
+    """The next load between the ends: their middle; with loads between them that stayed undecided,
+    the middle of the highest of those and the failed end, then of the held end and the lowest of
+    those, while either side is wider than ``resolution`` (no run inside the undecided span, which
+    longer runs did not resolve); None when nothing is left to run."""
+    undecided = [x for x, v in b.verdicts.items() if v == UNDECIDED and b.held < x < b.failed]
+    if not undecided:
+        mid = between(b.held, b.failed, whole)
+        return None if mid in b.verdicts else mid
+    low, high = min(undecided), max(undecided)
+    sides = [(high, b.failed), (b.held, low)]
+    for x in (between(lo, hi, whole) for lo, hi in sides if b.rate(hi) / b.rate(lo) - 1 > resolution):
+        if x is not None and x not in b.verdicts:
+            return x
+    return None
 
 
 def _below_all(b: Bracket, verdict, st: Settings) -> None:

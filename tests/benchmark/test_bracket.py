@@ -94,14 +94,21 @@ def test_the_amount_below_held_load_is_assumed_until_a_run_says_more():
     assert two.verdicts == {29_000: FAIL}
 
 
-def test_an_undecided_run_ends_the_search_upwards_and_says_so():
-    # the run at 40,000 stays undecided: the bracket's upper end is undecided, not failed
+def test_the_search_steps_past_an_undecided_run_and_its_ends_are_decided():
+    # the run at 40,000 stays undecided: neither end; the search steps up past it to 80,000 (fails),
+    # then narrows above it, where the failed end is: 57k and 48k fail, 44k holds (above the
+    # undecided load, which is no longer between the ends): 48k / 44k is within 15 %
     (one,) = bracket_search([1], capacity_oracle({1: 45_000}, undecided={1: {40_000}}), start=20_000)
     assert one.verdicts[40_000] == UNDECIDED
-    assert one.failed_undecided and one.failed == 40_000
-    # then 28k (28,284) pass, 33k (33,466) pass, 36k (36,332) pass: 40k / 36k = 1.11
-    assert list(one.verdicts) == [20_000, 40_000, 28_000, 33_000, 36_000]
-    assert one.held == 36_000
+    assert list(one.verdicts) == [20_000, 40_000, 80_000, 57_000, 48_000, 44_000]
+    assert (one.held, one.failed, one.failed_undecided) == (44_000, 48_000, False)
+
+
+def test_an_undecided_load_is_the_upper_end_only_where_no_load_above_failed():
+    # every load from 40,000 up stays undecided and the runs end first: said as undecided, not failed
+    undecided = {1: {40_000, 80_000, 160_000, 320_000}}
+    (one,) = bracket_search([1], capacity_oracle({1: 10**9}, undecided=undecided), 20_000, Settings(max_runs=4))
+    assert (one.held, one.failed, one.failed_undecided) == (20_000, 40_000, True)
 
 
 def test_the_generator_limit_is_a_ceiling_not_a_failure():
@@ -328,10 +335,26 @@ def test_a_bracket_whose_only_held_end_disagrees_when_run_again_searches_on_belo
             return "pass"
         return "pass" if x <= 1_000 else "undecided" if x <= 2_500 else "fail"
 
-    again = {1_200: "undecided", 1_400: "undecided"}
+    again = {1_200: "undecided", 3_000: "fail"}
     [b] = bracket_search([1], verdict, 10_000, Settings(resolution=0.25), lambda x, r: again[x], lambda x, r: True)
-    # 1,200 x 1,400 within 25 %: both run again; then down from 1,200 (600 holds), and inwards:
-    # the middle of 600 and 1,400 (920) holds, of 920 and 1,400 (1,100) stays undecided, 1,100 / 920 < 1.25
-    assert calls == [10_000, 5_000, 2_500, 1_200, 1_700, 1_400, 600, 920, 1_100]
-    assert (b.held, b.failed, b.failed_undecided) == (920, 1_100, True)
-    assert b.confirmed == {1_200: "undecided", 1_400: "undecided"}
+    # 2,500 undecided is neither end: narrowed beside it, 3,500 and 3,000 fail, 1,700 and 1,400 stay
+    # undecided (no run inside that span); both ends run again: 1,200 is undecided, so the search
+    # goes on below it (600, then 850 hold) until its 12 runs are spent
+    assert calls == [10_000, 5_000, 2_500, 1_200, 3_500, 3_000, 1_700, 1_400, 600, 850]
+    assert (b.held, b.failed, b.failed_undecided) == (850, 3_000, False)
+    assert b.confirmed == {1_200: "undecided", 3_000: "fail"}
+
+
+def test_the_answer_names_the_undecided_loads_between_the_ends():
+    from streamscale.benchmark.answer import bracket_answer
+    from streamscale.benchmark.units import Axes
+
+    def verdict(x, res):  # holds up to 1,000, undecided up to 2,500, fails above
+        return "pass" if x <= 1_000 else "undecided" if x <= 2_500 else "fail"
+
+    (one,) = bracket_search([1], verdict, 10_000, Settings(resolution=0.25))
+    assert (one.held, one.failed, one.failed_undecided) == (1_000, 3_000, False)  # both decided
+    said = bracket_answer([one.as_dict()], Axes(), "job")["sentence"]
+    assert said.endswith(
+        "held ~1,000 records/s and failed ~3,000 records/s (undecided from ~1,200 records/s to ~2,500 records/s)"
+    )
