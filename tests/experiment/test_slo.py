@@ -1,3 +1,4 @@
+import dataclasses
 import math
 
 import numpy as np
@@ -263,3 +264,78 @@ def test_the_hac_error_is_newey_and_wests():
     se, df = slope_se(x, r)
     assert se == pytest.approx(np.sqrt(max(hac, ordinary, ordinary * (1 + rho) / (1 - rho))), rel=1e-12)
     assert df == max(1, int(6 / ((1 + rho) / (1 - rho))) - 2)
+
+
+# -- a bounded lag decided by its band --------------------------------------------------------------
+
+
+def _troughs(seconds: float, load: float, growth: float, rho: float = 0.93, wander_s: float = 0.25, seed: int = 0,
+             hump: tuple[float, float] | None = None):  # fmt: skip
+    """The lag after each commit of a query committing every 0.5 s at ``load`` records/s: troughs
+    that wander as AR(1) noise of lag-1 autocorrelation ``rho`` (stationary deviation ``wander_s``
+    seconds of input) around a line growing by ``growth`` x load per second; ``hump``: (period s,
+    height in seconds of input), a window closing every period."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(0.0, seconds, 0.5)
+    e = np.zeros(len(t))
+    sd = wander_s * load
+    e[0] = rng.normal(0, sd)
+    for i in range(1, len(t)):
+        e[i] = rho * e[i - 1] + rng.normal(0, sd * math.sqrt(1 - rho**2))
+    y = 2 * sd + growth * load * t + e
+    if hump is not None:
+        period, height = hump
+        y += np.where((t % period) < 1.0, height * load, 0.0)
+    return t, np.maximum(y, 0.0)
+
+
+def _trend(t, y, period_s: float = 0.0):
+    from streamscale.experiment.slo import fit_periodic
+
+    trend = fit_periodic(t, y, period_s, "batches")
+    start = trend.start_s if trend.period_s else float(t[0])
+    return dataclasses.replace(trend, commits=(tuple(t), tuple(y)), start_s=start)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_bounded_sawtooth_passes_within_30_s_where_its_slopes_interval_stays_wide(seed):
+    load = 10_000.0
+    limit = 0.05 * load  # the search's rule at a 25 % resolution
+    t, y = _troughs(30, load, 0.0, seed=seed)  # 30 s of a steady span, troughs autocorrelated 0.93
+    trend = _trend(t, y)
+    assert trend.verdict(limit, 0.999) == "pass"
+    low, high = trend.interval(0.999)
+    assert high - low > 2 * limit or trend.bounded(limit)  # the band decides where the interval need not
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_load_a_quarter_over_capacity_fails_within_30_s(seed):
+    load = 12_500.0  # 25 % over a capacity of 10,000: a fifth of the load piles up every second
+    t, y = _troughs(30, load, 0.2, seed=seed)
+    trend = _trend(t, y)
+    assert not trend.bounded(0.05 * load) and trend.verdict(0.05 * load, 0.999) == "fail"
+
+
+def test_window_humps_pass_once_the_span_holds_them_within_the_limit():
+    load = 10_000.0
+    t, y = _troughs(60, load, 0.0, hump=(10.0, 1.0))  # a window closing every 10 s: a second of input
+    assert _trend(t[:22], y[:22]).band() is not None  # 10.5 s: a span
+    assert not _trend(t[:30], y[:30]).bounded(0.05 * load)  # 15 s: a one-second hump is 6.7 % of it
+    assert _trend(t, y, 10.0).bounded(0.05 * load)  # 60 s (the last whole periods): within 5 %
+
+
+def test_a_slow_growth_over_the_limit_is_never_passed_by_its_band():
+    load = 10_000.0
+    for seed in range(5):
+        t, y = _troughs(300, load, 0.02, seed=seed)  # 2 % of the load a second, against 1 %
+        trend = _trend(t, y)
+        assert not trend.bounded(0.01 * load) and trend.verdict(0.01 * load) != "pass"
+        t, y = _troughs(300, load, 0.01, seed=seed)  # 1 %: within the search's 5 %
+        assert _trend(t, y).bounded(0.05 * load)
+
+
+def test_a_band_needs_commits_over_a_span():
+    t, y = _troughs(4, 10_000.0, 0.0)  # 8 commits over 3.5 s: no band yet
+    assert _trend(t, y).band() is None and not _trend(t, y).bounded(1e9)
+    seconds = dataclasses.replace(_trend(*_troughs(60, 10_000.0, 0.0)), basis="seconds")
+    assert seconds.band() is None  # the once-a-second samples see the teeth, not the troughs
