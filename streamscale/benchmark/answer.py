@@ -217,6 +217,10 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         text += f" (the time budget ended the search {row['width']:.0%} apart)"
     if row.get("long_s"):
         text += _long_words(row)
+    elif row.get("slo_runs") is not None:
+        text += _slo_words(row)
+    elif row.get("ends_unchecked"):
+        text += f" (its ends not run under the SLOs: {row['ends_unchecked']})"
     elif row.get("confirmed"):
         text += " (its ends run again after a drift)"
     elif row.get("ends_drifted"):
@@ -260,3 +264,15 @@ def _undecided_between(row: dict, axes: Axes) -> str:
     if len(inside) == 1:
         return f" (undecided at {axes.amount(inside[0])})"
     return f" (undecided from {axes.amount(inside[0])} to {axes.amount(inside[-1])})"
+
+
+def _slo_words(row: dict) -> str:
+    """Which of a bracket's ends the runs under the SLOs left undecided ("" where they decided both:
+    the held end passed, the upper one failed, as held and failed say)."""
+    runs = {float(k): v for k, v in (row.get("slo_runs") or {}).items()}
+    said = []
+    if row.get("held") is not None and runs.get(float(row["held"])) != "pass":
+        said.append("the held end not decided under the SLOs")
+    if row.get("failed") is not None and runs.get(float(row["failed"])) not in (None, "fail"):
+        said.append("the upper end undecided under the SLOs")
+    return f" ({', '.join(said)})" if said else ""

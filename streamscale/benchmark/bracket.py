@@ -373,13 +373,14 @@ def confirm_ends(b: Bracket, confirm: Callable[[float, int], str], drifted: Call
 class BracketSearch:
     """The bracket strategy (:class:`~streamscale.benchmark.search.Search`): per resource amount a
     bracket from ``start``, its ends run again where a drifting machine decided them, and with
-    ``confirm_long`` decided by long runs (``trials.confirmed``: streamscale.benchmark.confirm)."""
+    ``decide_ends`` decided by runs of their own (``trials.ends_decided``: strategy.confirm's long
+    runs, or runs under the SLO where the search judged a looser lag threshold)."""
 
     resources: tuple
     start: float
     settings: Settings
     run_cost_s: Callable[[], float]
-    confirm_long: bool = False
+    decide_ends: bool = False
 
     def run(self, trials) -> Outcome:
         budget = Budget(trials.deadline, self.run_cost_s)
@@ -393,7 +394,7 @@ class BracketSearch:
             budget=budget,
         )
         rows = [b.as_dict() for b in found]
-        if self.confirm_long:
-            rows = [trials.confirmed(b, self.settings.whole) for b in rows]
+        if self.decide_ends:
+            rows = [trials.ends_decided(b, self.settings.whole) for b in rows]
         metric = {b["resources"]: b["held"] for b in rows}
         return Outcome(metric, {b["resources"] for b in rows if b["held_assumed"]}, rows)

@@ -18,7 +18,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
@@ -60,6 +60,19 @@ CONFIRM_REP = 100
 FAULT_REP = 200
 # the repetition number of a bracket end's long run (strategy.confirm)
 LONG_REP = 300
+# the repetition number of a bracket end's run under the SLO (a search judged at a looser lag threshold)
+SLO_REP = 400
+
+
+@dataclass(frozen=True)
+class EndRuns:
+    """The runs that decide a bracket's ends: their runner, repetition number, length (their
+    duration_s, for the run line) and how a run of them is called."""
+
+    runner: Callable[..., ExperimentResult]
+    rep: int
+    duration_s: float
+    word: str
 
 
 class Execution:
@@ -73,13 +86,22 @@ class Execution:
         live=None,
         long_experiment: Callable[..., ExperimentResult] | None = None,
         extra: Callable[[], dict] | None = None,
+        slo_experiment: Callable[..., ExperimentResult] | None = None,
     ):
+        """``run_experiment``: the search's runs (at the search's lag threshold: Plan.search);
+        ``long_experiment``: strategy.confirm's long runs (Plan.long); ``slo_experiment``: runs of a
+        bracket's ends under the SLO where the search judged a looser threshold (the plan's own)."""
         self.live = live  # streamscale.observe.live.LiveState, for `benchmark run --serve`
         self.extra = extra or dict  # what the caller adds to summary.json (the demo: its probe)
-        # the long runs of strategy.confirm (streamscale.benchmark.confirm.long_execution's runner)
-        self.long_experiment = long_experiment or run_experiment
         self.plan = as_plan(plan)
         self.spec = self.plan.spec
+        ex = self.spec.execution
+        self.ends: EndRuns | None = None  # what decides a bracket's ends (None: the search's runs)
+        if ex.strategy.confirm:
+            long = long_experiment or run_experiment
+            self.ends = EndRuns(long, LONG_REP, ex.strategy.confirm_s, f"{ex.strategy.confirm_s:g} s run")
+        elif self.plan.ends_rejudged and slo_experiment is not None:
+            self.ends = EndRuns(slo_experiment, SLO_REP, ex.duration_s, "run under the SLOs")
         self.out_dir = out_dir
         self.run_experiment = run_experiment
         self.results = ResultsFile(out_dir)
@@ -169,14 +191,16 @@ class Execution:
             return self._run_once(load, res, FAULT_REP + rep, "run again")
         return r
 
-    def long_verdict(self, load, res, end: str) -> str:
-        """A long run of ``load`` on ``res`` (strategy.confirm): its verdict; ``end``: which end of
-        the bracket it decides (held, failed, or "" for a load between them)."""
-        st = self.spec.execution.strategy
-        what = f"{st.confirm_s:g} s run of the {end} end" if end else f"{st.confirm_s:g} s run between the ends"
-        return self._run_once(load, res, LONG_REP, what, self.long_experiment, end or "between").verdict
+    def end_verdict(self, load, res, end: str) -> str:
+        """A run of ``load`` on ``res`` that decides an end of a bracket (a long run, or one under
+        the SLO): its verdict; ``end``: which end (held, failed, or "" for a load between them)."""
+        runs = self.ends
+        what = f"{runs.word} of the {end} end" if end else f"{runs.word} between the ends"
+        return self._run_once(load, res, runs.rep, what, runs, end or "between").verdict
 
-    def _run_once(self, load, res, rep: int, label: str, run_experiment=None, confirms: str = "") -> ExperimentResult:
+    def _run_once(
+        self, load, res, rep: int, label: str, ends: EndRuns | None = None, confirms: str = ""
+    ) -> ExperimentResult:
         key = (float(load), int(res), rep, self.config)
         r = self.done.get(key)
         if r is not None:
@@ -196,7 +220,7 @@ class Execution:
                     self.live.add_sample(sample.t_s, sample.lag)
 
             # a configuration is named only where the spec has some (a caller's runner may not know of them)
-            run = run_experiment or self.run_experiment
+            run = ends.runner if ends is not None else self.run_experiment
             r = run(load, res, rep, on_lag=on_lag, **({"config": self.config} if self.config else {}))
         if confirms:
             r = dataclasses.replace(r, confirms=confirms)
@@ -207,8 +231,8 @@ class Execution:
         self.ran += 1
         self.done[key] = r
         self.results.append(r)
-        ex = self.spec.execution if run_experiment is None else self.plan.long().spec.execution
-        console.print(run_line(r, ex.slos.latency_p95_ms, ex.duration_s), highlight=False)
+        duration = ends.duration_s if ends is not None else self.spec.execution.duration_s
+        console.print(run_line(r, self.spec.execution.slos.latency_p95_ms, duration), highlight=False)
         return r
 
     def most_experiments(self) -> int:
@@ -218,7 +242,7 @@ class Execution:
         per_point = ex.repetitions + ex.extra_repetitions
         if ex.strategy.name == "bracket":
             per_amount = ex.strategy.max_runs * per_point + 2
-            per_amount += 2 + ex.strategy.confirm_runs if ex.strategy.confirm else 0
+            per_amount += 2 + ex.strategy.confirm_runs if self.ends is not None else 0
         else:
             per_amount = len(ex.load.values) * per_point
         return len(self.spec.config_names()) * len(ex.resources.values) * per_amount
@@ -262,7 +286,7 @@ class Execution:
             settings,
             # a load's runs, each planned at its longest (an undecided run goes on up to it)
             lambda: ex.repetitions * run_cost(ex.longest_s, self.overheads),
-            st.confirm,
+            self.ends is not None,
         )
 
     def _write(self, outcomes: dict[str, Outcome]) -> dict:
@@ -302,23 +326,30 @@ class Execution:
     def _keys(self) -> tuple[str, str]:
         return ("load", "resources") if self.spec.execution.metric == "demand" else ("resources", "load")
 
-    def confirmed(self, b: dict, whole: bool) -> dict:
-        """An amount's bracket with its ends decided by long runs (streamscale.benchmark.confirm)."""
+    def ends_decided(self, b: dict, whole: bool) -> dict:
+        """An amount's bracket with its ends decided by the runs that decide them (:class:`EndRuns`:
+        strategy.confirm's long runs, or runs under the SLO), refined where they do not hold
+        (streamscale.benchmark.confirm)."""
         from streamscale.benchmark.confirm import confirm_bracket
 
-        st = self.spec.execution.strategy
+        st, runs, res = self.spec.execution.strategy, self.ends, b["resources"]
         ends = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None]
-        if not ends:
+        if runs is None or not ends:
             return b
-        console.print(f"  {b['resources']} x: the bracket's ends ({', '.join(ends)}) over {st.confirm_s:g} s each")
-        res = b["resources"]
-        out = confirm_bracket(b, lambda x, end: self.long_verdict(x, res, end), st.resolution, st.confirm_runs, whole)
-        said = "the ends hold" if out["long_confirmed"] else "decided anew by long runs"
+        if runs.rep == SLO_REP and self.deadline is not None and time.monotonic() > self.deadline:
+            return {**b, "ends_unchecked": "the time budget ended before they ran under the SLOs"}
+        how = f"over {st.confirm_s:g} s each" if runs.rep == LONG_REP else "under the SLOs"
+        console.print(f"  {res} x: the bracket's ends ({', '.join(ends)}) {how}")
+        out = confirm_bracket(b, lambda x, end: self.end_verdict(x, res, end), st.resolution, st.confirm_runs, whole)
+        said = "the ends hold" if out["long_confirmed"] else "decided anew"
         held = "none" if out["held"] is None else f"{out['held']:,.0f}"
         upper = "none" if out["failed"] is None else f"{out['failed']:,.0f}"
         upper = f"{'stayed undecided at' if out['failed_undecided'] else 'failed'} {upper}"
         console.print(f"  {res} x: {said}: held {held}, {upper}", highlight=False)
-        return {**out, "long_s": st.confirm_s, "long": {f"{k:g}": v for k, v in sorted(out["long"].items())}}
+        verdicts = {f"{k:g}": v for k, v in sorted(out.pop("long").items())}
+        if runs.rep == LONG_REP:
+            return {**out, "long_s": st.confirm_s, "long": verdicts}
+        return {**out, "slo_runs": verdicts}
 
     def _summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
         ex = self.spec.execution
@@ -389,12 +420,21 @@ class Execution:
         return summary
 
 
-def _long_runner(plan: Plan, runner: ExperimentRunner) -> ExperimentRunner:
-    """The runner of strategy.confirm's long runs: the plan's long runs, the same Kafka, sessions
-    and broker processes as the search's runner."""
-    return ExperimentRunner(
-        plan.long(), runner.out_dir, runner.bootstrap, runner.sessions, runner.broker_pids, runner.replication_factor
+def _ends_runner(plan: Plan, runner: ExperimentRunner) -> ExperimentRunner | None:
+    """The runner of the runs that decide a bracket's ends: strategy.confirm's long runs, or runs
+    under the SLO where the search's runs judged a looser lag threshold (None: neither); the same
+    Kafka, sessions, broker processes and watch as the search's runner."""
+    if plan.spec.execution.strategy.confirm:
+        ends = plan.long()
+    elif plan.ends_rejudged:
+        ends = plan
+    else:
+        return None
+    other = ExperimentRunner(
+        ends, runner.out_dir, runner.bootstrap, runner.sessions, runner.broker_pids, runner.replication_factor
     )
+    other.watch, other.preflown = runner.watch, True
+    return other
 
 
 def _duration(seconds: float) -> str:
@@ -444,16 +484,16 @@ def run_execution(
         note = short_for_windows(plan)
         if note:
             console.print(f"note: {note}", highlight=False)
-        runner = ExperimentRunner(plan, out_dir, conn, sessions, broker_pids, spec.replication_factor(embedded))
-        long = _long_runner(plan, runner) if spec.execution.strategy.confirm else None
+        factor = spec.replication_factor(embedded)
+        runner = ExperimentRunner(plan.search(), out_dir, conn, sessions, broker_pids, factor)
         if embedded:
             from streamscale.benchmark.faults import BrokerWatch
 
             runner.watch = BrokerWatch(broker)
-            if long is not None:
-                long.watch = runner.watch
+        ends = _ends_runner(plan, runner)
         stack.callback(runner.close)  # a kept session stops before the broker it reads
-        execution = Execution(plan, out_dir, runner, live=live, long_experiment=long, extra=extra)
+        kinds = {"long_experiment" if spec.execution.strategy.confirm else "slo_experiment": ends}
+        execution = Execution(plan, out_dir, runner, live=live, extra=extra, **kinds)
         env = _environment(spec, conn, embedded, runner.replication_factor)
         changed = broker_change_note(out_dir, env)
         if changed and execution.done:

@@ -57,6 +57,21 @@ class Plan:
         """How its load and resource values are shown."""
         return Axes(self.load, self.resource)
 
+    def search(self) -> Plan:
+        """The plan of a search's runs: the lag judged at the search's threshold (a bracket's
+        ``strategy.search_lag_threshold``); the plan itself where that is the SLO's own."""
+        ex = self.spec.execution
+        if ex.search_threshold == ex.slos.lag_trend_threshold:
+            return self
+        slos = ex.slos.model_copy(update={"lag_trend_threshold": ex.search_threshold})
+        spec = self.spec.model_copy(update={"execution": ex.model_copy(update={"slos": slos})})
+        return Plan(spec, self.load, self.resource, self.configs)
+
+    @property
+    def ends_rejudged(self) -> bool:
+        """Whether a bracket's ends are run again under the SLO (its search judged a looser one)."""
+        return self.search() is not self
+
     def long(self) -> Plan:
         """The plan of its long runs (strategy.confirm): the same dimensions and configurations, the
         execution as :func:`streamscale.benchmark.confirm.long_execution` says."""

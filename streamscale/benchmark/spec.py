@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -301,6 +301,12 @@ class StrategySpec(StrictModel):
     confirm_runs: int = Field(
         4, ge=0, le=20, description="confirm: most long runs more per resource amount where its ends do not hold"
     )
+    search_lag_threshold: Annotated[float, Field(ge=0)] | Literal["auto"] | None = Field(
+        "auto",
+        description="bracket: the lag trend's threshold the search's runs are judged by (the bracket's ends are "
+        "then run under slos.lag_trend_threshold, going on up to max_duration_s); auto: a quarter of the "
+        "resolution, at least the SLO's; null: the SLO's own",
+    )
     time_budget_s: float | None = Field(
         None,
         gt=0,
@@ -412,6 +418,18 @@ class ExecutionSpec(StrictModel):
                 f"and at most at duration_s ({self.duration_s:g})"
             )
         return self
+
+    @property
+    def search_threshold(self) -> float:
+        """The lag threshold a bracket search's runs are judged by (the SLO's own for any other
+        strategy): they only tell loads apart at the bracket's resolution, and a load a quarter of
+        it over capacity piles up about that share of the load every second."""
+        st, own = self.strategy, self.slos.lag_trend_threshold
+        if st.name != "bracket" or st.search_lag_threshold is None:
+            return own
+        if st.search_lag_threshold == "auto":
+            return max(own, st.resolution / 4)
+        return max(own, float(st.search_lag_threshold))
 
     @property
     def longest_s(self) -> float:

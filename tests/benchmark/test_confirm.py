@@ -224,3 +224,32 @@ def test_an_upper_end_whose_long_run_stays_undecided_is_climbed_past_and_not_cal
                            Axes(), "job")["sentence"]  # fmt: skip
     assert words.endswith("(the held end decided by a 300 s run, the upper end undecided after 300 s)")
     assert "ends decided by" not in words
+
+
+def test_a_search_judged_at_a_looser_lag_threshold_has_its_ends_run_under_the_slo(tmp_path):
+    from streamscale.benchmark.execution import SLO_REP
+    from streamscale.benchmark.plan import resolve
+
+    spec = _spec(confirm=False)  # resolution 20 %: the search judges the lag at 5 %, the SLO at 1 %
+    plan = resolve(spec)
+    assert plan.search().spec.execution.slos.lag_trend_threshold == 0.05 and plan.ends_rejudged
+    assert spec.execution.slos.lag_trend_threshold == 0.01  # the spec as written, kept
+    ran = []
+    # the search's runs hold up to 60,000 records/s, the runs under the SLO up to 50,000
+    ex = Execution(plan, tmp_path, runner(60_000, ran, "search"), slo_experiment=runner(50_000, ran, "slo"))
+    summary = ex.run()
+    [b] = summary["answer"]["brackets"]
+    # the same search and refinement as long runs would take, each end run under the SLO
+    assert [x[1:3] for x in ran if x[0] == "slo"] == [(57_000, SLO_REP), (68_000, SLO_REP), (40_000, SLO_REP),
+                                                      (48_000, SLO_REP)]  # fmt: skip
+    assert (b["held"], b["failed"], b["slo_runs"]["48000"]) == (48_000, 57_000, "pass")
+    assert summary["answer"]["sentence"].endswith("1 core held ~48,000 records/s and failed ~57,000 records/s")
+    # an upper end the runs under the SLO leave undecided is named
+    row = {**b, "slo_runs": {**b["slo_runs"], "57000": "undecided"}}
+    assert bracket_answer([row], Axes(), "job")["sentence"].endswith("(the upper end undecided under the SLOs)")
+    # the strategy's own threshold, or none: the SLO's (no ends run again)
+    assert not resolve(_spec(confirm=False, search_lag_threshold=None)).ends_rejudged
+    assert (
+        resolve(_spec(confirm=False, search_lag_threshold=0.08)).search().spec.execution.slos.lag_trend_threshold
+        == 0.08
+    )

@@ -20,6 +20,7 @@ class FakeRunner:
     def __init__(self, plan, out_dir, bootstrap, sessions=None, broker_pids=None, replication_factor=None):
         self.plan, self.out_dir, self.bootstrap = plan, out_dir, bootstrap
         self.sessions, self.broker_pids, self.replication_factor = sessions, broker_pids, replication_factor or 1
+        self.watch, self.preflown = None, False
         FakeRunner.plans.append(plan)
 
     def __call__(self, load, res, rep, on_lag=None, config=""):
