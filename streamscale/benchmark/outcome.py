@@ -11,17 +11,8 @@ from dataclasses import dataclass
 
 from streamscale.benchmark.plan import Point
 from streamscale.benchmark.results import ExperimentResult, exp_id
-from streamscale.benchmark.slos import (
-    DroppedRecords,
-    Judgement,
-    LagTrend,
-    Observation,
-    OutputLatency,
-    ProcessingGrowth,
-    ProcessingLatency,
-    Validity,
-    judge,
-)
+from streamscale.benchmark.sloregistry import checkers
+from streamscale.benchmark.slos import Judgement, Observation, judge
 from streamscale.benchmark.spec import Spec
 from streamscale.experiment.noise import DRIFT_LIMIT, drift, slowdown
 from streamscale.experiment.processing import processing_percentile_ms
@@ -45,13 +36,9 @@ class Speeds:
 
 
 def look_checkers(spec: Spec, point: Point) -> tuple:
-    """What a look judges (the lag trend first, on the rate the load sends)."""
-    slos = spec.execution.slos
-    return (
-        LagTrend(slos.lag_trend_threshold, point.read_rate),
-        OutputLatency(slos.latency_p95_ms),
-        ProcessingLatency(point.processing_limit_ms),
-    )
+    """What a look judges: the registered SLOs that judge at looks (the lag trend first, on the
+    rate the load sends)."""
+    return checkers(spec.execution.slos, point, at_end=False)
 
 
 def first_look_s(spec: Spec, point: Point) -> float:
@@ -80,16 +67,9 @@ def looking(spec: Spec, point: Point, looks) -> Callable[..., bool]:
 
 
 def final_checkers(spec: Spec, point: Point) -> tuple:
-    """What a finished run is judged by: dropped records only where the pipeline may drop some."""
-    slos = spec.execution.slos
-    checkers = (
-        Validity(),
-        LagTrend(slos.lag_trend_threshold, at_end=True),
-        ProcessingGrowth(),
-        OutputLatency(slos.latency_p95_ms),
-        ProcessingLatency(point.processing_limit_ms),
-    )
-    return checkers + ((DroppedRecords(slos.dropped_records_threshold),) if point.drops_late else ())
+    """What a finished run is judged by: every registered SLO that applies to it (dropped records
+    only where the pipeline may drop some)."""
+    return checkers(spec.execution.slos, point, at_end=True)
 
 
 def observation(r, warmup_s: float, point: Point, ran_s: float, slowdown_: float = float("nan")) -> Observation:

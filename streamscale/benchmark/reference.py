@@ -154,6 +154,26 @@ def _default(field) -> str:
     return "null" if field.default is None else repr(field.default)
 
 
+def _names(registry_of) -> typing.Callable[[], str]:
+    return lambda: " | ".join(repr(name) for name in registry_of())
+
+
+def _loads():
+    from streamscale.benchmark.units import LOADS
+
+    return LOADS
+
+
+def _resources():
+    from streamscale.benchmark.units import RESOURCES
+
+    return RESOURCES
+
+
+# fields whose values are what a registry holds: shown as the registered names
+_REGISTERED = {"execution.load.type": _names(_loads), "execution.resources.type": _names(_resources)}
+
+
 def _unit(path: str, unit: str) -> str:
     if unit:
         return unit
@@ -178,7 +198,8 @@ def rows(
         if nested is not None:
             out.extend(rows(nested, path + ".", meanings))
             continue
-        out.append((path, _type_name(tp), _default(field), _unit(path, unit), meaning))
+        shown = _REGISTERED[path]() if path in _REGISTERED else _type_name(tp)
+        out.append((path, shown, _default(field), _unit(path, unit), meaning))
     return out
 
 

@@ -7,6 +7,7 @@ import math
 from rich.markup import escape
 
 from streamscale.benchmark.results import ExperimentResult, failed_without_output
+from streamscale.benchmark.sloregistry import run_line_words
 
 _COLOUR = {"pass": "green", "fail": "red", "undecided": "yellow", "invalid": "red"}
 
@@ -36,6 +37,7 @@ def run_line(r: ExperimentResult, latency_limit_ms: float | None = None, duratio
     if out:
         parts.append(out)
     parts.append(f"dropped {r.dropped:,}" if r.dropped_slo else f"[red]dropped {r.dropped:,}[/]")
+    parts += [f"[red]{escape(words)}[/]" for words in run_line_words(r.slo_verdicts)]  # registered SLOs' own
     if math.isfinite(r.median_batch_ms):
         parts.append(f"median batch {r.median_batch_ms:,.0f} ms")
     if math.isfinite(r.ran_s):

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from streamscale.benchmark.sloregistry import SloKind, register_slo
 from streamscale.benchmark.verdict import (
     allow_for_slowdown,
     bounds_verdict,
@@ -266,3 +267,42 @@ def judge(obs: Observation, checkers: Sequence, confidence: float = 0.95, look: 
     if verdict == "undecided":
         said += [v.undecided_note for v in slos if v.verdict == "undecided" and v.undecided_note]
     return Judgement(verdict, tuple(slos), look or verdict != "undecided", tuple(said))
+
+
+# The built-in SLOs, in the order a run is judged by them (a look's are led by the lag trend).
+register_slo(SloKind("validity", lambda slos, point, at_end: Validity() if at_end else None, builtin=True))
+register_slo(
+    SloKind(
+        "lag_trend",
+        # at a look on the rate the load sends (what the job reads of it); at the end on the rate delivered
+        lambda slos, point, at_end: LagTrend(slos.lag_trend_threshold, None if at_end else point.read_rate, at_end),
+        at_look=True,
+        builtin=True,
+    )
+)
+register_slo(
+    SloKind("processing_growth", lambda slos, point, at_end: ProcessingGrowth() if at_end else None, builtin=True)
+)
+register_slo(
+    SloKind(
+        "output_latency", lambda slos, point, at_end: OutputLatency(slos.latency_p95_ms), at_look=True, builtin=True
+    )
+)
+register_slo(
+    SloKind(
+        "processing_latency",
+        lambda slos, point, at_end: ProcessingLatency(point.processing_limit_ms),
+        at_look=True,
+        builtin=True,
+    )
+)
+register_slo(
+    SloKind(
+        "dropped_records",
+        # only where the pipeline may drop records behind a watermark
+        lambda slos, point, at_end: (
+            DroppedRecords(slos.dropped_records_threshold) if at_end and point.drops_late else None
+        ),
+        builtin=True,
+    )
+)

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from streamscale.benchmark.units import LOADS, RESOURCES
 from streamscale.broker.connection import KafkaSection
 from streamscale.errors import ConfigError
 from streamscale.loadgen.inputs import InputSpec, resolve_inputs
@@ -211,12 +212,26 @@ class BenchmarkSpec(StrictModel):
         return self
 
 
+def _registered(kind: str, registry: dict, v):
+    """``v`` if ``registry`` holds it (a load or resource type), else ValueError naming them."""
+    if v not in registry:
+        raise ValueError(f"'{v}': the {kind} types are {', '.join(registry)}")
+    return v
+
+
 class LoadSpec(StrictModel):
-    type: Literal["sensors", "rate", "nested_groups", "window_s"] = Field(
-        "sensors", description="sensors (x 1 record per period), rate (records/s), nested_groups (UC4), window_s (UC3)"
+    type: str = Field(
+        "sensors",
+        description="a registered load type (streamscale.benchmark.units.LOADS): sensors (x 1 record per "
+        "period), rate (records/s), nested_groups (UC4), window_s (UC3)",
     )
     values: list[float] = Field(min_length=1)
     sensors: int = Field(1000, ge=1, description="fixed number of sensors when the load is window_s")
+
+    @field_validator("type")
+    @classmethod
+    def _load_type(cls, v):
+        return _registered("load", LOADS, v)
 
     @field_validator("values")
     @classmethod
@@ -229,13 +244,18 @@ class LoadSpec(StrictModel):
 
 
 class ResourceSpec(StrictModel):
-    type: Literal["cores", "executors"] = "cores"
+    type: str = Field("cores", description="a registered resource type (streamscale.benchmark.units.RESOURCES)")
     values: list[int] = Field(min_length=1)
     confine: bool = Field(
         True,
         description="cores on a local master: the Spark application runs on that many "
         "CPUs (Linux CPU affinity), not only that many task slots",
     )
+
+    @field_validator("type")
+    @classmethod
+    def _resource_type(cls, v):
+        return _registered("resource", RESOURCES, v)
 
     @field_validator("values")
     @classmethod
@@ -279,6 +299,29 @@ class SLOSpec(StrictModel):
         description="windowed UCs: max 95th percentile of the output "
         "latency (event time to output) after the warm-up; reported always",
     )
+    others: dict = Field(
+        default_factory=dict,
+        description="the settings of SLOs registered beside the built-in ones (streamscale.benchmark.sloregistry), "
+        "written as slos.NAME",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _registered_slos(cls, data):
+        """A key that is no field here is a registered SLO's setting (kept in ``others``), or an error
+        naming the SLOs there are."""
+        from streamscale.benchmark.sloregistry import SLOS
+
+        if not isinstance(data, dict):
+            return data
+        own = set(cls.model_fields)
+        extra = {k: v for k, v in data.items() if k not in own}
+        unknown = [k for k in extra if k not in SLOS or SLOS[k].builtin]
+        if unknown:
+            known = sorted(own - {"others"}) + sorted(k for k, v in SLOS.items() if not v.builtin)
+            raise ValueError(f"{unknown[0]}: no such SLO setting (the settings are {', '.join(known)})")
+        kept = {k: v for k, v in data.items() if k in own}
+        return {**kept, "others": {**kept.get("others", {}), **extra}} if extra else kept
 
 
 class StrategySpec(StrictModel):
@@ -399,8 +442,8 @@ class ExecutionSpec(StrictModel):
                 f"max_duration_s ({self.max_duration_s:g}) must be at least duration_s ({self.duration_s:g}): a run "
                 "goes on past duration_s only while it is undecided"
             )
-        if self.resources.type == "executors" and not self.master:
-            raise ValueError("resource type 'executors' needs a master (spark://host:port or k8s://...)")
+        if RESOURCES[self.resources.type].needs_master and not self.master:
+            raise ValueError(f"resource type '{self.resources.type}' needs a master (spark://host:port or k8s://...)")
         if self.master and not self.master.startswith(("spark://", "k8s://", "local")):
             raise ValueError(f"master '{self.master}': use local[k], spark://host:port or k8s://https://host:port")
         if self.strategy.name == "bracket" and self.metric != "capacity":
@@ -515,22 +558,17 @@ class Spec(StrictModel):
     @model_validator(mode="after")
     def _load_type_fits(self):
         lt, sut = self.execution.load.type, self.benchmark.sut
-        if (self.benchmark.records is not None or self.benchmark.inputs is not None) and lt != "rate":
-            raise ValueError("described or replayed records are loaded by rate: set execution.load.type: rate")
+        described = self.benchmark.records is not None or self.benchmark.inputs is not None
+        values = self.execution.load.values
+        refused = LOADS[lt].refusal(sut, values, described, job=":" in sut)
+        if refused:
+            raise ValueError(refused)
         for name, i in (self.benchmark.inputs or {}).items():
             if min(self.execution.load.values) * i.share < 1:
                 raise ValueError(
                     f"inputs.{name}: {i.share:g} of a load of {min(self.execution.load.values):g} records/s is "
                     "less than 1 record/s"
                 )
-        if lt == "nested_groups" and sut != "uc4":
-            raise ValueError("load type 'nested_groups' applies to uc4 only")
-        if lt == "window_s" and sut != "uc3":
-            raise ValueError("load type 'window_s' applies to uc3 only")
-        if ":" in sut and lt not in ("rate", "sensors"):
-            raise ValueError(f"load type '{lt}' applies to the task samples only: your job's load is a rate")
-        if lt == "nested_groups" and any(v != int(v) or v > 10 for v in self.execution.load.values):
-            raise ValueError("nested_groups must be whole numbers up to 10")
         if self.execution.slos.latency_p95_ms is not None and sut == "uc1":
             raise ValueError("slos.latency_p95_ms: UC1 writes no windows, so it has no output latency to judge")
         return self

@@ -22,9 +22,14 @@ class Applied:
 
 @dataclass(frozen=True)
 class LoadDimension:
-    """A load type (Theodolite's load patcher): its unit, its rate, and how a value applies."""
+    """A load type (Theodolite's load patcher): its unit, its rate, how a value applies, and which
+    specs it fits. A new one subclasses this, sets ``type`` and registers (:func:`register_load`):
+    the spec accepts it as ``execution.load.type`` from then on."""
 
     type: ClassVar[str] = ""
+    suts: ClassVar[tuple[str, ...] | None] = None  # the task samples it applies to (None: any)
+    for_jobs: ClassVar[bool] = False  # it loads a user's job (whose load is records/s)
+    takes_records: ClassVar[bool] = False  # it loads described or replayed records (a rate)
     unit: ClassVar[str] = "records/s"  # of the load axis
     count_unit: ClassVar[str] = "sensors"  # of a load value as written in a spec
     label: ClassVar[str] = "load (records/s)"
@@ -47,6 +52,23 @@ class LoadDimension:
         (or 64 times the only one)."""
         return values[0] / 64, values[-1] if len(values) > 1 else values[0] * 64
 
+    @classmethod
+    def refusal(cls, sut: str, values: list[float], described: bool, job: bool) -> str | None:
+        """Why a spec of ``sut`` (``job``: a user's job; ``described``: its records described or
+        replayed) cannot be loaded by this type at ``values``; None where it can."""
+        if described and not cls.takes_records:
+            return "described or replayed records are loaded by rate: set execution.load.type: rate"
+        if cls.suts is not None and sut not in cls.suts:
+            return f"load type '{cls.type}' applies to {' and '.join(cls.suts)} only"
+        if job and not cls.for_jobs:
+            return f"load type '{cls.type}' applies to the task samples only: your job's load is a rate"
+        return cls.values_refusal(values)
+
+    @classmethod
+    def values_refusal(cls, values: list[float]) -> str | None:
+        """Why these load values cannot be this type's (None: they can)."""
+        return None
+
     def apply(self, load: float, params: dict, pipeline: type) -> Applied:
         """One experiment's settings at ``load`` for ``pipeline`` (its class)."""
         sensors = int(load)
@@ -55,14 +77,30 @@ class LoadDimension:
         return Applied(params, sensors, sensors / self.period_s)
 
 
+LOADS: dict[str, type[LoadDimension]] = {}
+
+
+def register_load(cls: type[LoadDimension]) -> type[LoadDimension]:
+    """Register a load type under its ``type`` (a class decorator)."""
+    if not cls.type:
+        raise ValueError(f"{cls.__name__}: a load type needs its type, the word a spec names it by")
+    LOADS[cls.type] = cls
+    return cls
+
+
+@register_load
 @dataclass(frozen=True)
 class SensorsLoad(LoadDimension):
     type: ClassVar[str] = "sensors"
+    for_jobs: ClassVar[bool] = True
 
 
+@register_load
 @dataclass(frozen=True)
 class RateLoad(LoadDimension):
     type: ClassVar[str] = "rate"
+    for_jobs: ClassVar[bool] = True
+    takes_records: ClassVar[bool] = True
     count_unit: ClassVar[str] = "records/s"
     described: bool = False  # a user's records: one key per record a second
 
@@ -74,9 +112,11 @@ class RateLoad(LoadDimension):
         return Applied(dict(params), sensors, float(load), float(load))
 
 
+@register_load
 @dataclass(frozen=True)
 class NestedGroupsLoad(LoadDimension):
     type: ClassVar[str] = "nested_groups"
+    suts: ClassVar[tuple[str, ...] | None] = ("uc4",)
     count_unit: ClassVar[str] = "levels"
     whole: ClassVar[bool] = True
     children: int = 4  # sensors = children ** levels
@@ -91,6 +131,12 @@ class NestedGroupsLoad(LoadDimension):
     def search_range(self, values: list[float]) -> tuple[float, float]:
         return 1.0, values[-1] if len(values) > 1 else 10.0
 
+    @classmethod
+    def values_refusal(cls, values: list[float]) -> str | None:
+        if any(v != int(v) or v > 10 for v in values):
+            return "nested_groups must be whole numbers up to 10"
+        return None
+
     def apply(self, load: float, params: dict, pipeline: type) -> Applied:
         children = int(params.get("children", self.children))
         params = {**params, "levels": int(load), "children": children}
@@ -98,9 +144,11 @@ class NestedGroupsLoad(LoadDimension):
         return Applied(params, sensors, sensors / self.period_s)
 
 
+@register_load
 @dataclass(frozen=True)
 class WindowLoad(LoadDimension):
     type: ClassVar[str] = "window_s"
+    suts: ClassVar[tuple[str, ...] | None] = ("uc3",)
     unit: ClassVar[str] = "s of window"
     count_unit: ClassVar[str] = "s windows"
     label: ClassVar[str] = "window size (s)"
@@ -116,9 +164,6 @@ class WindowLoad(LoadDimension):
 
     def apply(self, load: float, params: dict, pipeline: type) -> Applied:
         return Applied({**params, "window_s": float(load)}, self.sensors, self.sensors / self.period_s)
-
-
-LOADS: dict[str, type[LoadDimension]] = {d.type: d for d in (SensorsLoad, RateLoad, NestedGroupsLoad, WindowLoad)}
 
 
 def load_dimension(
@@ -148,6 +193,7 @@ class ResourceDimension:
     word: ClassVar[str] = "core"
     label: ClassVar[str] = "Spark cores"
     cpus_per_amount: ClassVar[bool] = True  # an amount is that many CPUs (Spark's own use is worth saying)
+    needs_master: ClassVar[bool] = False  # a cluster's master must be given (execution.master)
     master: str | None = None
     executor_cores: int = 1
     executor_memory: str = "1g"
@@ -169,6 +215,17 @@ class ResourceDimension:
         raise NotImplementedError
 
 
+RESOURCES: dict[str, type[ResourceDimension]] = {}
+
+
+def register_resource(cls: type[ResourceDimension]) -> type[ResourceDimension]:
+    """Register a resource type under its ``type`` (a class decorator): the spec accepts it as
+    ``execution.resources.type`` from then on."""
+    RESOURCES[cls.type] = cls
+    return cls
+
+
+@register_resource
 @dataclass(frozen=True)
 class Cores(ResourceDimension):
     def apply(self, n: int) -> Placed:
@@ -180,18 +237,17 @@ class Cores(ResourceDimension):
         return Placed(self.master, self.cluster_conf(1, n), n if confined else None)
 
 
+@register_resource
 @dataclass(frozen=True)
 class Executors(ResourceDimension):
     type: ClassVar[str] = "executors"
+    needs_master: ClassVar[bool] = True
     word: ClassVar[str] = "executor"
     label: ClassVar[str] = "Spark executors"
     cpus_per_amount: ClassVar[bool] = False
 
     def apply(self, n: int) -> Placed:
         return Placed(self.master or "local[*]", self.cluster_conf(n, self.executor_cores))
-
-
-RESOURCES: dict[str, type[ResourceDimension]] = {"cores": Cores, "executors": Executors}
 
 
 @dataclass(frozen=True)
