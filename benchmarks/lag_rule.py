@@ -58,9 +58,8 @@ def main() -> None:
           "pass / fail / undecided by span", flush=True)  # fmt: skip
     for limit in LIMITS:
         for alone in (False, True):
-            print(
-                f"limit {limit:.2%} of the load, {'slope interval alone' if alone else 'the rule (band, then interval)'}:"
-            )
+            how = "slope interval alone" if alone else "the rule (band, then interval)"
+            print(f"limit {limit:.2%} of the load, {how}:")
             for growth in GROWTHS:
                 cells = []
                 for span in SPANS:
