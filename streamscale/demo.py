@@ -134,6 +134,9 @@ def demo_spec(start: float, params: dict, budget_s: float | None = None) -> dict
             "strategy": {
                 "name": "bracket",
                 "resolution": RESOLUTION,
+                # its budget holds the search's runs, not the ends' runs again under the SLO: the
+                # search judges the lag by the SLO itself
+                "search_lag_threshold": None,
                 "factor": FACTOR,
                 "max_runs": MAX_RUNS,
                 **({"time_budget_s": budget_s} if budget_s else {}),
