@@ -168,8 +168,14 @@ def bench_validate(spec_file: Path):
         f"[green]valid[/]: {spec.name}: {spec.benchmark.sut}, {ex.metric} over load {ex.load.type} "
         f"{[f'{v:g}' for v in ex.load.values]} x {ex.resources.type} {ex.resources.values}, "
         f"{ex.strategy.name} search{' with lower bound' if ex.strategy.lower_bound else ''}, "
-        f"{ex.repetitions} repetition(s) of {ex.duration_s:g} s (warm-up {ex.warmup_s:g} s)"
+        f"{ex.repetitions} repetition(s) of {ex.duration_s:g} s (warm-up {ex.warmup_s:g} s), each going on "
+        f"up to {ex.longest_s:g} s while undecided"
     )
+    if plan.ends_rejudged:
+        out.print(
+            f"  the search's runs judge the lag trend at {ex.search_threshold:.2%} of the load; the bracket's "
+            f"ends then run under the SLO's {ex.slos.lag_trend_threshold:.2%}"
+        )
     if spec.execution.configs:
         out.print(f"  configurations searched in turn: {', '.join(spec.execution.configs)}")
         for name in spec.execution.configs:
