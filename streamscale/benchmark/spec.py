@@ -386,7 +386,7 @@ class ExecutionSpec(StrictModel):
         "auto",
         description="sequential testing: from this length on, a run stops as soon as its lag trend's "
         "99 % interval clears the limit; auto: warmup_s + a quarter of the rest, at least 10 s after the "
-        "warm-up; null: every run lasts duration_s",
+        "warm-up; null: a run is first looked at when duration_s ends",
     )
     repetitions: int = Field(1, ge=1)
     extra_repetitions: int = Field(
