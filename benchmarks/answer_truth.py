@@ -40,8 +40,8 @@ def main() -> None:
     for rounds in args.rounds:
         brackets = [_try(args, rounds, i) for i in range(1, args.tries + 1)]
         verdicts[rounds] = _summarise(rounds, brackets)
-    print("answers true (each held end passed its long run, each failed end failed it, at most 25 % wide, tries overlap): "
-          + ", ".join(f"rounds {k}: {'yes' if v else 'NO'}" for k, v in verdicts.items()), flush=True)  # fmt: skip
+    said = ", ".join(f"rounds {k}: {'yes' if v else 'NO'}" for k, v in verdicts.items())
+    print(f"answers true (ends hold over long runs, at most 25 % wide, tries overlap): {said}", flush=True)
 
 
 def _try(args, rounds: int, i: int) -> dict:
