@@ -350,6 +350,23 @@ class StrategySpec(StrictModel):
         "then run under slos.lag_trend_threshold, going on up to max_duration_s); auto: a quarter of the "
         "resolution, at least the SLO's; null: the SLO's own",
     )
+
+    @field_validator("search_lag_threshold", mode="before")
+    @classmethod
+    def _threshold(cls, v):
+        """One line for a value that is no threshold (the union's own error is one line per branch)."""
+        import math
+
+        if v is None or v == "auto":
+            return v
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            x = float("nan")
+        if isinstance(v, bool) or not math.isfinite(x) or x < 0:
+            raise ValueError(f"{v!r}: a share of the load (0 or more), auto or null")
+        return x
+
     time_budget_s: float | None = Field(
         None,
         gt=0,

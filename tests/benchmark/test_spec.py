@@ -39,6 +39,10 @@ def test_examples_cover_every_uc_small_and_paper_size():
         (lambda d: d["execution"]["load"].update(type="nested_groups"), "uc4 only"),
         (lambda d: d["execution"].update(master="yarn"), "master"),
         (lambda d: d["execution"].update(duration_s=60, max_duration_s=45), "must be at least duration_s"),
+        (
+            lambda d: d["execution"].update(strategy={"name": "bracket", "search_lag_threshold": -1}),
+            "a share of the load",
+        ),
     ],
 )
 def test_bad_specs_name_the_field(mutate, field):
