@@ -234,19 +234,18 @@ def _bracket_words(row: dict, axes: Axes) -> str:
 def _long_words(row: dict) -> str:
     """Which of a confirmed bracket's ends its long runs decided (the held end a pass, the upper
     one a fail), and which they did not."""
-    long = {float(k): v for k, v in (row.get("long") or {}).items()}
     length = f"{row['long_s']:g} s"
-    held, failed = row.get("held"), row.get("failed")
-    held_ok = held is not None and long.get(float(held)) == "pass"
-    failed_ok = failed is not None and long.get(float(failed)) == "fail"
+    held, failed, held_ok, failed_verdict = _end_verdicts(row, "long")
+    failed_ok = failed_verdict == "fail"
     if held_ok and failed_ok:
         return f" (ends decided by {length} runs)"
     said = []
     if held is not None:
         said.append(f"the held end {'decided by a' if held_ok else 'not decided by its'} {length} run")
     if failed is not None and not failed_ok:
-        what = long.get(float(failed))
-        said.append(f"the upper end {'undecided after' if what == 'undecided' else 'not decided by'} {length}")
+        said.append(
+            f"the upper end {'undecided after' if failed_verdict == 'undecided' else 'not decided by'} {length}"
+        )
     elif failed_ok:
         said.append(f"the upper end decided by a {length} run")
     return f" ({', '.join(said)})" if said else ""
@@ -269,10 +268,19 @@ def _undecided_between(row: dict, axes: Axes) -> str:
 def _slo_words(row: dict) -> str:
     """Which of a bracket's ends the runs under the SLOs left undecided ("" where they decided both:
     the held end passed, the upper one failed, as held and failed say)."""
-    runs = {float(k): v for k, v in (row.get("slo_runs") or {}).items()}
+    held, failed, held_ok, failed_verdict = _end_verdicts(row, "slo_runs")
     said = []
-    if row.get("held") is not None and runs.get(float(row["held"])) != "pass":
+    if held is not None and not held_ok:
         said.append("the held end not decided under the SLOs")
-    if row.get("failed") is not None and runs.get(float(row["failed"])) not in (None, "fail"):
+    if failed is not None and failed_verdict not in (None, "fail"):
         said.append("the upper end undecided under the SLOs")
     return f" ({', '.join(said)})" if said else ""
+
+
+def _end_verdicts(row: dict, key: str) -> tuple:
+    """(held, failed, whether the held end's run passed, the failed end's run's verdict) of a
+    bracket whose ends runs of their own decided, their verdicts under ``key`` (load -> verdict)."""
+    runs = {float(k): v for k, v in (row.get(key) or {}).items()}
+    held, failed = row.get("held"), row.get("failed")
+    held_ok = held is not None and runs.get(float(held)) == "pass"
+    return held, failed, held_ok, None if failed is None else runs.get(float(failed))

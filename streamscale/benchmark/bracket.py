@@ -249,9 +249,8 @@ def _search(b: Bracket, verdict, load: float, st: Settings) -> None:
     _outwards(b, verdict, load, st)
     _inwards(b, verdict, st)
     if b.failed is None:  # no load above the held one failed: the lowest that stayed undecided, said so
-        above = [x for x, v in b.verdicts.items() if v == UNDECIDED and (b.held is None or x > b.held)]
-        if above:
-            b.failed, b.failed_undecided = min(above), True
+        b.failed = lowest_undecided_above(b.verdicts, b.held)
+        b.failed_undecided = b.failed is not None
 
 
 def _outwards(b: Bracket, verdict, load: float, st: Settings) -> None:
@@ -315,6 +314,11 @@ def _inwards(b: Bracket, verdict, st: Settings) -> None:
             # they are, so asking again would ask for the same run forever
             b.ceiling = f"the load generator could not produce {mid:,.0f} records/s here: the bracket stops narrowing"
             break
+
+
+def lowest_undecided_above(verdicts: dict, held: float | None) -> float | None:
+    """The lowest load above ``held`` (any load without one) whose verdict stayed undecided."""
+    return min((x for x, v in verdicts.items() if v == UNDECIDED and (held is None or x > held)), default=None)
 
 
 def _inside(b: Bracket, resolution: float, whole: bool) -> float | None:

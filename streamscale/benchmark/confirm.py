@@ -13,7 +13,7 @@ import functools
 import json
 from collections.abc import Callable
 
-from streamscale.benchmark.bracket import between
+from streamscale.benchmark.bracket import between, lowest_undecided_above
 
 
 def long_spec(spec: dict, resources: int, loads: list[float], seconds: float, warmup: float, name: str) -> dict:
@@ -74,7 +74,7 @@ def refine(
     lo, hi = r.climb(lo, hi, resolution, between)
     lo, hi = r.narrow(lo, hi, resolution, between)
     if hi is None:  # no long run above the held end failed: the lowest that stayed undecided, if any
-        hi = min((x for x, v in r.runs.items() if v == "undecided" and (lo is None or x > lo)), default=None)
+        hi = lowest_undecided_above(r.runs, lo)
     return {
         "held": lo,
         "failed": hi,

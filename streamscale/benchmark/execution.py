@@ -492,8 +492,8 @@ def run_execution(
             runner.watch = BrokerWatch(broker)
         ends = _ends_runner(plan, runner)
         stack.callback(runner.close)  # a kept session stops before the broker it reads
-        kinds = {"long_experiment" if spec.execution.strategy.confirm else "slo_experiment": ends}
-        execution = Execution(plan, out_dir, runner, live=live, extra=extra, **kinds)
+        # the execution takes the one its spec decides the ends with (long runs or runs under the SLO)
+        execution = Execution(plan, out_dir, runner, live=live, long_experiment=ends, extra=extra, slo_experiment=ends)
         env = _environment(spec, conn, embedded, runner.replication_factor)
         changed = broker_change_note(out_dir, env)
         if changed and execution.done:

@@ -61,7 +61,7 @@ class Plan:
         """The plan of a search's runs: the lag judged at the search's threshold (a bracket's
         ``strategy.search_lag_threshold``); the plan itself where that is the SLO's own."""
         ex = self.spec.execution
-        if ex.search_threshold == ex.slos.lag_trend_threshold:
+        if not self.ends_rejudged:
             return self
         slos = ex.slos.model_copy(update={"lag_trend_threshold": ex.search_threshold})
         spec = self.spec.model_copy(update={"execution": ex.model_copy(update={"slos": slos})})
@@ -70,7 +70,8 @@ class Plan:
     @property
     def ends_rejudged(self) -> bool:
         """Whether a bracket's ends are run again under the SLO (its search judged a looser one)."""
-        return self.search() is not self
+        ex = self.spec.execution
+        return ex.search_threshold != ex.slos.lag_trend_threshold
 
     def long(self) -> Plan:
         """The plan of its long runs (strategy.confirm): the same dimensions and configurations, the
@@ -128,7 +129,6 @@ class Plan:
     def check(self) -> None:
         """Every load value of every configuration builds its pipeline (where a value sets one of its
         parameters); ConfigError naming the value and the configuration otherwise."""
-
         for name in self.configs:  # each configuration's trigger on each resource
             for resources in self.spec.execution.resources.values:
                 try:

@@ -284,7 +284,6 @@ def _experiment_section(e, d: Path) -> list[str]:
 def _lag_word(e) -> str:
     """What the run's lag trend says of its SLO, in the run's own words: an interval that still
     straddled the limit decided nothing (rows of an older streamscale: met or violated)."""
-    verdict = getattr(e, "lag_verdict", "")
-    if verdict == "undecided":
+    if e.lag_verdict == "undecided":
         return "undecided (its interval straddles the limit)"
     return "met" if e.lag_slo else "violated"

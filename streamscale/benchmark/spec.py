@@ -574,10 +574,12 @@ class Spec(StrictModel):
 
     @model_validator(mode="after")
     def _load_type_fits(self):
+        from streamscale.pipelines import jobref
+
         lt, sut = self.execution.load.type, self.benchmark.sut
         described = self.benchmark.records is not None or self.benchmark.inputs is not None
         values = self.execution.load.values
-        refused = LOADS[lt].refusal(sut, values, described, job=":" in sut)
+        refused = LOADS[lt].refusal(sut, values, described, job=jobref.is_job(sut))
         if refused:
             raise ValueError(refused)
         for name, i in (self.benchmark.inputs or {}).items():
