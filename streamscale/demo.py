@@ -1,9 +1,9 @@
 """`streamscale demo`: what the tool is for, in a few minutes on the embedded broker.
 
-The scaling demo: a quick capacity probe of UC2 on one CPU gives a first load, then a real
-benchmark execution searches, on 1 core and on 2, the highest load held and the lowest failed
-(a bracket, with the same search, SLOs and sequential verdicts as any benchmark), and the answer
-is said in one sentence with the path of its report. The source demo (``--source``; alone with
+The scaling demo: a real benchmark execution of UC2 searches, on 1 core and on 2, the highest load
+held and the lowest failed (a bracket, with the same drain probe per core count, search, SLOs and
+sequential verdicts as any benchmark), and the answer is said in one sentence with the path of its
+report. The source demo (``--source``; alone with
 ``--no-execution``): broker -> load generator -> PySpark streaming query through the Python Kafka
 source (decode JSON, count per sensor) -> records/s printed every micro-batch, a CSV and a PNG.
 """
@@ -44,7 +44,7 @@ def run_demo(
     security: str = "plaintext",
     budget_s: float | None = None,
 ) -> dict:
-    """The scaling demo (probe, then a short UC2 benchmark whose demand rises from 1 to 2 cores,
+    """The scaling demo (a short UC2 benchmark whose demand rises from 1 to 2 cores, each probed,
     within ``budget_s``, default :data:`BUDGET_S`); ``source``: first the PySpark source under
     load; ``execution=False``: only that."""
     result: dict = {}
@@ -62,33 +62,26 @@ def run_demo(
 # enough that each run's fitted span holds two window periods, over which the lag trend fits the
 # closes' jumps out (streamscale.experiment.slo).
 #
-# Micro-batches of at most BATCH records, in the probe and in the experiments alike: unbounded, an
+# Micro-batches of at most BATCH records, in the probes and in the experiments alike: unbounded, an
 # overloaded query reads ever larger batches and its lag can stay bounded long past any useful
-# latency; bounded, a core count has one capacity (BATCH / the time such a batch takes), the probe
+# latency; bounded, a core count has one capacity (BATCH / the time such a batch takes), its probe
 # measures it, and beyond it the lag grows.
 BATCH = 100_000
 WINDOW_S = 10.0
 SUT, PARAMS = "uc2", {"emit": "final", "window_s": WINDOW_S, "max_offsets_per_trigger": BATCH}
-# The probe rates one core, in the Spark session the one-core experiments then run in (kept:
-# SparkSessions). A cold JVM confined to one CPU is slow for its first batches (the JIT compiler
-# competes with them for the CPU), so the first PROBE_WARM batches run on every CPU, then the session
-# is confined to one; the batches around the confinement are left out and the last two give the
-# figure. The warm batches also close windows (streamscale.benchmark.probe.backlog_parts), so that
-# the first experiment's window closes run compiled code.
-PROBE_WARM = 4
-PROBE_RECORDS = (PROBE_WARM + 4) * BATCH
-# As many sensors as a batch holds records: at loads of the order of one core's capacity a batch of
-# an experiment holds about every sensor once, and so does the probe's.
-PROBE_SENSORS = BATCH
+# Where the first probe's backlog is sized from (records/s): about what one core holds on this
+# machine kind; the probe measures the figure the search starts at (streamscale.benchmark.drainprobe).
+GUESS = 40_000
 
-# The search (streamscale.benchmark.bracket) starts at the probe's figure on one core and steps by
-# FACTOR outwards until one load held and one failed, then halves that bracket (geometrically) to
-# RESOLUTION; two cores start where one core failed. The probe drains a backlog on a quiet machine,
-# the experiments share it with the generator and the broker, so the probe is a start, not an
-# answer. Runs stop as soon as their lag trend is decided (sequential testing), at the latest after
+# Per core count, the search (streamscale.benchmark.bracket) drains a backlog of UC2's records (the
+# probe: one core's first drains also warm its JVM, whose experiments run in the same session), starts
+# at the probe's figure and steps by FACTOR outwards until one load held and one failed, then halves
+# that bracket (geometrically) to RESOLUTION. The probe drains a backlog on a quiet machine, the
+# experiments share it with the generator and the broker, so the probe is a start, not an answer.
+# Runs stop as soon as their lag trend is decided (sequential testing), at the latest after
 # DURATION_S: the shortest run whose fitted span (after WARMUP_S) holds four window periods, fewer
 # of which leave a held load's interval too wide to decide at 1 % of the load
-# (benchmarks/lag_resolution.py cuts long runs to measure it). Four such runs fit the budget.
+# (benchmarks/lag_resolution.py cuts long runs to measure it).
 FACTOR, RESOLUTION, MAX_RUNS = 1.5, 0.25, 6
 DURATION_S, WARMUP_S, MIN_DURATION_S = 48.0, 5.0, 15.0
 
@@ -117,14 +110,14 @@ def run_seconds(search_budget_s: float | None) -> float:
 
 
 def demo_spec(start: float, params: dict, budget_s: float | None = None) -> dict:
-    """The demo's benchmark: UC2's capacity on 1 and 2 cores, bracketed from ``start`` records/s,
-    its runs within ``budget_s`` seconds."""
+    """The demo's benchmark: UC2's capacity on 1 and 2 cores, each bracketed from its probe (the
+    first one's backlog sized for ``start`` records/s), its runs within ``budget_s`` seconds."""
     start = float(_round2(start))
     return {
         "name": f"demo-{SUT}-scaling",
         "benchmark": {"sut": SUT, "params": params, "topics": {"partitions": 4}, "loadgen": {"workers": 1}},
         "execution": {
-            "load": {"type": "sensors", "values": [start, float(_round2(start * 8))]},
+            "load": {"type": "sensors", "values": [start]},
             "resources": {"type": "cores", "values": [1, 2]},
             "duration_s": run_seconds(budget_s),
             "max_duration_s": run_seconds(budget_s),  # its budget holds runs of that length, no longer
@@ -154,7 +147,7 @@ def _round2(x: float) -> int:
 
 def replace_previous_demo(out_dir: Path) -> None:
     """Remove an earlier scaling demo's results from ``out_dir``: each demo measures anew (its loads
-    come from its own probe), so its spec differs from the last one's and the execution would
+    come from its own probes), so its spec may differ from the last one's and the execution would
     refuse the directory — a second `make demo` failed after its probe. A directory holding anything
     else than a demo's results is left alone (the execution then refuses it with its own error)."""
     import shutil
@@ -175,11 +168,11 @@ def replace_previous_demo(out_dir: Path) -> None:
 def run_scaling_demo(
     out_dir: Path, connector: str | None = None, security: str = "plaintext", budget_s: float | None = None
 ) -> dict:
-    """Embedded broker, a quick capacity probe, then UC2's capacity on 1 and 2 cores as brackets
-    searched from the probe's figure within ``budget_s`` seconds in all (default :data:`BUDGET_S`)
-    (``connector``: the Kafka connector, default spark; ``security``: the broker's, plaintext or
-    sasl_ssl)."""
+    """Embedded broker, then UC2's capacity on 1 and 2 cores as brackets, each searched from its
+    probe's figure, within ``budget_s`` seconds in all (default :data:`BUDGET_S`) (``connector``:
+    the Kafka connector, default spark; ``security``: the broker's, plaintext or sasl_ssl)."""
     from streamscale.benchmark.execution import run_execution
+    from streamscale.benchmark.plan import resolve
     from streamscale.benchmark.spec import parse_spec
     from streamscale.broker import EmbeddedBroker
     from streamscale.experiment.sessions import SparkSessions
@@ -189,8 +182,8 @@ def run_scaling_demo(
     replace_previous_demo(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    # one Spark session kept from the probe's one-core drain through the one-core experiments, and
-    # from a two-core experiment through the next: an experiment took ~10 s more in a session of
+    # one Spark session kept from the one-core probe through the one-core experiments, and from the
+    # two-core probe through the two-core experiments: an experiment took ~10 s more in a session of
     # its own (its Python workers starting and warming). Stopped before the broker it reads. The
     # spec says so (reuse_spark): a benchmark's experiments start afresh by default.
     with (
@@ -198,15 +191,14 @@ def run_scaling_demo(
         SparkSessions(keep=True) as sessions,
     ):
         _say_broker(broker)
-        probe = _probe(broker, params, sessions)
         budget = max(60.0, (budget_s or BUDGET_S) - (time.monotonic() - t0) - CLOSING_S)
-        spec = parse_spec(demo_spec(probe.rate, params, budget))
-        _say_search(probe.rate, budget)
-        extra = functools.partial(_probe_said, probe, sessions)
+        plan = resolve(parse_spec(demo_spec(GUESS, params, budget)))
+        _say_search(budget)
+        extra = functools.partial(_sessions_said, sessions)
         summary = run_execution(
-            spec, out_dir, broker.connection, sessions=sessions, broker_pids=broker.pids(), extra=extra
+            plan, out_dir, broker.connection, sessions=sessions, broker_pids=broker.pids(), extra=extra
         )
-    _say_answer(summary, out_dir, probe.rate, time.monotonic() - t0)
+    _say_answer(summary, out_dir, time.monotonic() - t0)
     return summary
 
 
@@ -216,32 +208,17 @@ def _say_broker(broker) -> None:
 
     secured = " (SASL_SSL, SCRAM-SHA-512)" if broker.secrets is not None else ""
     console.print(
-        f"[bold]1/3[/] embedded broker (Apache Kafka) at {broker.bootstrap}{secured}; Spark's and Java's own "
+        f"[bold]1/2[/] embedded broker (Apache Kafka) at {broker.bootstrap}{secured}; Spark's and Java's own "
         f"log: {spark_log_path()}, the Kafka clients': {kafka_log_path() or 'stderr'}",
         highlight=False,
     )
 
 
-def _probe(broker, params: dict, sessions):
-    """The probe's figure for one core (see PROBE_WARM)."""
-    from streamscale.benchmark.probe import ProbeLoad, probe_capacity
-    from streamscale.benchmark.units import approx
-
+def _say_search(budget: float) -> None:
     console.print(
-        f"[bold]2/3[/] capacity probe: {SUT.upper()} drains {PROBE_RECORDS:,} records on 1 CPU "
-        f"(its first {PROBE_WARM} batches on every CPU, warming the JVM and closing windows)"
-    )
-    load = ProbeLoad(records=PROBE_RECORDS, batch_records=BATCH, sensors=PROBE_SENSORS, warm_batches=PROBE_WARM)
-    with console.status("probing"):
-        (probe,) = probe_capacity(broker.connection, [1], SUT, params, load, sessions=sessions)
-    console.print(f"    1 core: ~{approx(probe.rate)} records/s")
-    return probe
-
-
-def _say_search(one: float, budget: float) -> None:
-    console.print(
-        f"[bold]3/3[/] {SUT.upper()} benchmark (Theodolite method): the highest load held and the lowest "
-        f"failed on 1 core, then on 2, from {_round2(one):,} records/s in steps of {FACTOR:g}x, then halving "
+        f"[bold]2/2[/] {SUT.upper()} benchmark (Theodolite method): the highest load held and the lowest "
+        f"failed on 1 core, then on 2, each from its probe (the rate at which it drains a backlog of "
+        f"{SUT.upper()}'s records) in steps of {FACTOR:g}x, then halving "
         f"the bracket to {RESOLUTION:.0%} within {budget:.0f} s; runs of "
         f"{MIN_DURATION_S:g}-{run_seconds(budget):g} s "
         f"({WARMUP_S:g} s warm-up), each until its lag trend is decided; a benchmark's SLOs: lag trend at "
@@ -250,14 +227,18 @@ def _say_search(one: float, budget: float) -> None:
     )
 
 
-def _say_answer(summary: dict, out_dir: Path, one: float, took_s: float) -> None:
+def _say_answer(summary: dict, out_dir: Path, took_s: float) -> None:
     """The closing paragraph: the answer, the verdicts that decided it, the report's path - last."""
     from streamscale.benchmark.results import read_results
     from streamscale.benchmark.units import approx
 
     rows = read_results(out_dir)
+    probes = [p for p in summary.get("probes", []) if p["records_per_s"] is not None]
+    said = [
+        f"~{approx(p['records_per_s'])} records/s on {p['resources']} core{'s' * (p['resources'] != 1)}" for p in probes
+    ]
     console.print(
-        f"\n[bold]{summary['answer']['sentence']}[/] (probe: ~{approx(one)} records/s on 1 core, "
+        f"\n[bold]{summary['answer']['sentence']}[/] ({'probes: ' + ', '.join(said) + ', ' if said else ''}"
         f"{len(rows)} experiments in {took_s:.0f} s).",
         soft_wrap=True,
     )
@@ -416,7 +397,11 @@ def _plot(rows: list[dict], target: float, path: Path) -> Path:
     return path
 
 
-def _probe_said(probe, sessions) -> dict:
-    """What summary.json says of the demo's probe and its Spark sessions (the probe's one-core
-    session served the first experiments)."""
-    return {"probe": [{"cores": probe.cores, "records_per_s": round(probe.rate)}], "spark_sessions": sessions.started}
+def _cores(n: int) -> str:
+    return f"{n} core{'' if n == 1 else 's'}"
+
+
+def _sessions_said(sessions) -> dict:
+    """What summary.json says of the demo's Spark sessions (each core count's probe's served its
+    experiments)."""
+    return {"spark_sessions": sessions.started}

@@ -29,6 +29,7 @@ undecided); with no load held left, the search goes on below the lowest load tri
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -148,6 +149,7 @@ def bracket_search(
     confirm: Callable[[float, int], str] | None = None,
     drifted: Callable[[float, int], bool] | None = None,
     budget: Budget = Budget(),
+    probe: Callable[[int], float | None] | None = None,
 ) -> list[Bracket]:
     """One :class:`Bracket` per resource amount; ``verdict(load, resources)`` runs (or recalls) an
     experiment and returns pass, fail, undecided or invalid. ``drifted(load, resources)``: whether
@@ -158,7 +160,9 @@ def bracket_search(
     missing, or the ends still wider apart than the resolution) may go on into the later amounts'
     shares, as long as each of them keeps time for one run: an answer for one amount beats a second
     run for the next, which starts from it (where this one failed; it holds at least what this one
-    held)."""
+    held). ``probe(resources)``: the load a drain probe of that amount gives (None: none), where
+    its search starts instead, in steps of at most 1 + 0.95 x resolution, its ends all run on it
+    (none assumed from the amount below)."""
     st, deadline = settings, budget.deadline
     out: list[Bracket] = []
     below: Bracket | None = None
@@ -171,13 +175,19 @@ def bracket_search(
             b.fits = lambda b=b, share=share, later=later: _fits(
                 b, share, deadline, later, st.resolution, budget.run_cost_s
             )
-        if below is not None and below.held is not None:
+        probed = probe(res) if probe is not None else None
+        steps = st
+        if probed is not None:
+            # a probe starts near the capacity: a step inside the resolution, so that a pass and a
+            # fail one step apart are a bracket (5 % under it: loads are rounded to two digits)
+            steps = dataclasses.replace(st, factor=min(st.factor, 1 + 0.95 * st.resolution))
+        elif below is not None and below.held is not None:
             b.held, b.held_assumed = below.held, True
-        first = _first_load(below, start, st.factor, st.whole)
+        first = probed if probed is not None else _first_load(below, start, st.factor, st.whole)
         first = min(max(first, st.low), st.high)
-        _search(b, verdict, first if st.whole else nice(first), st)
+        _search(b, verdict, first if st.whole else nice(first), steps)
         if confirm is not None and drifted is not None and confirm_ends(b, confirm, drifted):
-            _below_all(b, verdict, st)
+            _below_all(b, verdict, steps)
         out.append(b)
         below = b
     return out
@@ -385,6 +395,7 @@ class BracketSearch:
     settings: Settings
     run_cost_s: Callable[[], float]
     decide_ends: bool = False
+    probe: Callable[[int], float | None] | None = None  # a resource amount's start from a drain probe
 
     def run(self, trials) -> Outcome:
         budget = Budget(trials.deadline, self.run_cost_s)
@@ -396,6 +407,7 @@ class BracketSearch:
             trials.confirm,
             trials.drifted,
             budget=budget,
+            probe=self.probe,
         )
         rows = [b.as_dict() for b in found]
         if self.decide_ends:

@@ -87,10 +87,12 @@ class Execution:
         long_experiment: Callable[..., ExperimentResult] | None = None,
         extra: Callable[[], dict] | None = None,
         slo_experiment: Callable[..., ExperimentResult] | None = None,
+        drain: Callable | None = None,
     ):
         """``run_experiment``: the search's runs (at the search's lag threshold: Plan.search);
         ``long_experiment``: strategy.confirm's long runs (Plan.long); ``slo_experiment``: runs of a
-        bracket's ends under the SLO where the search judged a looser threshold (the plan's own)."""
+        bracket's ends under the SLO where the search judged a looser threshold (the plan's own);
+        ``drain``: a drain probe's run (ExperimentRunner.drain; None: no probes)."""
         self.live = live  # streamscale.observe.live.LiveState, for `benchmark run --serve`
         self.extra = extra or dict  # what the caller adds to summary.json (the demo: its probe)
         self.plan = as_plan(plan)
@@ -114,6 +116,11 @@ class Execution:
         self.deadline: float | None = None  # the bracket search's time budget ends (time.monotonic())
         out_dir.mkdir(parents=True, exist_ok=True)
         self._load_previous()
+        self.probes = None  # each resource amount's drain probe (strategy.probe): drainprobe.Probes
+        if drain is not None and ex.strategy.name == "bracket" and ex.strategy.probe and self.plan.load.probed:
+            from streamscale.benchmark.drainprobe import Probes
+
+            self.probes = Probes(self.plan, out_dir, drain)
 
     def _load_previous(self) -> None:
         spec_file = self.out_dir / "spec.yaml"
@@ -279,6 +286,8 @@ class Execution:
             return MetricSearch(ex.metric, tuple(values), tuple(ex.resources.values), st.name, st.lower_bound)
         dim = self.plan.load
         low, high = dim.search_range(values)
+        if self.probes is not None and len(values) == 1:  # the one value is a guess: each probe says where to look
+            low, high = 1.0, math.inf
         settings = Settings(st.resolution, st.factor, low, high, st.max_runs, dim.whole, dim.rate)
         return BracketSearch(
             tuple(ex.resources.values),
@@ -287,6 +296,7 @@ class Execution:
             # a load's runs, each planned at its longest (an undecided run goes on up to it)
             lambda: ex.repetitions * run_cost(ex.longest_s, self.overheads),
             self.ends is not None,
+            (lambda res: self.probes.start(self.config, res)) if self.probes is not None else None,
         )
 
     def _write(self, outcomes: dict[str, Outcome]) -> dict:
@@ -297,6 +307,10 @@ class Execution:
         plot = self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png")
         if any(o.brackets is not None for o in outcomes.values()):
             table = [{**b, **({"config": n} if n else {})} for n, o in outcomes.items() for b in o.brackets]
+            if self.probes is not None:  # each amount's probe beside its bracket
+                for b in table:
+                    found = self.probes.found.get((b.get("config", ""), b["resources"]))
+                    b["probe_rate"] = found.rate if found is not None else None
             assumed = {(n, r) for n, o in outcomes.items() for r in o.assumed}
             metric = {(b.get("config", ""), b["resources"]): b["held"] for b in table}
             summary = self._summary(metric, assumed, brackets=table)
@@ -314,6 +328,8 @@ class Execution:
             )
         else:
             summary = self._config_summary(outcomes)
+        if self.probes is not None:
+            summary["probes"] = self.probes.as_list()
         summary.update(self.extra())
         with open(self.out_dir / "summary.csv", "w", newline="") as f:
             rows = summary["results"]
@@ -493,7 +509,9 @@ def run_execution(
         ends = _ends_runner(plan, runner)
         stack.callback(runner.close)  # a kept session stops before the broker it reads
         # the execution takes the one its spec decides the ends with (long runs or runs under the SLO)
-        execution = Execution(plan, out_dir, runner, live=live, long_experiment=ends, extra=extra, slo_experiment=ends)
+        execution = Execution(
+            plan, out_dir, runner, live=live, long_experiment=ends, extra=extra, slo_experiment=ends, drain=runner.drain
+        )
         env = _environment(spec, conn, embedded, runner.replication_factor)
         changed = broker_change_note(out_dir, env)
         if changed and execution.done:

@@ -151,18 +151,40 @@ class ExperimentRunner:
         return looks.final_confidence()
 
     def _run_sut(self, point: Point, on_lag):
-        import dataclasses
+        from streamscale.experiment.sut import StopPolicy
 
-        from streamscale.experiment.sut import Placement, StopPolicy, Workload, run_sut
-
-        ex, bm = self.spec.execution, self.spec.benchmark
+        ex = self.spec.execution
         judge = self.judge(point) if ex.judged_as_it_goes else None  # sets self.looks
         if judge is not None and self.watch is not None:
             # a node that died decides the run at its next look: what follows measures the fault
             judge = _stopping_on_fault(judge, self.watch)
+        first = self.looks.first_s if judge is not None else None
+        policy = StopPolicy(ex.duration_s, judge, first, max_duration_s=ex.longest_s)
+        return self._sut(point, point.params, policy, on_lag)
+
+    def drain(self, load: float, resources: int, config: str, records: int, batch_records: int):
+        """A drain probe's run (:mod:`.drainprobe`): ``records`` of the point's records written
+        before the query starts, read in batches of at most ``batch_records`` (the job's own cap
+        where lower); its SutResult."""
+        from streamscale.benchmark.drainprobe import DRAIN_S
+        from streamscale.experiment.sut import StopPolicy
+
+        point = self.plan.point(load, resources, config)
+        cap = point.params.get("max_offsets_per_trigger") or batch_records
+        params = {**point.params, "max_offsets_per_trigger": min(int(cap), batch_records)}
+        self._restore_broker()
+        return self._sut(point, params, StopPolicy(0.0, drain_s=DRAIN_S, backlog=records), None)
+
+    def _sut(self, point: Point, params: dict, policy, on_lag):
+        """One SutRun of ``point`` with ``params`` under ``policy``."""
+        import dataclasses
+
+        from streamscale.experiment.sut import Placement, Workload, run_sut
+
+        bm = self.spec.benchmark
         workload = Workload(
             point.sut,
-            point.params,
+            params,
             sensors=point.sensors,
             rate=point.load_rate,
             period_s=bm.loadgen.period_s,
@@ -172,8 +194,6 @@ class ExperimentRunner:
             gen_workers=bm.loadgen.workers,
             partitions=bm.topics.partitions,
         )
-        first = self.looks.first_s if judge is not None else None
-        policy = StopPolicy(ex.duration_s, judge, first, max_duration_s=ex.longest_s)
         pids = self.watch.pids() if self.watch is not None else self.broker_pids  # a node started again
         preflight = () if self.preflown else self.plan.preflight(point.config)
         self.preflown = True

@@ -344,6 +344,11 @@ class StrategySpec(StrictModel):
     confirm_runs: int = Field(
         4, ge=0, le=20, description="confirm: most long runs more per resource amount where its ends do not hold"
     )
+    probe: bool = Field(
+        True,
+        description="bracket: start each resource amount's search from a drain probe (the rate at which the job, "
+        "on that amount, reads a backlog of its own records; probes.json); false: from load.values",
+    )
     search_lag_threshold: Annotated[float, Field(ge=0)] | Literal["auto"] | None = Field(
         "auto",
         description="bracket: the lag trend's threshold the search's runs are judged by (the bracket's ends are "

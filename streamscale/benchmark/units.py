@@ -37,11 +37,17 @@ class LoadDimension:
     sets_window: ClassVar[bool] = False  # the value is the pipeline's window: no one window period
     # each value sets a pipeline parameter that the pipeline may refuse: every value is checked up front
     checked: ClassVar[bool] = False
+    # a value is records/s of the job's input (load_of inverts rate): a drain probe can give a search its start
+    probed: ClassVar[bool] = True
     period_s: float = 1.0
 
     def rate(self, load: float) -> float:
         """A load value in the unit of the load axis."""
         return load / self.period_s
+
+    def load_of(self, rate: float) -> float:
+        """The load value that sends ``rate`` records/s (where the type is ``probed``)."""
+        return rate * self.period_s
 
     def amount(self, load: float) -> str:
         """A load value for a sentence."""
@@ -107,6 +113,9 @@ class RateLoad(LoadDimension):
     def rate(self, load: float) -> float:
         return float(load)
 
+    def load_of(self, rate: float) -> float:
+        return float(rate)
+
     def apply(self, load: float, params: dict, pipeline: type) -> Applied:
         sensors = int(round(load)) if self.described else max(1, round(load * self.period_s))
         return Applied(dict(params), sensors, float(load), float(load))
@@ -119,6 +128,7 @@ class NestedGroupsLoad(LoadDimension):
     suts: ClassVar[tuple[str, ...] | None] = ("uc4",)
     count_unit: ClassVar[str] = "levels"
     whole: ClassVar[bool] = True
+    probed: ClassVar[bool] = False  # a level is no rate: the search starts at the spec's first value
     children: int = 4  # sensors = children ** levels
 
     @property
@@ -154,6 +164,7 @@ class WindowLoad(LoadDimension):
     label: ClassVar[str] = "window size (s)"
     sets_window: ClassVar[bool] = True
     checked: ClassVar[bool] = True
+    probed: ClassVar[bool] = False  # a window size is no rate
     sensors: int = 1000  # fixed: the window grows, the records/s do not
 
     def rate(self, load: float) -> float:

@@ -37,6 +37,7 @@ from streamscale.pipelines.trigger import check_streams
 log = logging.getLogger(__name__)
 
 CHECK_EVERY_S = 2.0  # how often a judged run is looked at once it may stop
+BACKLOG_TIMEOUT_S = 300.0  # the most a drain probe's backlog may take to write
 
 
 @dataclass
@@ -140,13 +141,16 @@ class StopPolicy:
     run is decided (sequential testing); a judged run still undecided at ``duration_s`` goes on,
     looked at as before, up to ``max_duration_s`` (None: it stops at ``duration_s``). ``drain_s``:
     then stop the generator first and let the query process the whole input (for at most this
-    long), so that the output holds its answer."""
+    long), so that the output holds its answer. ``backlog``: a drain probe's run: the generator
+    writes this many records as fast as it goes before the query starts, which then reads them
+    (for at most ``drain_s``) with no load arriving meanwhile."""
 
     duration_s: float = 60.0
     judge: Callable[..., bool] | None = None
     min_duration_s: float | None = None
     drain_s: float | None = None
     max_duration_s: float | None = None
+    backlog: int | None = None
 
     @property
     def longest_s(self) -> float:
@@ -273,6 +277,8 @@ class SutRun:
             warm_up_workers(spark, self.access, self.bootstrap, self.run_id, self.pipe.params.connector)
             self.sessions.warmed = self.warmed = True
         self.gen = self.generators().start()
+        if self.policy.backlog:  # the whole backlog is in the topics before the query reads any of it
+            self.gres = self.gen.wait(BACKLOG_TIMEOUT_S)
         self.query = self.pipe.start(
             spark, self.bootstrap, self.input_topic, self.output_topic, reading=Reading("earliest", self.group)
         )
@@ -282,21 +288,28 @@ class SutRun:
 
     def generators(self):
         """The load: one generator, or one per input (its share of the rate, into its topic)."""
-        w = self.w
-        # a judged run ends when it is decided: the generator runs until stopped
-        duration = None if self.policy.judge is not None else self.policy.duration_s
+        w, backlog = self.w, self.policy.backlog
+        # a judged run ends when it is decided: the generator runs until stopped; a backlog is a count
+        duration = None if self.policy.judge is not None or backlog else self.policy.duration_s
         shape = functools.partial(
             GeneratorConfig,
             self.bootstrap,
             workers=w.gen_workers,
             distribution=w.distribution,
             duration_s=duration,
+            throttle=not backlog,
             producer_config=dict(w.producer_config or {}),
         )
         inputs = getattr(self.pipe, "inputs", None)
         if inputs is None:
             return LoadGenerator(
-                shape(self.input_topic, sensors=self.sensors, period_s=self.period_s, records_spec=w.records)
+                shape(
+                    self.input_topic,
+                    sensors=self.sensors,
+                    period_s=self.period_s,
+                    records_spec=w.records,
+                    records=backlog,
+                )
             )
         configs = []
         for i in inputs:
@@ -306,17 +319,39 @@ class SutRun:
                 raise ConfigError(f"input {i.name} ({i.share:g} of {w.rate:g} records/s): {exc}") from None
             refs = dict.fromkeys(sorted(inputs.refs_of(i.name)))  # bound as the generators start
             topic = i.topic(self.input_topic)
-            config = shape(topic, sensors=sensors, period_s=period_s, records_spec=i.records, refs=refs)
+            records = max(1, round(backlog * i.share)) if backlog else None  # its share of a backlog
+            config = shape(
+                topic, sensors=sensors, period_s=period_s, records_spec=i.records, refs=refs, records=records
+            )
             configs.append((i.name, config))
         return LoadGenerators(configs)
 
     def load(self) -> None:
-        """Poll the query while the load runs, looking at it as the stop policy says; then drain."""
+        """Poll the query while the load runs, looking at it as the stop policy says; then drain (a
+        drain probe's run only drains: its load was written before the query started)."""
         policy = self.policy
         t_load = time.monotonic()  # lag is sampled while load is generated; after that it only shows the drain
+        ctl0 = time.thread_time()
+        if policy.backlog is None:
+            self.run_load(t_load)
+        if policy.drain_s is not None:
+            if self.gres is None:
+                self.gres = self.gen.stop()  # the generator first: the query then reads to the end
+            self.undrained = drain(self.query, self.access, self.lag_topic, policy.drain_s, self.ctx.on_batch)
+        self.figures.setdefault("ran_s", time.monotonic() - t_load)  # a drain probe's: its drain
+        self.figures["share"] = self.meter.stop()
+        self.figures["controller_cpu"] = time.thread_time() - ctl0
+        self.figures["machine"] = busy_pct(self.ticks0, machine_ticks())
+        self.figures["lag"] = self.sampler.stop()
+        with contextlib.suppress(Exception):
+            self.shuffles = self.query.shuffle_stages()
+
+    def run_load(self, t_load: float) -> None:
+        """Poll the query while the load runs, until the stop policy ends it."""
+        policy = self.policy
         deadline = t_load + policy.longest_s
         next_check = t_load + (policy.min_duration_s if policy.min_duration_s is not None else policy.duration_s)
-        ctl0, next_env = time.thread_time(), t_load + CHECK_EVERY_S
+        next_env = t_load + CHECK_EVERY_S
         while time.monotonic() < deadline:
             time.sleep(0.25)
             self.poll()
@@ -337,15 +372,6 @@ class SutRun:
             self.figures["ran_s"] = time.monotonic() - t_load
             self.gen.finish()
         self.figures.setdefault("ran_s", time.monotonic() - t_load)
-        if policy.drain_s is not None:
-            self.gres = self.gen.stop()  # the generator first: the query then reads to the end
-            self.undrained = drain(self.query, self.access, self.lag_topic, policy.drain_s, self.ctx.on_batch)
-        self.figures["share"] = self.meter.stop()
-        self.figures["controller_cpu"] = time.thread_time() - ctl0
-        self.figures["machine"] = busy_pct(self.ticks0, machine_ticks())
-        self.figures["lag"] = self.sampler.stop()
-        with contextlib.suppress(Exception):
-            self.shuffles = self.query.shuffle_stages()
 
     def leaderless(self, at_s: float) -> str:
         """The run's topics' partitions without a leader, said as a fault ("" when every one has one

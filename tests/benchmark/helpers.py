@@ -1,7 +1,8 @@
 """Results as the runner writes them, made by hand for the tests of what reads them, and a checker
-whose verdict is given."""
+whose verdict is given, and the drain of a job whose batches cost what the test says."""
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from streamscale.benchmark.results import ExperimentResult
 from streamscale.benchmark.slos import Observation, SloVerdict
@@ -80,3 +81,22 @@ class Fixed:
 
 
 NO_RUN = Observation(lag=[], batches=[], t0_wall=None, warmup_s=0.0)  # what a Fixed checker ignores
+
+
+def drained_job(fixed_s: float, per_record_s: float, cold_s: float = 5.0, calls=None, cap: int | None = None):
+    """A drain of a job whose batch of n records takes fixed_s + n * per_record_s (its first: cold_s
+    more), reading ``records`` in batches of at most ``batch`` (and ``cap``: its own limit)."""
+
+    def run_drain(guess, records, batch):
+        if calls is not None:
+            calls.append((guess, records, batch))
+        batch = min(batch, cap or batch)
+        sizes = [batch] * (records // batch) + ([records % batch] if records % batch else [])
+        ms = [round((fixed_s + n * per_record_s) * 1000) for n in sizes]
+        ms[0] += round(cold_s * 1000)
+        batches = [{"input_rows": n, "batch_ms": t} for n, t in zip(sizes, ms, strict=True)]
+        return SimpleNamespace(
+            batches=batches, processed_records=records, undrained=0, ran_s=sum(ms) / 1000, wall_s=sum(ms) / 1000 + 5
+        )
+
+    return run_drain

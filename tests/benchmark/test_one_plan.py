@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 import streamscale.benchmark.plan as plan_module
-from tests.benchmark.helpers import fake_result
+from tests.benchmark.helpers import drained_job, fake_result
 
 CAPACITY = 30_000  # records/s the fake runner's job holds
 
@@ -25,6 +25,9 @@ class FakeRunner:
 
     def __call__(self, load, res, rep, on_lag=None, config=""):
         return fake_result(load, res, rep, passed=load < CAPACITY)
+
+    def drain(self, load, res, config, records, batch):  # a drain probe's run
+        return drained_job(0.5, 1 / CAPACITY)(load, records, batch)
 
     def close(self):
         pass

@@ -1,0 +1,328 @@
+"""A drain probe: where a bracket search starts for one resource amount.
+
+The job, on that amount, reads a backlog of its own records (the spec's records, inputs and keys,
+written before its query starts, as fast as the generator goes) in micro-batches of a streaming
+run's size; its rate is the records of the batches after the first (which pays the cold start)
+over their summed durations. One run of :class:`~streamscale.experiment.sut.SutRun` with a drain's
+stop policy does it, in the Spark session the amount's experiments then run in.
+
+A batch's size decides what the rate means: a batch costs a fixed time (planning, scheduling,
+committing: 0.6 s for a small job on one core) and a time per record, so small batches say little of
+what the job does in a streaming run near its capacity, whose batches grow until they take seconds.
+The figure is for batches of a target length: :data:`BATCH_S`, or a third of the
+processing-latency SLO's limit where that is shorter. The first drain's batches are sized to take
+about a second at a guess (the spec's first load on the first amount; the amount below's figure,
+scaled, on the others); where they took less than two thirds of the target, a second drain (and a
+third) reads batches sized for the target at the figure so far. The cost of a batch is fitted to
+the batches of all drains, and the figure is what a batch of the target length reads per second by
+that fit. The probe gives a start, not an answer: no verdict comes from it, and a run shares the
+machine with its generator while a drain does not.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from streamscale import terminal
+from streamscale.benchmark.units import approx
+from streamscale.errors import ConfigError
+
+RATED_BATCHES = 4  # batches a drain rates, after its first
+# ...or as many as span two of a windowed job's window periods in event time at the rate it is sized
+# for (a batch that closes windows costs more than one that does not), at most MAX_RATED
+MAX_RATED = 12
+FIRST_BATCH_S = 1.0  # the first drain's batches are sized to take about this long at the guess
+BATCH_S = 4.0  # the figure: what the job reads in batches of this long (a streaming run near its capacity)
+# ...or of a third of the processing-latency SLO's limit, where that is shorter: a record waits for the
+# batch running when it arrives, then for its own, so batches of a third keep the p95 below the limit
+LATENCY_SHARE = 1 / 3
+MIN_RECORDS = 5_000
+MAX_RECORDS = 3_000_000  # ~8 s of the generator's fastest on this machine kind
+DRAIN_S = 120.0  # the longest a drain reads its backlog (a job far slower than the guess)
+ROUNDS = 3
+NEAR = 1.5  # a drain whose batches took within this factor below the target needs no larger ones
+
+
+@dataclass(frozen=True)
+class Drain:
+    """One drain of a probe: its backlog (sized for ``guess`` records/s), what the query read
+    and how fast."""
+
+    round: int
+    guess: float  # records/s the backlog was sized for
+    records: int  # the backlog (what the job reads of it)
+    batch_records: int  # the most records a batch read
+    processed: int  # records the query read before it stopped
+    rate: float  # records/s over the rated batches' summed durations (0: none was rated)
+    batches: int  # rated batches
+    batch_s: float  # their mean duration (NaN: none)
+    undrained: int  # records of the backlog the query had not read when the drain ended
+    read_s: float  # from the query's start until it read the backlog (or DRAIN_S ran out)
+    wall_s: float  # the drain's whole run: topics, backlog, query, tear-down
+    per_batch: tuple = ()  # (records, ms) of each rated batch
+
+    @property
+    def largest(self) -> int:
+        """The most records a rated batch read (less than batch_records where the job caps them)."""
+        return max((n for n, _ in self.per_batch), default=0)
+
+    @property
+    def estimate(self) -> float:
+        """The drain's rate; without a rated batch, the records read over the drain's time."""
+        return self.rate if self.rate > 0 else self.processed / max(self.read_s, 1e-9)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A resource amount's probe: its figure (records/s the job read; None: none came) and drains."""
+
+    resources: int
+    config: str
+    rate: float | None
+    drains: tuple[Drain, ...]
+    note: str = ""
+    fixed_s: float = math.nan  # what a batch costs whatever its records (the fit's intercept), s
+    per_record_us: float = math.nan  # what each record adds (its slope), microseconds
+    batch_s: float = BATCH_S  # the batches the figure is for
+
+    def as_dict(self) -> dict:
+        return {
+            "resources": self.resources,
+            "config": self.config,
+            "records_per_s": None if self.rate is None else round(self.rate),
+            "note": self.note,
+            "fixed_s": self.fixed_s,
+            "per_record_us": self.per_record_us,
+            "batch_s": self.batch_s,
+            "drains": [{**asdict(d), "per_batch": [list(x) for x in d.per_batch]} for d in self.drains],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Probe:
+        """A probe as :meth:`as_dict` wrote it (an interrupted execution's, resumed)."""
+        rate = d["records_per_s"]
+        drains = tuple(Drain(**{**x, "per_batch": tuple(map(tuple, x["per_batch"]))}) for x in d["drains"])
+        return cls(
+            int(d["resources"]),
+            d["config"],
+            None if rate is None else float(rate),
+            drains,
+            d["note"],
+            float(d["fixed_s"]),
+            float(d["per_record_us"]),
+            float(d["batch_s"]),
+        )
+
+    def words(self, amount: str) -> str:
+        """What the progress says of it."""
+        if self.rate is None:
+            return f"probe: {amount}: no figure ({self.note}): the search starts at the spec's first load"
+        sizes = " and ".join(f"{d.batch_records:,}" for d in self.drains)
+        said = f"probe: {amount}: ~{approx(self.rate)} records/s in batches of {self.batch_s:.1f} s"
+        said += f" (batches drained: {sizes}"
+        if math.isfinite(self.fixed_s):
+            said += f"; {self.fixed_s:.2f} s a batch and {self.per_record_us:.1f} us a record"
+        return said + ")" + (f"; {self.note}" if self.note else "")
+
+
+def rated_batches(batch_s: float, period_s: float | None) -> int:
+    """How many batches a drain rates: RATED_BATCHES, or for a job whose windows close every
+    ``period_s`` as many as span two periods (at most MAX_RATED)."""
+    if not period_s:
+        return RATED_BATCHES
+    return min(MAX_RATED, max(RATED_BATCHES, math.ceil(2 * period_s / batch_s)))
+
+
+def sizing(rate: float, batch_s: float, rated: int = RATED_BATCHES) -> tuple[int, int]:
+    """(backlog, records per batch) for batches of about ``batch_s`` at ``rate`` records/s: the
+    first and ``rated`` more (within MIN_RECORDS and MAX_RECORDS)."""
+    batches = rated + 1
+    batch = max(1, int(min(MAX_RECORDS, max(MIN_RECORDS, rate * batch_s * batches))) // batches)
+    return batch * batches, batch
+
+
+def drain_of(result, round_: int, guess: float, records: int, batch: int) -> Drain:
+    """A drain from its run's result (streamscale.experiment.sut.SutResult)."""
+    # the backlog's tail (what the partitions held beyond whole batches) is no batch of its size
+    largest = max((b["input_rows"] for b in result.batches), default=0)
+    rated = [b for b in result.batches[1:] if b["input_rows"] and b["input_rows"] >= largest / 2]
+    busy = sum(b["batch_ms"] for b in rated) / 1000
+    return Drain(
+        round=round_,
+        guess=guess,
+        records=records,
+        batch_records=batch,
+        processed=result.processed_records,
+        rate=sum(b["input_rows"] for b in rated) / busy if busy > 0 else 0.0,
+        batches=len(rated),
+        batch_s=busy / len(rated) if rated else math.nan,
+        undrained=result.undrained,
+        read_s=result.ran_s,
+        wall_s=result.wall_s,
+        per_batch=tuple((int(b["input_rows"]), int(b["batch_ms"])) for b in rated),
+    )
+
+
+def batch_cost(per_batch: list[tuple[int, int]]) -> tuple[float, float] | None:
+    """(seconds a batch costs whatever its records, seconds each record adds): the least-squares
+    line through (records, duration) of batches whose sizes differ by at least 1.5x; None where
+    they do not, or the line does not rise."""
+    if len(per_batch) < 3:
+        return None
+    xs = [float(n) for n, _ in per_batch]
+    ys = [ms / 1000 for _, ms in per_batch]
+    if max(xs) < 1.5 * min(xs):
+        return None
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    if slope <= 0:
+        return None
+    return max(0.0, my - slope * mx), slope
+
+
+def capped(d: Drain) -> bool:
+    """Whether the job read smaller batches than the drain asked for (its own cap)."""
+    return 0 < d.largest < d.batch_records * 0.95
+
+
+def batch_target_s(processing_limit_ms: float | None) -> float:
+    """The batches a probe's figure is for: BATCH_S, or LATENCY_SHARE of the processing-latency
+    limit where that is shorter (at least a second)."""
+    if processing_limit_ms is None:
+        return BATCH_S
+    return max(1.0, min(BATCH_S, processing_limit_ms / 1000 * LATENCY_SHARE))
+
+
+def near(d: Drain, batch_s: float) -> bool:
+    """Whether a drain's batches took about ``batch_s`` (at least 1/NEAR of it)."""
+    return d.batch_s >= batch_s / NEAR
+
+
+def figure(drains: list[Drain], batch_s: float = BATCH_S) -> tuple[float, tuple[float, float] | None]:
+    """The probe's records/s: the last drain's rate where its batches took about ``batch_s`` or
+    were capped by the job (its max_offsets_per_trigger: the largest batches it reads in a
+    streaming run too); else what the fitted cost of a batch gives for a batch of ``batch_s`` (at
+    least the best rate a drain measured), or without a fit the best rate measured. With three
+    drains the first (whose batches warmed a fresh JVM) is left out of the fit."""
+    best, last = max(d.estimate for d in drains), drains[-1]
+    cost = batch_cost([x for d in (drains[1:] if len(drains) >= 3 else drains) for x in d.per_batch])
+    if capped(last) or near(last, batch_s):
+        return last.estimate, cost
+    if cost is None:
+        return best, cost
+    fixed, per_record = cost
+    fitted = (batch_s - fixed) / (per_record * batch_s) if fixed < batch_s else 0.0
+    return max(best, fitted), cost
+
+
+def probe(
+    run_drain: Callable[[float, int, int], object],
+    guess: float,
+    resources: int,
+    config: str = "",
+    batch_s: float = BATCH_S,
+    period_s: float | None = None,
+) -> Probe:
+    """A resource amount's probe: ``run_drain(guess, records, batch_records)`` runs one drain (its
+    SutResult); its figure is for batches of ``batch_s`` (``period_s``: how often the job's windows
+    close). The first drain's batches are sized for FIRST_BATCH_S at ``guess`` (and warm a fresh
+    JVM); the next for ``batch_s`` at the figure so far; a third where that one's batches still
+    took less than 1/NEAR of ``batch_s`` and larger ones fit the backlog."""
+    drains: list[Drain] = []
+    rate, size_s = guess, min(FIRST_BATCH_S, batch_s)
+    for round_ in range(1, ROUNDS + 1):
+        # the first drain warms a fresh JVM and gives a rough rate: its few batches close no window
+        rated = rated_batches(size_s, period_s) if round_ > 1 else RATED_BATCHES
+        records, batch = sizing(rate, size_s, rated)
+        if len(drains) >= 2 and batch < 1.5 * drains[-1].largest:
+            break  # no larger batch to learn from
+        drains.append(drain_of(run_drain(rate, records, batch), round_, rate, records, batch))
+        last = drains[-1]
+        # nothing read, or capped by the job's own max_offsets_per_trigger, or batches near the target
+        if last.estimate <= 0 or capped(last) or (round_ >= 2 and near(last, batch_s)):
+            break
+        rate, size_s = figure(drains, batch_s)[0], batch_s
+    if drains[-1].estimate <= 0:
+        return Probe(resources, config, None, tuple(drains), "the job read none of its backlog")
+    rate, cost = figure(drains, batch_s)
+    fixed, per_record = cost if cost is not None else (math.nan, math.nan)
+    note = ""
+    if not near(drains[-1], batch_s) and cost is None:
+        note = "batches too alike to fit their cost: the best rate measured"
+    if capped(drains[-1]):
+        note = f"the job reads at most {drains[-1].largest:,} records a batch: their rate"
+    return Probe(resources, config, float(round(rate)), tuple(drains), note, fixed, per_record * 1e6, batch_s)
+
+
+class Probes:
+    """An execution's drain probes: one per configuration and resource amount, run when its search
+    starts, kept in ``probes.json`` (an interrupted execution resumes without running them again).
+    ``run_drain(load, resources, config, records, batch_records)`` runs one drain (its SutResult)."""
+
+    def __init__(self, plan, out_dir: Path, run_drain: Callable[..., object]):
+        self.plan, self.path, self.run_drain = plan, out_dir / "probes.json", run_drain
+        self.found: dict[tuple[str, int], Probe] = {}
+        if self.path.exists():
+            try:
+                rows = json.loads(self.path.read_text())
+                self.found = {(p.config, p.resources): p for p in map(Probe.from_dict, rows)}
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(f"{self.path}: not a probes file of this version ({exc})") from None
+
+    def as_list(self) -> list[dict]:
+        return [p.as_dict() for _, p in sorted(self.found.items())]
+
+    def start(self, config: str, resources: int) -> float | None:
+        """The load a search of ``resources`` under ``config`` starts at: its probe's figure as a
+        load value (None: the probe gave none)."""
+        key = (config, int(resources))
+        if key not in self.found:
+            self.found[key] = self._probe(config, int(resources))
+            self.path.write_text(json.dumps(self.as_list(), indent=2))
+        found = self.found[key]
+        if found.rate is None:
+            return None
+        return self.plan.load.load_of(found.rate / self._read_share(config, resources))
+
+    def _read_share(self, config: str, resources: int) -> float:
+        """Of the load, what the job reads (the probe's figure counts only that)."""
+        point = self.plan.point(self.plan.spec.execution.load.values[0], resources, config)
+        return point.read_rate / point.rate if point.rate > 0 else 1.0
+
+    def _guess(self, config: str, resources: int) -> float:
+        """records/s the first drain is sized for: the amount below's figure scaled to this one;
+        on the first amount, the spec's first load."""
+        below = [p for (c, n), p in self.found.items() if c == config and n < resources and p.rate]
+        if below:
+            p = max(below, key=lambda p: p.resources)
+            return p.rate * resources / p.resources
+        first = self.plan.spec.execution.load.values[0]
+        return self.plan.load.rate(first) * self._read_share(config, resources)
+
+    def _probe(self, config: str, resources: int) -> Probe:
+        from streamscale.errors import SparkDied
+
+        point = self.plan.point(self.plan.spec.execution.load.values[0], resources, config)
+        amount = self.plan.axes.resources(resources)
+        if self.plan.pipeline(point).trigger().real_time:
+            return Probe(resources, config, None, (), "real-time mode reads no backlog in batches")
+        share = self._read_share(config, resources)
+
+        def run(guess: float, records: int, batch: int):
+            load = self.plan.load.load_of(guess / share)
+            return self.run_drain(load, resources, config, round(records / share), batch)
+
+        console = terminal.console()
+        try:
+            with console.status(f"probe: {amount} draining a backlog of the job's records"):
+                target = batch_target_s(point.processing_limit_ms)
+                found = probe(run, self._guess(config, resources), resources, config, target, point.period_s)
+        except SparkDied as died:
+            found = Probe(resources, config, None, (), f"the job ran out of memory: {died}")
+        console.print(f"  {found.words(amount)}", highlight=False)
+        return found

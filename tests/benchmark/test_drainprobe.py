@@ -1,0 +1,141 @@
+"""The drain probe against a job whose batches cost a known fixed time and a known time per record:
+its drains' sizes, its fitted cost and its figure, worked by hand; and an execution that starts each
+amount's bracket from its probe, keeps the probe beside the bracket and does not probe again when
+resumed."""
+
+import json
+import math
+
+from streamscale.benchmark import drainprobe as dp
+from streamscale.benchmark.bracket import FAIL, PASS, Settings, bracket_search
+from streamscale.benchmark.execution import Execution
+from streamscale.benchmark.spec import parse_spec
+from tests.benchmark.helpers import drained_job as job
+from tests.benchmark.helpers import fake_result, spec_dict
+
+
+def close(got, want, rel=1e-3) -> bool:
+    return len(got) == len(want) and all(math.isclose(g, w, rel_tol=rel) for g, w in zip(got, want, strict=True))
+
+
+def test_the_cost_of_a_batch_is_fitted_from_batches_of_several_sizes():
+    # 1.0 s + 10 us a record: 10,000 records take 1.1 s, 100,000 take 2.0 s
+    assert close(dp.batch_cost([(10_000, 1100), (10_000, 1100), (100_000, 2000)]), (1.0, 1e-5))
+    # batches of one size (within 1.5x) or a falling line: no fit
+    assert dp.batch_cost([(10_000, 1100), (12_000, 1300), (14_000, 1500)]) is None
+    assert dp.batch_cost([(10_000, 2000), (40_000, 1000), (40_000, 1000)]) is None
+
+
+def test_a_job_faster_than_the_guess_is_drained_again_in_larger_batches_until_they_take_seconds():
+    # 0.6 s a batch and 10 us a record: a batch of 4 s reads (4 - 0.6) / (4 x 1e-5) = 85,000/s. A guess
+    # of 10,000/s sizes 5 batches of 10,000 (1 s at the guess): they take 0.7 s, so the figure so far,
+    # 10,000 / 0.7 = 14,286/s, sizes the next drain's batches for 4 s: 57,143 records; they take
+    # 1.171 s, under half of 4 s: the line through both sizes (0.6 s + 10 us) gives 85,000/s, and
+    # batches of 340,000 records (4.0 s) are drained last
+    calls = []
+    found = dp.probe(job(0.6, 1e-5, calls=calls), 10_000, resources=1)
+    assert close([c[2] for c in calls], [10_000, 57_143, 340_000])
+    assert [c[1] for c in calls] == [5 * c[2] for c in calls]
+    assert math.isclose(found.rate, 85_000, rel_tol=1e-3)
+    assert math.isclose(found.fixed_s, 0.6, abs_tol=2e-3) and math.isclose(found.per_record_us, 10, rel_tol=1e-3)
+    assert [d.batches for d in found.drains] == [4, 4, 4]  # the cold first batch of each left out
+    assert found.note == ""
+
+
+def test_a_job_slower_than_the_guess_is_drained_again_at_the_target_size_and_rated_by_that_drain():
+    # 0.5 s + 150 us a record, guess 20,000/s: the first drain's batches of 20,000 take 3.5 s, 5,714/s
+    # (a first drain also warms a fresh JVM: a second one always runs); the second's batches are sized
+    # for 4 s at that: 22,857 records, which take 3.93 s, near 4 s: its rate, 22,857 / 3.9286 = 5,818/s
+    calls = []
+    found = dp.probe(job(0.5, 1.5e-4, calls=calls), 20_000, resources=2, config="big")
+    assert [c[2] for c in calls] == [20_000, 22_857]
+    assert found.rate == 5_818 and found.note == ""
+    assert (found.resources, found.config) == (2, "big")
+
+
+def test_a_windowed_job_drains_batches_spanning_two_window_periods():
+    # batches of 2.5 s at the rate sized for: 8 rated batches span 20 s of event time, two 10 s periods
+    assert dp.rated_batches(2.5, 10.0) == 8 and dp.sizing(1_000, 2.5, 8) == (22_500, 2_500)
+    assert dp.rated_batches(2.5, None) == dp.RATED_BATCHES == dp.rated_batches(4.0, 2.0)
+    assert dp.rated_batches(1.0, 60.0) == dp.MAX_RATED
+    calls = []
+    dp.probe(job(0.5, 1e-4, calls=calls), 5_000, resources=1, batch_s=2.5, period_s=10.0)
+    # the first drain (5,000-record batches, 1 s at the guess) warms and rates 4; it reads 5,000 / 1.0
+    # = 5,000/s, so the second's batches are sized for 2.5 s at that: 8 rated (and a first) of 12,500
+    assert calls[0][1:] == (25_000, 5_000) and calls[1][1:] == (112_500, 12_500)
+
+
+def test_a_job_that_caps_its_batches_is_rated_at_its_cap():
+    # 0.5 s + 10 us a record, batches of at most 20,000 records (its max_offsets_per_trigger): the
+    # first drain's 10,000-record batches take 0.6 s; the second asks for 66,668 and gets 20,000,
+    # which take 0.7 s: 20,000 / 0.7 = 28,571/s, what the job reads at its cap, not the 87,500/s a
+    # 4 s batch would read by the fitted line; no third drain
+    calls = []
+    found = dp.probe(job(0.5, 1e-5, calls=calls, cap=20_000), 10_000, resources=1)
+    assert len(calls) == 2 and calls[1][2] > 60_000
+    # (the backlog's last batch, 13,340 records, is rated too: at least half the largest)
+    assert math.isclose(found.rate, 28_571, rel_tol=0.02) and "at most 20,000 records a batch" in found.note
+    assert math.isclose(found.fixed_s, 0.5, abs_tol=2e-3)
+
+
+def test_a_probe_is_written_and_read_back_whole(tmp_path):
+    found = dp.probe(job(0.6, 1 / 150_000), 10_000, resources=1)
+    again = dp.Probe.from_dict(json.loads(json.dumps(found.as_dict())))
+    assert again == found
+
+
+def test_a_probed_amount_starts_its_search_at_its_probe_in_steps_within_the_resolution_and_assumes_nothing():
+    # 1 core holds 30,000, 2 cores 52,000; the probes say 28,000 and 61,000; resolution 15 %: steps of
+    # 1 + 0.95 x 0.15 = 1.1425
+    calls = []
+
+    def verdict(load, res):
+        calls.append((load, res))
+        return PASS if load <= {1: 30_000, 2: 52_000}[res] else FAIL
+
+    one, two = bracket_search([1, 2], verdict, 5_000, Settings(resolution=0.15), probe={1: 28_000, 2: 61_000}.get)
+    # 1 core: 28k pass, 32k (31,990) fail: 32/28 = 1.143, within 15 %
+    assert [c[0] for c in calls if c[1] == 1] == [28_000, 32_000]
+    assert (one.held, one.failed) == (28_000, 32_000)
+    # 2 cores: 61k fails, 53k (53,392) fails, 46k (46,732) passes, its end run on 2 cores (none assumed
+    # from 1 core's 28k); 53/46 = 1.152: the middle, 49k (49,376), passes: 53/49 = 1.08
+    assert [c[0] for c in calls if c[1] == 2] == [61_000, 53_000, 46_000, 49_000]
+    assert (two.held, two.failed, two.held_assumed) == (49_000, 53_000, False)
+
+
+def test_an_execution_starts_each_amount_from_its_probe_and_keeps_it_beside_the_bracket(tmp_path, capsys):
+    spec = parse_spec(
+        spec_dict(
+            load={"type": "rate", "values": [1000]},
+            metric="capacity",
+            repetitions=1,
+            strategy={"name": "bracket", "resolution": 0.15},
+        )
+    )
+    drains, runs = [], []
+    # the processing-latency limit of 8 s: batches of 8/3 s read (8/3 - 0.6) x 40,000 / (8/3) = 31,000/s
+    per_core = job(0.6, 1 / 40_000)
+
+    def drain(load, res, config, records, batch):
+        drains.append((load, res))
+        return job(0.6, 1 / (40_000 * res))(load, records, batch) if res > 1 else per_core(load, records, batch)
+
+    def run(load, res, rep, on_lag=None):
+        runs.append((load, res))
+        return fake_result(load, res, rep, passed=load <= 30_000 * res)
+
+    summary = Execution(spec, tmp_path, run, drain=drain).run()
+    # 1 core's search starts at its probe's 31,000 (fails); 2 cores' probe sizes its first drain for
+    # 62,000/s (1 core's, doubled), its second for 2.67 s batches at the first's 45,080/s: 120,213
+    # records, which take 0.6 + 120,213 / 80,000 = 2.10 s, near enough: 57,200/s, where its search starts
+    assert runs[0] == (31_000, 1) and [r for r in runs if r[1] == 2][0] == (57_000, 2)
+    probes = json.loads((tmp_path / "probes.json").read_text())
+    assert [(p["resources"], round(p["records_per_s"], -2)) for p in probes] == [(1, 31_000), (2, 57_200)]
+    rows = summary["answer"]["brackets"]
+    assert [b["probe_rate"] for b in rows] == [p["records_per_s"] for p in probes]
+    assert summary["probes"] == probes
+    assert "probe: 1 core: ~31,000 records/s in batches of 2.7 s" in capsys.readouterr().out
+    # resumed: neither the probes nor the runs again
+    before = len(drains)
+    Execution(spec, tmp_path, run, drain=drain).run()
+    assert len(drains) == before
