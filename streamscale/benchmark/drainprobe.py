@@ -305,24 +305,25 @@ class Probes:
         return self.plan.load.rate(first) * self._read_share(config, resources)
 
     def _probe(self, config: str, resources: int) -> Probe:
+        """Run the probe of ``resources`` under ``config`` and say its figure."""
         from streamscale.errors import SparkDied
 
         point = self.plan.point(self.plan.spec.execution.load.values[0], resources, config)
-        amount = self.plan.axes.resources(resources)
-        if self.plan.pipeline(point).trigger().real_time:
-            return Probe(resources, config, None, (), "real-time mode reads no backlog in batches")
-        share = self._read_share(config, resources)
-
-        def run(guess: float, records: int, batch: int):
-            load = self.plan.load.load_of(guess / share)
-            return self.run_drain(load, resources, config, round(records / share), batch)
-
         console = terminal.console()
-        try:
-            with console.status(f"probe: {amount} draining a backlog of the job's records"):
-                target = batch_target_s(point.processing_limit_ms)
-                found = probe(run, self._guess(config, resources), resources, config, target, point.period_s)
-        except SparkDied as died:
-            found = Probe(resources, config, None, (), f"the job ran out of memory: {died}")
-        console.print(f"  {found.words(amount)}", highlight=False)
+        if self.plan.pipeline(point).trigger().real_time:
+            found = Probe(resources, config, None, (), "real-time mode reads no backlog in batches")
+        else:
+            share = self._read_share(config, resources)
+
+            def run(guess: float, records: int, batch: int):
+                load = self.plan.load.load_of(guess / share)
+                return self.run_drain(load, resources, config, round(records / share), batch)
+
+            target = batch_target_s(point.processing_limit_ms)
+            try:
+                with console.status(f"probe: {self.plan.axes.resources(resources)} draining a backlog"):
+                    found = probe(run, self._guess(config, resources), resources, config, target, point.period_s)
+            except SparkDied as died:
+                found = Probe(resources, config, None, (), f"the job ran out of memory: {died}")
+        console.print(f"  {found.words(self.plan.axes.resources(resources))}", highlight=False)
         return found

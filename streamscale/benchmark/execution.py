@@ -117,7 +117,7 @@ class Execution:
         out_dir.mkdir(parents=True, exist_ok=True)
         self._load_previous()
         self.probes = None  # each resource amount's drain probe (strategy.probe): drainprobe.Probes
-        if drain is not None and ex.strategy.name == "bracket" and ex.strategy.probe and self.plan.load.probed:
+        if drain is not None and self.plan.probed:
             from streamscale.benchmark.drainprobe import Probes
 
             self.probes = Probes(self.plan, out_dir, drain)

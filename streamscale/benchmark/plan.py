@@ -68,6 +68,13 @@ class Plan:
         return Plan(spec, self.load, self.resource, self.configs)
 
     @property
+    def probed(self) -> bool:
+        """Whether each resource amount's search starts from a drain probe (a bracket's
+        ``strategy.probe``, where a load value is a rate: streamscale.benchmark.drainprobe)."""
+        st = self.spec.execution.strategy
+        return st.name == "bracket" and st.probe and self.load.probed
+
+    @property
     def ends_rejudged(self) -> bool:
         """Whether a bracket's ends are run again under the SLO (its search judged a looser one)."""
         ex = self.spec.execution

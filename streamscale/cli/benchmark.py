@@ -171,6 +171,11 @@ def bench_validate(spec_file: Path):
         f"{ex.repetitions} repetition(s) of {ex.duration_s:g} s (warm-up {ex.warmup_s:g} s), each going on "
         f"up to {ex.longest_s:g} s while undecided"
     )
+    if plan.probed:
+        out.print(
+            "  each resource amount's search starts from a drain probe: the rate at which the job reads a "
+            "backlog of its own records there (strategy.probe: false starts from load.values)"
+        )
     if plan.ends_rejudged:
         out.print(
             f"  the search's runs judge the lag trend at {ex.search_threshold:.2%} of the load; the bracket's "

@@ -139,3 +139,28 @@ def test_an_execution_starts_each_amount_from_its_probe_and_keeps_it_beside_the_
     before = len(drains)
     Execution(spec, tmp_path, run, drain=drain).run()
     assert len(drains) == before
+
+
+def test_a_real_time_configuration_is_not_probed_and_searches_from_the_load_given(tmp_path, capsys):
+    from tests.benchmark.helpers import capacity_spec
+
+    rt = {"trigger": "real_time:5 seconds", "connector": "spark", "sink": "kafka"}
+    strategy = {"name": "bracket", "resolution": 0.25}
+    spec = capacity_spec("rt", strategy, resources=(4,), configs={"batches": {}, "rt": rt})
+    drained, runs = [], []
+
+    def drain(load, res, config, records, batch):
+        drained.append(config)
+        return job(0.5, 1 / 40_000)(load, records, batch)
+
+    def run(load, res, rep, on_lag=None, config=""):
+        runs.append((config, load))
+        return fake_result(load, res, rep, passed=load <= 30_000)
+
+    summary = Execution(spec, tmp_path, run, drain=drain).run()
+    assert set(drained) == {"batches"}
+    assert [load for c, load in runs if c == "rt"][0] == 20_000  # the spec's first load
+    rt_probe = next(p for p in summary["probes"] if p["config"] == "rt")
+    assert rt_probe["records_per_s"] is None and rt_probe["drains"] == []
+    said = " ".join(capsys.readouterr().out.split())
+    assert "probe: 4 cores: no figure (real-time mode reads no backlog in batches)" in said, said
