@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/demo_truth.py [--tries 3] [--budget 240] [--long 300] [--warmup 60]
         [--out results/demo-truth]
 
-Each try runs the scaling demo as `streamscale demo --budget` does (probe, brackets on 1 and 2
-cores within its time budget), then runs its 1-core held end and failed end again with the same spec and only
+Each try runs the scaling demo as `streamscale demo --budget` does (a probe and a bracket on 1
+and on 2 cores within its time budget), then runs its 1-core held end and failed end again with the same spec and only
 Theodolite's run lengths: ``--long`` seconds, ``--warmup`` s warm-up, no early stop (every look
 off), one run each, the held end first. The demo's answer holds when the long run at its held end
 passes and the one at its failed end fails (an upper end the demo said was undecided claims no
@@ -120,7 +120,7 @@ def _resolution(i: int, demo: Path, one: dict, summary: dict) -> list[tuple[str,
             continue
         halves.append((r.verdict, half))
         parts.append(f"{r.load:,.0f} {r.verdict} {r.lag_slope / r.load * 100:+.2f} +-{half:.2f}")
-    probe = next((p["records_per_s"] for p in summary.get("probe", []) if p.get("cores") == 1), None)
+    probe = next((p["records_per_s"] for p in summary.get("probes", []) if p.get("resources") == 1), None)
     share = f"; held end at {float(one['held']) / probe:.0%} of the probe's {probe:,}" if probe and one["held"] else ""
     print(f"try {i}: 1-core lag trends, % of the load (limit 1 %): {'; '.join(parts) or 'none'}{share}", flush=True)
     return halves

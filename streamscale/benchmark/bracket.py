@@ -266,49 +266,45 @@ def _search(b: Bracket, verdict, load: float, st: Settings) -> None:
 def _outwards(b: Bracket, verdict, load: float, st: Settings) -> None:
     """Outwards until one load held and one did not; a load the generator could not produce is no
     end of the search while the loads between it and the highest held one are untried."""
-    resolution, factor, low, high, whole = st.resolution, st.factor, st.low, st.high, st.whole
-    run = lambda x: _run(b, verdict, x)  # noqa: E731
-    more = lambda: _more(b, st)  # noqa: E731
-
-    def below_invalid() -> float | None:
-        """The next load to try under the lowest load the generator could not produce: the middle
-        between it and the highest load held, while they lie wider apart than the resolution."""
-        if b.held is None or b.rate(invalid) / b.rate(b.held) - 1 <= resolution:
-            return None
-        return between(b.held, invalid, whole)
-
     x, invalid = load, math.inf
-    while more():
+    while x is not None and _more(b, st):
         if (b.held is not None and x <= b.held) or (b.failed is not None and x >= b.failed):
             break
         # a load that stayed undecided is not run again on the way up: the search steps past it
-        v = b.verdicts[x] if b.verdicts.get(x) == UNDECIDED and b.held is not None else run(x)
+        v = b.verdicts[x] if b.verdicts.get(x) == UNDECIDED and b.held is not None else _run(b, verdict, x)
         if v == INVALID:
             invalid = min(invalid, x)
-            x = below_invalid()
-            if x is None:
-                break
-            continue
-        if v == PASS:
-            if b.failed is not None:
-                break
-            if x >= high:
-                b.ceiling = f"{high:,.0f} records/s is the highest load the search may try"
-                break
-            x = _up(x, factor, high, whole)
-            if x >= invalid:
-                x = below_invalid()
-                if x is None:
-                    break
-        elif v == UNDECIDED and b.held is not None:  # neither end: one step past it upwards
-            if x >= high:
-                b.ceiling = f"{high:,.0f} records/s is the highest load the search may try"
-                break
-            x = _up(x, factor, high, whole)
-        else:
-            if b.held is not None or x <= low:
-                break
-            x = _down(x, factor, low, whole)
+        x = _next_outwards(b, v, x, invalid, st)
+
+
+def _next_outwards(b: Bracket, v: str, x: float, invalid: float, st: Settings) -> float | None:
+    """The load the outward search tries after ``x`` (its verdict ``v``); None: it ends."""
+    if v == INVALID:
+        return _below_invalid(b, invalid, st)
+    if v == PASS and b.failed is not None:
+        return None
+    if v == PASS or (v == UNDECIDED and b.held is not None):  # undecided: neither end, one step past it
+        if x >= st.high:
+            b.ceiling = f"{st.high:,.0f} records/s is the highest load the search may try"
+            return None
+        up = _up(x, st.factor, st.high, st.whole)
+        return _below_invalid(b, invalid, st) if up >= invalid else up
+    if b.held is not None or x <= st.low:
+        return None
+    return _down(x, st.factor, st.low, st.whole)
+
+
+def _below_invalid(b: Bracket, invalid: float, st: Settings) -> float | None:
+    """The next load to try under the lowest load the generator could not produce: the middle
+    between it and the highest load held, while they lie wider apart than the resolution; with
+    none held yet (a start above what the generator produces), one step down, unless a load there
+    already failed."""
+    if b.held is None:
+        below = _down(invalid, st.factor, st.low, st.whole)
+        return None if below >= invalid or b.failed is not None else below
+    if b.rate(invalid) / b.rate(b.held) - 1 <= st.resolution:
+        return None
+    return between(b.held, invalid, st.whole)
 
 
 def _inwards(b: Bracket, verdict, st: Settings) -> None:
@@ -386,15 +382,13 @@ def confirm_ends(b: Bracket, confirm: Callable[[float, int], str], drifted: Call
 @dataclass(frozen=True)
 class BracketSearch:
     """The bracket strategy (:class:`~streamscale.benchmark.search.Search`): per resource amount a
-    bracket from ``start``, its ends run again where a drifting machine decided them, and with
-    ``decide_ends`` decided by runs of their own (``trials.ends_decided``: strategy.confirm's long
-    runs, or runs under the SLO where the search judged a looser lag threshold)."""
+    bracket from ``start`` (or from its probe), its ends run again where a drifting machine decided
+    them."""
 
     resources: tuple
     start: float
     settings: Settings
     run_cost_s: Callable[[], float]
-    decide_ends: bool = False
     probe: Callable[[int], float | None] | None = None  # a resource amount's start from a drain probe
 
     def run(self, trials) -> Outcome:
@@ -409,8 +403,23 @@ class BracketSearch:
             budget=budget,
             probe=self.probe,
         )
-        rows = [b.as_dict() for b in found]
-        if self.decide_ends:
-            rows = [trials.ends_decided(b, self.settings.whole) for b in rows]
-        metric = {b["resources"]: b["held"] for b in rows}
-        return Outcome(metric, {b["resources"] for b in rows if b["held_assumed"]}, rows)
+        return outcome_of([b.as_dict() for b in found])
+
+
+@dataclass(frozen=True)
+class EndsDecided:
+    """A bracket search whose brackets' ends are then decided by runs of their own
+    (``trials.ends_decided``: strategy.confirm's long runs, or runs under the SLO where the search
+    judged a looser lag threshold), refined where they do not hold."""
+
+    search: BracketSearch
+
+    def run(self, trials) -> Outcome:
+        found = self.search.run(trials)
+        return outcome_of([trials.ends_decided(b, self.search.settings.whole) for b in found.brackets])
+
+
+def outcome_of(rows: list[dict]) -> Outcome:
+    """A bracket search's outcome from its rows (as :meth:`Bracket.as_dict` writes them)."""
+    metric = {b["resources"]: b["held"] for b in rows}
+    return Outcome(metric, {b["resources"] for b in rows if b["held_assumed"]}, rows)

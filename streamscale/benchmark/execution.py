@@ -277,8 +277,9 @@ class Execution:
         return self._write(outcomes)
 
     def search(self) -> Search:
-        """The spec's search strategy."""
-        from streamscale.benchmark.bracket import BracketSearch, Settings, run_cost
+        """The spec's search strategy (a bracket's ends then decided by runs of their own where the
+        spec's execution has such runs: :class:`EndRuns`)."""
+        from streamscale.benchmark.bracket import BracketSearch, EndsDecided, Settings, run_cost
 
         ex = self.spec.execution
         st, values = ex.strategy, [float(v) for v in ex.load.values]
@@ -289,15 +290,15 @@ class Execution:
         if self.probes is not None and len(values) == 1:  # the one value is a guess: each probe says where to look
             low, high = 1.0, math.inf
         settings = Settings(st.resolution, st.factor, low, high, st.max_runs, dim.whole, dim.rate)
-        return BracketSearch(
+        search = BracketSearch(
             tuple(ex.resources.values),
             values[0],
             settings,
             # a load's runs, each planned at its longest (an undecided run goes on up to it)
             lambda: ex.repetitions * run_cost(ex.longest_s, self.overheads),
-            self.ends is not None,
             (lambda res: self.probes.start(self.config, res)) if self.probes is not None else None,
         )
+        return EndsDecided(search) if self.ends is not None else search
 
     def _write(self, outcomes: dict[str, Outcome]) -> dict:
         """summary.csv, summary.json and the metric's plot of every configuration's outcome."""

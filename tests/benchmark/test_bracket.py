@@ -130,10 +130,13 @@ def test_below_a_load_the_generator_could_not_produce_a_failure_still_closes_the
     (one,) = bracket_search([1], capacity_oracle({1: 300_000}, invalid_above=360_000, calls=calls), start=250_000)
     assert [x for x, _ in calls] == [250_000, 500_000, 350_000, 300_000, 320_000]
     assert (one.held, one.failed, one.failed_undecided) == (300_000, 320_000, False)
-    # the first load cannot be produced and nothing is held: nothing to search between
+    # the first load cannot be produced and nothing is held (a start above the generator's limit):
+    # one step down, 1,000 holds, then the middles below 2,000 (1,400, 1,200, 1,100) cannot be
+    # produced either; 1,100 / 1,000 is within 15 %
     calls = []
     (one,) = bracket_search([1], capacity_oracle({1: 1e9}, invalid_above=1_000, calls=calls), start=2_000)
-    assert calls == [(2_000, 1)] and one.held is None and "could not produce 2,000" in one.ceiling
+    assert [x for x, _ in calls] == [2_000, 1_000, 1_400, 1_200, 1_100]
+    assert one.held == 1_000 and one.failed is None and "could not produce 1,100" in one.ceiling
 
 
 def test_the_search_stops_at_its_budget_and_at_its_bounds():
