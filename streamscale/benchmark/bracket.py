@@ -119,9 +119,10 @@ def between(low: float, high: float, whole: bool = False) -> float | None:
 @dataclass(frozen=True)
 class Settings:
     """How a bracket search steps: ``resolution`` (failed / held - 1 to reach, in records/s),
-    ``factor`` (the step outwards), ``low``/``high`` (the loads it may try), ``max_runs`` (the most
-    experiments per resource amount), ``whole`` (loads are whole numbers stepped by one: UC4's
-    levels of groups) and ``rate`` (a load in records/s, in which the resolution is judged)."""
+    ``factor`` (the step outwards; ``factor_down`` downwards while nothing held, where it differs),
+    ``low``/``high`` (the loads it may try), ``max_runs`` (the most experiments per resource
+    amount), ``whole`` (loads are whole numbers stepped by one: UC4's levels of groups) and
+    ``rate`` (a load in records/s, in which the resolution is judged)."""
 
     resolution: float = 0.15
     factor: float = 2.0
@@ -130,6 +131,7 @@ class Settings:
     max_runs: int = 12
     whole: bool = False
     rate: Callable[[float], float] = float
+    factor_down: float | None = None  # the step down while nothing held (None: ``factor``)
 
 
 @dataclass(frozen=True)
@@ -179,8 +181,11 @@ def bracket_search(
         steps = st
         if probed is not None:
             # a probe starts near the capacity: a step inside the resolution, so that a pass and a
-            # fail one step apart are a bracket (5 % under it: loads are rounded to two digits)
-            steps = dataclasses.replace(st, factor=min(st.factor, 1 + 0.95 * st.resolution))
+            # fail one step apart are a bracket (5 % under it: loads are rounded to two digits);
+            # downwards, where the probe overrated the job (a light job the generator and the
+            # broker starve of CPU in a run, not in a drain), two such steps at once
+            step = 1 + 0.95 * st.resolution
+            steps = dataclasses.replace(st, factor=min(st.factor, step), factor_down=min(st.factor, step**2))
         elif below is not None and below.held is not None:
             b.held, b.held_assumed = below.held, True
         first = probed if probed is not None else _first_load(below, start, st.factor, st.whole)
@@ -291,7 +296,7 @@ def _next_outwards(b: Bracket, v: str, x: float, invalid: float, st: Settings) -
         return _below_invalid(b, invalid, st) if up >= invalid else up
     if b.held is not None or x <= st.low:
         return None
-    return _down(x, st.factor, st.low, st.whole)
+    return _down(x, st.factor_down or st.factor, st.low, st.whole)
 
 
 def _below_invalid(b: Bracket, invalid: float, st: Settings) -> float | None:
@@ -300,7 +305,7 @@ def _below_invalid(b: Bracket, invalid: float, st: Settings) -> float | None:
     none held yet (a start above what the generator produces), one step down, unless a load there
     already failed."""
     if b.held is None:
-        below = _down(invalid, st.factor, st.low, st.whole)
+        below = _down(invalid, st.factor_down or st.factor, st.low, st.whole)
         return None if below >= invalid or b.failed is not None else below
     if b.rate(invalid) / b.rate(b.held) - 1 <= st.resolution:
         return None

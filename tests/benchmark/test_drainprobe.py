@@ -86,7 +86,7 @@ def test_a_probe_is_written_and_read_back_whole(tmp_path):
 
 def test_a_probed_amount_starts_its_search_at_its_probe_in_steps_within_the_resolution_and_assumes_nothing():
     # 1 core holds 30,000, 2 cores 52,000; the probes say 28,000 and 61,000; resolution 15 %: steps of
-    # 1 + 0.95 x 0.15 = 1.1425
+    # 1 + 0.95 x 0.15 = 1.1425 up
     calls = []
 
     def verdict(load, res):
@@ -97,10 +97,10 @@ def test_a_probed_amount_starts_its_search_at_its_probe_in_steps_within_the_reso
     # 1 core: 28k pass, 32k (31,990) fail: 32/28 = 1.143, within 15 %
     assert [c[0] for c in calls if c[1] == 1] == [28_000, 32_000]
     assert (one.held, one.failed) == (28_000, 32_000)
-    # 2 cores: 61k fails, 53k (53,392) fails, 46k (46,732) passes, its end run on 2 cores (none assumed
-    # from 1 core's 28k); 53/46 = 1.152: the middle, 49k (49,376), passes: 53/49 = 1.08
-    assert [c[0] for c in calls if c[1] == 2] == [61_000, 53_000, 46_000, 49_000]
-    assert (two.held, two.failed, two.held_assumed) == (49_000, 53_000, False)
+    # 2 cores: 61k fails; downwards two steps at once (1.1425^2 = 1.305): 47k (46,735) passes, its end
+    # run on 2 cores (none assumed from 1 core's 28k); the middle, 54k (53,544), fails: 54/47 = 1.149
+    assert [c[0] for c in calls if c[1] == 2] == [61_000, 47_000, 54_000]
+    assert (two.held, two.failed, two.held_assumed) == (47_000, 54_000, False)
 
 
 def test_an_execution_starts_each_amount_from_its_probe_and_keeps_it_beside_the_bracket(tmp_path, capsys):

@@ -8,7 +8,7 @@ import pytest
 
 from streamscale.broker import BrokerAccess
 from streamscale.experiment.sut import Context, StopPolicy, Workload, run_sut
-from tests.pipelines.test_unread_inputs import _spec
+from tests.pipelines.threeinputs import three_inputs
 
 pytestmark = pytest.mark.spark
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.spark
 def test_a_drain_reads_its_whole_backlog_written_before_the_query_in_capped_batches(
     broker, spark, _created_topics, tmp_path
 ):
-    bm = _spec(tmp_path, {"persons": {"unread": True}})
+    bm = three_inputs(tmp_path, {"persons": {"unread": True}})
     base, tout = f"drain-{uuid.uuid4().hex[:8]}", f"drain-out-{uuid.uuid4().hex[:8]}"
     topics = {n: f"{base}.{n}" for n in ("persons", "auctions", "bids")}
     _created_topics.extend([*topics.values(), tout])

@@ -6,46 +6,18 @@ import uuid
 
 import pytest
 
-from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
 from streamscale.experiment.sut import Context, StopPolicy, Workload, run_sut
 from streamscale.pipelines import make_pipeline
 from streamscale.sparkio.planread import topics_read
+from tests.pipelines.threeinputs import three_inputs
 
 pytestmark = pytest.mark.spark
-
-JOB = """
-from pyspark.sql import functions as F
-
-
-def bids_per_auction(inputs, params):
-    bids = inputs["bids"].withColumnRenamed("auction", "bid_auction")
-    joined = bids.join(inputs["auctions"], F.expr("bid_auction = auction"))
-    return joined.select(F.col("auction").alias("key"), "bid")
-"""
-
-
-def _spec(tmp_path, unread: dict | None = None):
-    (tmp_path / "q3.py").write_text(JOB)
-    seq = {"type": "long", "gen": "sequence"}
-    fields = {
-        "persons": {"person": seq},
-        "auctions": {"auction": seq},
-        "bids": {"bid": seq, "auction": {"type": "long", "gen": "ref:auctions.auction,60"}},
-    }
-    shares = {"persons": 0.2, "auctions": 0.2, "bids": 0.6}
-    inputs = {n: {"share": shares[n], "records": {"fields": f}, **(unread or {}).get(n, {})} for n, f in fields.items()}
-    spec = {
-        "name": "three-inputs",
-        "benchmark": {"sut": "q3.py:bids_per_auction", "inputs": inputs, "topics": {"partitions": 1}},
-        "execution": {"load": {"type": "rate", "values": [500]}, "resources": {"values": [1]}},
-    }
-    return parse_spec(spec, folder=tmp_path).benchmark
 
 
 @pytest.mark.parametrize("connector", ["spark", "python"])
 def test_an_input_the_job_never_reads_is_refused_naming_it(spark, tmp_path, connector):
-    bm = _spec(tmp_path)
+    bm = three_inputs(tmp_path)
     pipe = make_pipeline(bm.sut, {"connector": connector}, records=bm.feed(), job=bm.job_setup())
     with pytest.raises(ConfigError) as exc:
         pipe.check(spark, "127.0.0.1:9", "in-x")  # builds the query: no broker is asked
@@ -55,14 +27,14 @@ def test_an_input_the_job_never_reads_is_refused_naming_it(spark, tmp_path, conn
 
 
 def test_unread_true_on_an_input_the_job_reads_is_refused(spark, tmp_path):
-    bm = _spec(tmp_path, {"persons": {"unread": True}, "bids": {"unread": True}})
+    bm = three_inputs(tmp_path, {"persons": {"unread": True}, "bids": {"unread": True}})
     pipe = make_pipeline(bm.sut, {}, records=bm.feed(), job=bm.job_setup())
     with pytest.raises(ConfigError, match=r"^inputs.bids.unread: true, but job bids_per_auction reads bids"):
         pipe.check(spark, "127.0.0.1:9", "in-x")
 
 
 def test_the_topics_a_query_reads_come_from_its_plan(spark, tmp_path):
-    bm = _spec(tmp_path, {"persons": {"unread": True}})
+    bm = three_inputs(tmp_path, {"persons": {"unread": True}})
     pipe = make_pipeline(bm.sut, {}, records=bm.feed(), job=bm.job_setup())
     out, _ = pipe.build(spark, pipe.read(spark, "127.0.0.1:9", "in-x", "earliest", None))
     assert topics_read(out) == {"in-x.auctions", "in-x.bids"}
@@ -73,7 +45,7 @@ def test_the_topics_a_query_reads_come_from_its_plan(spark, tmp_path):
 def test_an_unread_input_is_generated_at_its_share_and_left_out_of_the_lag(broker, spark, _created_topics, tmp_path):
     from streamscale.broker import BrokerAccess
 
-    bm = _spec(tmp_path, {"persons": {"unread": True}})
+    bm = three_inputs(tmp_path, {"persons": {"unread": True}})
     base, tout = f"q3-{uuid.uuid4().hex[:8]}", f"q3-out-{uuid.uuid4().hex[:8]}"
     topics = {n: f"{base}.{n}" for n in ("persons", "auctions", "bids")}
     _created_topics.extend([*topics.values(), tout])
