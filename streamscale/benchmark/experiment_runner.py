@@ -198,7 +198,7 @@ class ExperimentRunner:
         preflight = () if self.preflown else self.plan.preflight(point.config)
         self.preflown = True
         context = dataclasses.replace(self.context, on_lag=on_lag, broker_pids=tuple(pids), preflight=preflight)
-        return run_sut(workload, Placement(point.master, point.spark_conf, point.cpus), policy, context)
+        return run_sut(workload, Placement(point.master, self.plan.session_conf(point), point.cpus), policy, context)
 
     def _write_lag(self, res: ExperimentResult, r, trend) -> None:
         """The run's lag (each second and after each commit), its batches' own processing p95 (what

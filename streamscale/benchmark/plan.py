@@ -51,6 +51,7 @@ class Plan:
     load: LoadDimension
     resource: ResourceDimension
     configs: dict[str, tuple[dict, dict]] = field(default_factory=dict)  # name: (Spark settings, parameters)
+    _drivers: dict = field(default_factory=dict, compare=False, repr=False)  # master: its driver settings
 
     @property
     def axes(self) -> Axes:
@@ -97,7 +98,7 @@ class Plan:
         applied = self.load.apply(float(load), {**bm.params, **params}, kind)
         placed = self.resource.apply(int(resources))
         pipe = make_pipeline(sut, applied.params, records=bm.feed(), job=bm.job_setup())
-        spark_conf = {**placed.spark_conf, **conf}
+        spark_conf = {**placed.spark_conf, **self.spec.execution.spark_conf, **conf}
         check_trigger(pipe, placed.master, spark_conf, bm.topics.partitions)
         grid = pipe.window_grid_ms()
         return Point(
@@ -117,6 +118,16 @@ class Plan:
             period_s=grid[1] / 1000 if grid else None,
             processing_limit_ms=self._processing_limit_ms(pipe),
         )
+
+    def session_conf(self, point: Point) -> dict:
+        """The Spark settings a point's session starts with: on a cluster master, where its executors
+        reach the driver (streamscale.sparkio.address, asked once per master when a run starts: a
+        spec names hosts only its runs must reach), then the point's own."""
+        if point.master not in self._drivers:
+            from streamscale.sparkio.address import driver_conf
+
+            self._drivers[point.master] = driver_conf(point.master, self.spec.execution.driver_host)
+        return {**self._drivers[point.master], **point.spark_conf}
 
     def pipeline(self, point: Point, output_dir: str | None = None):
         """The pipeline a point runs (a user's job writing its own sink under ``output_dir``)."""

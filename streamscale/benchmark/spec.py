@@ -393,6 +393,15 @@ class ExecutionSpec(StrictModel):
     master: str | None = Field(None, description="Spark master for resource type 'executors'")
     executor_cores: int = Field(1, ge=1)
     executor_memory: str = "1g"
+    driver_host: str | None = Field(
+        None,
+        description="on a cluster master: the address its executors reach the driver at (default: this machine's "
+        "on the route towards the master)",
+    )
+    spark_conf: dict[str, str | int | float | bool] = Field(
+        default_factory=dict,
+        description="Spark settings every run's session starts with (a configuration's spark.* settings over them)",
+    )
     slos: SLOSpec = Field(default_factory=SLOSpec)
     duration_s: float = Field(
         60.0, gt=0, description="a run's planned length (sequential testing may stop it sooner, max_duration_s later)"
@@ -455,6 +464,19 @@ class ExecutionSpec(StrictModel):
                     raise ValueError(f"configuration {name}: sut {exc}") from None
         return v
 
+    def _check_kubernetes(self) -> None:
+        """A Kubernetes master needs the image its executors run, in the spec's or every
+        configuration's Spark settings."""
+        if not (self.master or "").startswith("k8s://"):
+            return
+        image = "spark.kubernetes.container.image"
+        if image in self.spark_conf or (self.configs and all(image in c for c in self.configs.values())):
+            return
+        raise ValueError(
+            f"master {self.master}: a Kubernetes run needs the container image its executors run (pyspark, Spark's "
+            f"Kafka connector's jars, your job): set execution.spark_conf.{image} (docs/clusters.md#kubernetes)"
+        )
+
     @model_validator(mode="after")
     def _check(self):
         if self.warmup_s >= self.duration_s:
@@ -468,6 +490,10 @@ class ExecutionSpec(StrictModel):
             raise ValueError(f"resource type '{self.resources.type}' needs a master (spark://host:port or k8s://...)")
         if self.master and not self.master.startswith(("spark://", "k8s://", "local")):
             raise ValueError(f"master '{self.master}': use local[k], spark://host:port or k8s://https://host:port")
+        bad = [k for k in self.spark_conf if not k.startswith("spark.")]
+        if bad:
+            raise ValueError(f"execution.spark_conf.{bad[0]}: Spark's settings start with 'spark.'")
+        self._check_kubernetes()
         if self.strategy.name == "bracket" and self.metric != "capacity":
             raise ValueError("strategy 'bracket' searches a capacity per resource amount: set metric: capacity")
         st = self.strategy

@@ -65,6 +65,7 @@ def run_sut_cmd(
     from streamscale.loadgen.inputs import Inputs
     from streamscale.loadgen.recordspec import load_records
     from streamscale.pipelines import jobref, make_pipeline
+    from streamscale.sparkio.address import driver_conf
 
     params, job = parse_params(param), None
     if topic_prefix is not None:
@@ -114,7 +115,8 @@ def run_sut_cmd(
         on_batch=on_batch,
         on_lag=on_lag,
     )
-    r = run_sut(workload, Placement(master), StopPolicy(duration, drain_s=drain_s), context)
+    placement = Placement(master, driver_conf(master))  # a cluster's executors reach the driver off loopback
+    r = run_sut(workload, placement, StopPolicy(duration, drain_s=drain_s), context)
     left = f"; [red]{r.undrained:,} input records not processed within {drain_s:g} s[/]" if r.undrained else ""
     out.print(
         f"\n{r.uc}: generated {r.generated:,} at {r.generator_rate:,.0f}/s (target {r.target_rate:,.0f}/s"

@@ -1,0 +1,96 @@
+"""Where a cluster's executors reach the driver: the master's host read from its URL, and this
+machine's address on the route towards it (a host of its own: a network namespace behind a veth
+pair, whose far end is the only address of ours it can reach)."""
+
+import os
+import subprocess
+import uuid
+
+import pytest
+
+from streamscale.benchmark.plan import resolve
+from streamscale.benchmark.spec import parse_spec
+from streamscale.errors import ConfigError
+from streamscale.sparkio.address import driver_conf, master_host, route_address
+
+
+@pytest.mark.parametrize(
+    ("master", "host"),
+    [
+        ("local[2]", None),
+        ("spark://10.0.0.5:7077", "10.0.0.5"),
+        ("spark://m1.example:7077,m2.example:7077", "m1.example"),
+        ("k8s://https://api.example:6443", "api.example"),
+        ("k8s://api.example:6443", "api.example"),
+        ("spark://[fd00::5]:7077", "fd00::5"),
+    ],
+)
+def test_the_masters_host_is_read_from_its_url(master, host):
+    assert master_host(master) == host
+
+
+def test_a_local_master_keeps_the_sessions_loopback_and_a_given_address_wins():
+    assert driver_conf("local[2]") == {}
+    assert driver_conf("spark://127.0.0.1:7077") == {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+    }
+    assert driver_conf("spark://127.0.0.1:7077", "10.1.2.3")["spark.driver.host"] == "10.1.2.3"
+    with pytest.raises(ConfigError, match="master host no-such-host.invalid: not found"):
+        route_address("no-such-host.invalid")
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_the_driver_address_is_ours_on_the_route_towards_a_master_on_a_host_of_its_own():
+    ns, a, b = f"ss-{uuid.uuid4().hex[:6]}", f"sa{uuid.uuid4().hex[:6]}", f"sb{uuid.uuid4().hex[:6]}"
+    _ip("netns", "add", ns)
+    try:
+        _ip("link", "add", a, "type", "veth", "peer", "name", b)
+        _ip("link", "set", b, "netns", ns)
+        _ip("addr", "add", "10.231.7.1/24", "dev", a)
+        _ip("link", "set", a, "up")
+        _ip("-n", ns, "addr", "add", "10.231.7.2/24", "dev", b)
+        _ip("-n", ns, "link", "set", b, "up")
+        assert route_address("10.231.7.2") == "10.231.7.1"  # not 127.0.0.1: the master's host reaches it
+        spec = {
+            "name": "cluster",
+            "benchmark": {"sut": "uc1"},
+            "execution": {
+                "master": "spark://10.231.7.2:7077",
+                "load": {"type": "rate", "values": [1000]},
+                "resources": {"type": "executors", "values": [1]},
+            },
+        }
+        plan = resolve(parse_spec(spec))
+        conf = plan.session_conf(plan.point(1000, 1))
+        assert conf["spark.driver.host"] == "10.231.7.1" and conf["spark.driver.bindAddress"] == "10.231.7.1"
+        assert conf["spark.executor.instances"] == 1  # the point's own settings beside them
+    finally:
+        subprocess.run(["ip", "link", "del", a], capture_output=True, timeout=30)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+
+def test_a_kubernetes_master_without_an_image_is_refused_in_one_line():
+    spec = {
+        "name": "k8s",
+        "benchmark": {"sut": "uc1"},
+        "execution": {
+            "master": "k8s://https://api.example:6443",
+            "load": {"type": "rate", "values": [1000]},
+            "resources": {"type": "executors", "values": [1]},
+        },
+    }
+    with pytest.raises(ConfigError) as exc:
+        parse_spec(spec)
+    said = str(exc.value)
+    assert "a Kubernetes run needs the container image" in said and "spark.kubernetes.container.image" in said
+    assert said.count("\n") <= 1  # the spec's name line and this one
+    spec["execution"]["spark_conf"] = {"spark.kubernetes.container.image": "registry.example/streamscale:1"}
+    assert parse_spec(spec).execution.spark_conf["spark.kubernetes.container.image"].endswith(":1")
+    spec["execution"]["spark_conf"] = {"kubernetes.image": "x"}
+    with pytest.raises(ConfigError, match="execution.spark_conf.kubernetes.image: Spark's settings start with"):
+        parse_spec(spec)
