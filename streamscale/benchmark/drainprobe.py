@@ -12,11 +12,12 @@ what the job does in a streaming run near its capacity, whose batches grow until
 The figure is for batches of a target length: :data:`BATCH_S`, or a third of the
 processing-latency SLO's limit where that is shorter. The first drain's batches are sized to take
 about a second at a guess (the spec's first load on the first amount; the amount below's figure,
-scaled, on the others); where they took less than two thirds of the target, a second drain (and a
-third) reads batches sized for the target at the figure so far. The cost of a batch is fitted to
-the batches of all drains, and the figure is what a batch of the target length reads per second by
-that fit. The probe gives a start, not an answer: no verdict comes from it, and a run shares the
-machine with its generator while a drain does not.
+scaled, on the others); where they took less than two thirds of the target, a second drain (and
+more, up to :data:`ROUNDS`) reads batches sized for the target at the figure so far. The cost of a
+batch is fitted to the batches of the drains, and the figure is what a batch of the target length
+reads per second by that fit (at most :data:`EXTRAPOLATION` times the best rate measured). The
+probe gives a start, not an answer: no verdict comes from it, and a run shares the machine with its
+generator while a drain does not.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ LATENCY_SHARE = 1 / 3
 MIN_RECORDS = 5_000
 MAX_RECORDS = 3_000_000  # ~8 s of the generator's fastest on this machine kind
 DRAIN_S = 120.0  # the longest a drain reads its backlog (a job far slower than the guess)
-ROUNDS = 3
+ROUNDS = 5  # drains at most (each one's batches sized from the last: a job far faster than the guess)
+# a fitted line read far beyond the batches it was fitted to is no figure: at most this many times
+# the best rate a drain measured (a light job's 73,000-record batches took 1.0 s, and the line through
+# them read 673,000/s at 2.7 s, where the generator could not even produce 390,000)
+EXTRAPOLATION = 2.0
 NEAR = 1.5  # a drain whose batches took within this factor below the target needs no larger ones
 
 
@@ -217,7 +222,7 @@ def figure(drains: list[Drain], batch_s: float = BATCH_S) -> tuple[float, tuple[
         return best, cost
     fixed, per_record = cost
     fitted = (batch_s - fixed) / (per_record * batch_s) if fixed < batch_s else 0.0
-    return max(best, fitted), cost
+    return min(max(best, fitted), EXTRAPOLATION * best), cost
 
 
 def probe(
@@ -232,7 +237,7 @@ def probe(
     SutResult); its figure is for batches of ``batch_s`` (``period_s``: how often the job's windows
     close). The first drain's batches are sized for FIRST_BATCH_S at ``guess`` (and warm a fresh
     JVM); the next for ``batch_s`` at the figure so far; a third where that one's batches still
-    took less than 1/NEAR of ``batch_s`` and larger ones fit the backlog."""
+    took less than 1/NEAR of ``batch_s`` and larger ones fit the backlog, and so on up to ROUNDS."""
     drains: list[Drain] = []
     rate, size_s = guess, min(FIRST_BATCH_S, batch_s)
     for round_ in range(1, ROUNDS + 1):

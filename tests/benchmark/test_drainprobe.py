@@ -164,3 +164,15 @@ def test_a_real_time_configuration_is_not_probed_and_searches_from_the_load_give
     assert rt_probe["records_per_s"] is None and rt_probe["drains"] == []
     said = " ".join(capsys.readouterr().out.split())
     assert "probe: 4 cores: no figure (real-time mode reads no backlog in batches)" in said, said
+
+
+def test_a_line_read_far_beyond_its_batches_gives_at_most_twice_the_best_rate_measured():
+    # batches of 10,000 take 1.00 s and of 20,000 1.01 s: the line (0.99 s + 1 us a record) reads
+    # (2.5 - 0.99) / 2.5e-6 = 604,000/s at 2.5 s, thirty times what any batch read; the figure is
+    # twice the best drain's 20,000 / 1.01 = 19,802/s
+    def drain(n, ms):
+        return dp.Drain(1, 0.0, 5 * n, n, 4 * n, n / (ms / 1000), 4, ms / 1000, 0, 5.0, 9.0, ((n, ms),) * 4)
+
+    rate, (fixed, per_record) = dp.figure([drain(10_000, 1_000), drain(20_000, 1_010)], batch_s=2.5)
+    assert math.isclose(fixed, 0.99, abs_tol=1e-9) and math.isclose(per_record, 1e-6, rel_tol=1e-6)
+    assert math.isclose(rate, 2 * 20_000 / 1.01)
