@@ -69,6 +69,7 @@ class ExperimentRunner:
             sessions=self.sessions,
             replication_factor=self.replication_factor,
             topic_config=spec.benchmark.topics.config(),
+            checkpoint_root=spec.execution.checkpoint_dir,
         )
         self.watch = None  # the embedded Kafka's BrokerWatch (streamscale.benchmark.faults), if embedded
         self.looks = None  # the running experiment's Looks, when it is looked at as it goes (judge)

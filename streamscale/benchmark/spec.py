@@ -398,6 +398,16 @@ class ExecutionSpec(StrictModel):
         description="on a cluster master: the address its executors reach the driver at (default: this machine's "
         "on the route towards the master)",
     )
+    checkpoint_dir: str | None = Field(
+        None,
+        description="where each run's checkpoint goes: a folder or any Hadoop URI (hdfs://, s3a://); default: a "
+        "temporary folder on the driver, removed after the run",
+    )
+    checkpoint_shared: bool = Field(
+        False,
+        description="checkpoint_dir is a folder every host of the cluster mounts (needed for a folder on a "
+        "cluster master)",
+    )
     spark_conf: dict[str, str | int | float | bool] = Field(
         default_factory=dict,
         description="Spark settings every run's session starts with (a configuration's spark.* settings over them)",
@@ -464,6 +474,26 @@ class ExecutionSpec(StrictModel):
                     raise ValueError(f"configuration {name}: sut {exc}") from None
         return v
 
+    def _check_checkpoint(self) -> None:
+        """On a cluster master the executors, on other hosts, write a stateful query's state into its
+        checkpoint: a folder of the driver's will not do unless every host mounts it (a master on
+        this machine's loopback has every host here)."""
+        from streamscale.sparkio.address import master_host
+
+        host = master_host(self.master or "local")
+        if host is None or host in ("localhost", "::1") or host.startswith("127."):
+            return
+        folder = (
+            self.checkpoint_dir is None or self.checkpoint_dir.startswith("file:") or "://" not in self.checkpoint_dir
+        )
+        if folder and not self.checkpoint_shared:
+            where = "a temporary folder on the driver" if self.checkpoint_dir is None else self.checkpoint_dir
+            raise ValueError(
+                f"master {self.master}: each run's checkpoint would be {where}, which executors on other hosts "
+                "cannot write: set execution.checkpoint_dir to storage every host reads (hdfs://..., s3a://...), or "
+                "to a folder every host mounts with checkpoint_shared: true"
+            )
+
     def _check_kubernetes(self) -> None:
         """A Kubernetes master needs the image its executors run, in the spec's or every
         configuration's Spark settings."""
@@ -494,6 +524,7 @@ class ExecutionSpec(StrictModel):
         if bad:
             raise ValueError(f"execution.spark_conf.{bad[0]}: Spark's settings start with 'spark.'")
         self._check_kubernetes()
+        self._check_checkpoint()
         if self.strategy.name == "bracket" and self.metric != "capacity":
             raise ValueError("strategy 'bracket' searches a capacity per resource amount: set metric: capacity")
         st = self.strategy

@@ -32,6 +32,7 @@ from streamscale.loadgen.generator import LoadGenerators
 from streamscale.observe import prometheus
 from streamscale.pipelines import make_pipeline, realtime
 from streamscale.pipelines.base import Reading
+from streamscale.pipelines.run import run_checkpoint
 from streamscale.pipelines.trigger import check_streams
 
 log = logging.getLogger(__name__)
@@ -185,6 +186,9 @@ class Context:
     # (name, pipeline, Spark settings) of other configurations, each built and checked in this
     # run's session before its load starts (a benchmark's first run: streamscale.benchmark.plan)
     preflight: tuple = ()
+    # where the query's checkpoint goes (a folder or Hadoop URI every host of a cluster reads:
+    # streamscale.pipelines.run.run_checkpoint); None: a temporary folder on the driver
+    checkpoint_root: str | None = None
 
 
 def run_sut(
@@ -279,8 +283,15 @@ class SutRun:
         self.gen = self.generators().start()
         if self.policy.backlog:  # the whole backlog is in the topics before the query reads any of it
             self.gres = self.gen.wait(BACKLOG_TIMEOUT_S)
+        root = self.ctx.checkpoint_root
+        checkpoint = run_checkpoint(f"streamscale-{self.pipe.name}-", root) if root else None
         self.query = self.pipe.start(
-            spark, self.bootstrap, self.input_topic, self.output_topic, reading=Reading("earliest", self.group)
+            spark,
+            self.bootstrap,
+            self.input_topic,
+            self.output_topic,
+            checkpoint=checkpoint,
+            reading=Reading("earliest", self.group),
         )
         self.sampler = LagSampler(self.bootstrap, self.group, self.lag_topic, on_sample=self.ctx.on_lag).start()
         self.ticks0 = machine_ticks()

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 
 from streamscale.errors import SparkError, WaitTimeout
@@ -70,6 +71,19 @@ def temporary_checkpoint(prefix: str, where: str | None = None) -> str:
     _TEMP_CHECKPOINTS.add(path)
     remove_at_exit(path)
     return path
+
+
+def run_checkpoint(prefix: str, root: str) -> str:
+    """A run's checkpoint under ``root``: a folder (or ``file:`` URI) gets a temporary one of
+    streamscale's own, removed when the run stops; any other Hadoop URI (``hdfs://``, ``s3a://``)
+    a fresh path under it, which Spark creates and which stays (streamscale reaches no file system
+    but the driver's)."""
+    scheme = root.split("://", 1)[0] if "://" in root else ""
+    if scheme in ("", "file"):
+        local = root.split("://", 1)[1] if scheme else root
+        os.makedirs(local, exist_ok=True)
+        return temporary_checkpoint(prefix, local)
+    return f"{root.rstrip('/')}/{prefix}{uuid.uuid4().hex[:12]}"
 
 
 def settle_jobs(queries, timeout: float = 30.0) -> None:

@@ -14,8 +14,13 @@ pytestmark = pytest.mark.spark
 
 
 def test_a_drain_reads_its_whole_backlog_written_before_the_query_in_capped_batches(
-    broker, spark, _created_topics, tmp_path
+    broker, spark, _created_topics, tmp_path, monkeypatch
 ):
+    import streamscale.experiment.sut as sut
+
+    made = []
+    real = sut.run_checkpoint
+    monkeypatch.setattr(sut, "run_checkpoint", lambda prefix, root: made.append(real(prefix, root)) or made[-1])
     bm = three_inputs(tmp_path, {"persons": {"unread": True}})
     base, tout = f"drain-{uuid.uuid4().hex[:8]}", f"drain-out-{uuid.uuid4().hex[:8]}"
     topics = {n: f"{base}.{n}" for n in ("persons", "auctions", "bids")}
@@ -30,7 +35,9 @@ def test_a_drain_reads_its_whole_backlog_written_before_the_query_in_capped_batc
             partitions=1,
         ),
         policy=StopPolicy(0.0, drain_s=120, backlog=10_000),
-        context=Context(bootstrap=broker.bootstrap, spark=spark, topics=(base, tout)),
+        context=Context(
+            bootstrap=broker.bootstrap, spark=spark, topics=(base, tout), checkpoint_root=str(tmp_path / "shared")
+        ),
     )
     with BrokerAccess(broker.bootstrap) as a:
         sent = {n: sum(a.end_offsets(t).values()) for n, t in topics.items()}
@@ -42,3 +49,6 @@ def test_a_drain_reads_its_whole_backlog_written_before_the_query_in_capped_batc
     # each batch at most the cap per source (two sources read), the first already full: the whole
     # backlog was in the topics before the query read any of it
     assert max(sizes) <= 2 * 1_500 and sizes[0] == max(sizes) and len(sizes) >= 3
+    # its checkpoint under the root given (a cluster's shared folder), removed when the run stopped
+    assert len(made) == 1 and made[0].startswith(str(tmp_path / "shared") + "/")
+    assert not list((tmp_path / "shared").iterdir())

@@ -61,6 +61,7 @@ def test_the_driver_address_is_ours_on_the_route_towards_a_master_on_a_host_of_i
             "benchmark": {"sut": "uc1"},
             "execution": {
                 "master": "spark://10.231.7.2:7077",
+                "checkpoint_dir": "hdfs://10.231.7.2:8020/ckpt",
                 "load": {"type": "rate", "values": [1000]},
                 "resources": {"type": "executors", "values": [1]},
             },
@@ -80,6 +81,7 @@ def test_a_kubernetes_master_without_an_image_is_refused_in_one_line():
         "benchmark": {"sut": "uc1"},
         "execution": {
             "master": "k8s://https://api.example:6443",
+            "checkpoint_dir": "s3a://bucket/ckpt",
             "load": {"type": "rate", "values": [1000]},
             "resources": {"type": "executors", "values": [1]},
         },
@@ -94,3 +96,37 @@ def test_a_kubernetes_master_without_an_image_is_refused_in_one_line():
     spec["execution"]["spark_conf"] = {"kubernetes.image": "x"}
     with pytest.raises(ConfigError, match="execution.spark_conf.kubernetes.image: Spark's settings start with"):
         parse_spec(spec)
+
+
+def test_a_checkpoint_on_a_cluster_must_be_on_storage_every_host_reads(tmp_path):
+    def spec(**execution):
+        ex = {
+            "master": "spark://10.0.0.5:7077",
+            "load": {"type": "rate", "values": [1000]},
+            "resources": {"type": "executors", "values": [1]},
+            **execution,
+        }
+        return parse_spec({"name": "ckpt", "benchmark": {"sut": "uc1"}, "execution": ex})
+
+    with pytest.raises(ConfigError, match="checkpoint would be a temporary folder on the driver, which executors"):
+        spec()
+    with pytest.raises(ConfigError, match="checkpoint would be file:/mnt/x"):
+        spec(checkpoint_dir="file:/mnt/x")
+    assert spec(checkpoint_dir="hdfs://nn:8020/ckpt").execution.checkpoint_dir == "hdfs://nn:8020/ckpt"
+    assert spec(checkpoint_dir="/mnt/shared", checkpoint_shared=True).execution.checkpoint_shared
+    # a master on this machine's loopback: every host is this machine
+    assert spec(master="spark://127.0.0.1:7077").execution.checkpoint_dir is None
+
+
+def test_a_runs_checkpoint_lies_under_its_root():
+    from streamscale.pipelines.run import remove_checkpoint, run_checkpoint
+
+    assert run_checkpoint("streamscale-x-", "hdfs://nn:8020/ckpt/").startswith("hdfs://nn:8020/ckpt/streamscale-x-")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as root:
+        for given in (f"{root}/a/b", f"file://{root}/c"):
+            path = run_checkpoint("streamscale-x-", given)
+            assert os.path.isdir(path) and path.startswith(given.removeprefix("file://") + "/streamscale-x-")
+            remove_checkpoint(path)
+            assert not os.path.exists(path)
