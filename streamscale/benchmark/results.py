@@ -100,6 +100,7 @@ class ExperimentResult:
     decided_s: float = float("nan")
     stop_rule: str = STOP_RULE  # when the run stopped (see STOP_RULE); "" in rows of an older streamscale
     slo_verdicts: str = ""  # each SLO checker's verdict, "name=verdict" apart by spaces (streamscale.benchmark.slos)
+    executors: str = ""  # on a cluster: the live executors Spark listed, "id@host (n cores)" apart by "; "
 
     def __post_init__(self):
         if not self.verdict:  # a row of an older streamscale: its verdict as it was decided then

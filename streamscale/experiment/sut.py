@@ -34,6 +34,7 @@ from streamscale.pipelines import make_pipeline, realtime
 from streamscale.pipelines.base import Reading
 from streamscale.pipelines.run import run_checkpoint
 from streamscale.pipelines.trigger import check_streams
+from streamscale.sparkio.executors import executor_list
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,9 @@ class SutResult:
     latency_at: str = "commit"
     output_unreadable: int = 0  # output records read for their latency without a send time in them
     processing_ms: dict = field(default_factory=dict)  # p50, p95, p99 of every record's, the whole run
+    # the application's live executors as Spark listed them when the load ended (id, host, cores);
+    # empty on a local master
+    executors: list = field(default_factory=list)
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
 
@@ -296,6 +300,7 @@ class SutRun:
         self.sampler = LagSampler(self.bootstrap, self.group, self.lag_topic, on_sample=self.ctx.on_lag).start()
         self.ticks0 = machine_ticks()
         self.meter = CpuMeter(jvm_pid(spark), list(self.ctx.broker_pids)).start()
+        self.spark = spark
 
     def generators(self):
         """The load: one generator, or one per input (its share of the rate, into its topic)."""
@@ -350,6 +355,8 @@ class SutRun:
                 self.gres = self.gen.stop()  # the generator first: the query then reads to the end
             self.undrained = drain(self.query, self.access, self.lag_topic, policy.drain_s, self.ctx.on_batch)
         self.figures.setdefault("ran_s", time.monotonic() - t_load)  # a drain probe's: its drain
+        if not self.placement.master.startswith("local"):
+            self.figures["executors"] = executor_list(self.spark)
         self.figures["share"] = self.meter.stop()
         self.figures["controller_cpu"] = time.thread_time() - ctl0
         self.figures["machine"] = busy_pct(self.ticks0, machine_ticks())
@@ -490,6 +497,7 @@ class SutRun:
             steal_pct=share.steal_pct,
             lag=lag,
             batches=[asdict(b) for b in run.batches],
+            executors=[asdict(e) for e in f.get("executors", [])],
         )
 
 

@@ -2,6 +2,7 @@
 cluster (the real local run on 1 and 2 cores is the demo's: tests/test_demo.py)."""
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -239,6 +240,8 @@ def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
         assert row["valid"] == "True" or shortfall(row)  # invalid: the load fell short
         assert int(row["processed_records"]) > 0
         assert summary["results"][0]["load"] == 1000 and summary["experiments_run"] == 1
+        # the executors as Spark listed them when the load ended: two, each of one core, on a worker
+        assert re.fullmatch(r"\d+@127\.0\.0\.1 \(1 core\); \d+@127\.0\.0\.1 \(1 core\)", row["executors"]), row
         apps = (tmp_path / "cluster" / "master.log").read_text()
         assert "Registered app" in apps and apps.count("Launching executor") >= 2
         # the daemons map the driver's class-data archive (pyspark's classpath is theirs too)

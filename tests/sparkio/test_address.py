@@ -130,3 +130,24 @@ def test_a_runs_checkpoint_lies_under_its_root():
             assert os.path.isdir(path) and path.startswith(given.removeprefix("file://") + "/streamscale-x-")
             remove_checkpoint(path)
             assert not os.path.exists(path)
+
+
+def test_a_run_on_fewer_executors_than_asked_says_which_ran():
+    from streamscale.benchmark.experiment_runner import missing_executors
+
+    spec = {
+        "name": "execs",
+        "benchmark": {"sut": "uc1"},
+        "execution": {
+            "master": "spark://127.0.0.1:7077",
+            "load": {"type": "rate", "values": [1000]},
+            "resources": {"type": "executors", "values": [1, 2]},
+        },
+    }
+    plan = resolve(parse_spec(spec))
+    one = {"id": "0", "host": "10.0.0.2", "cores": 1}
+    assert missing_executors(plan, plan.point(1000, 2), [one]) == (
+        "1 of the 2 executors asked for were live when the load ended (0@10.0.0.2 (1 core))"
+    )
+    assert missing_executors(plan, plan.point(1000, 1), [one]) == ""
+    assert missing_executors(plan, plan.point(1000, 2), []).startswith("0 of the 2 executors asked for")
