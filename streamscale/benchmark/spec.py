@@ -520,6 +520,11 @@ class ExecutionSpec(StrictModel):
             raise ValueError(f"resource type '{self.resources.type}' needs a master (spark://host:port or k8s://...)")
         if self.master and not self.master.startswith(("spark://", "k8s://", "local")):
             raise ValueError(f"master '{self.master}': use local[k], spark://host:port or k8s://https://host:port")
+        if self.resources.type == "cores" and self.master and not self.master.startswith("local"):
+            raise ValueError(
+                f"resources: cores on the cluster master {self.master}: a cluster's resource is its executors "
+                "(resources: {type: executors, values: [...]}, executor_cores: N)"
+            )
         bad = [k for k in self.spark_conf if not k.startswith("spark.")]
         if bad:
             raise ValueError(f"execution.spark_conf.{bad[0]}: Spark's settings start with 'spark.'")

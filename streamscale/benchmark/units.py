@@ -240,8 +240,8 @@ def register_resource(cls: type[ResourceDimension]) -> type[ResourceDimension]:
 @dataclass(frozen=True)
 class Cores(ResourceDimension):
     def apply(self, n: int) -> Placed:
-        """A local master of ``n`` task slots (confined to ``n`` CPUs), or one executor of ``n``
-        cores on the given master."""
+        """A local master of ``n`` task slots (confined to ``n`` CPUs), or ``n`` cores of the given
+        local master (the spec refuses cores on a cluster master: its resource is executors)."""
         if not self.master:
             return Placed(f"local[{n}]", {}, n if self.confine else None)
         confined = self.master.startswith("local") and self.confine

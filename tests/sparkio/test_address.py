@@ -151,3 +151,19 @@ def test_a_run_on_fewer_executors_than_asked_says_which_ran():
     )
     assert missing_executors(plan, plan.point(1000, 1), [one]) == ""
     assert missing_executors(plan, plan.point(1000, 2), []).startswith("0 of the 2 executors asked for")
+
+
+def test_cores_on_a_cluster_master_are_refused_in_one_line():
+    spec = {
+        "name": "cores",
+        "benchmark": {"sut": "uc1"},
+        "execution": {
+            "master": "spark://127.0.0.1:7077",
+            "load": {"type": "rate", "values": [1000]},
+            "resources": {"type": "cores", "values": [1, 2]},
+        },
+    }
+    with pytest.raises(ConfigError, match=r"resources: cores on the cluster master spark://127.0.0.1:7077: a cluster"):
+        parse_spec(spec)
+    spec["execution"]["master"] = "local[4]"
+    assert parse_spec(spec).execution.resources.type == "cores"
