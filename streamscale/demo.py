@@ -75,8 +75,9 @@ GUESS = 40_000
 
 # Per core count, the search (streamscale.benchmark.bracket) drains a backlog of UC2's records (the
 # probe: one core's first drains also warm its JVM, whose experiments run in the same session), starts
-# at the probe's figure and steps by FACTOR outwards until one load held and one failed, then halves
-# that bracket (geometrically) to RESOLUTION. The probe drains a backlog on a quiet machine, the
+# at the probe's figure and steps just inside RESOLUTION outwards (down, while nothing held, two such
+# steps; FACTOR at most) until one load held and one failed, then halves that bracket (geometrically)
+# to RESOLUTION. The probe drains a backlog on a quiet machine, the
 # experiments share it with the generator and the broker, so the probe is a start, not an answer.
 # Runs stop as soon as their lag trend is decided (sequential testing), at the latest after
 # DURATION_S: the shortest run whose fitted span (after WARMUP_S) holds four window periods, fewer
@@ -218,7 +219,7 @@ def _say_search(budget: float) -> None:
     console.print(
         f"[bold]2/2[/] {SUT.upper()} benchmark (Theodolite method): the highest load held and the lowest "
         f"failed on 1 core, then on 2, each from its probe (the rate at which it drains a backlog of "
-        f"{SUT.upper()}'s records) in steps of {FACTOR:g}x, then halving "
+        f"{SUT.upper()}'s records) in steps just inside {RESOLUTION:.0%}, then halving "
         f"the bracket to {RESOLUTION:.0%} within {budget:.0f} s; runs of "
         f"{MIN_DURATION_S:g}-{run_seconds(budget):g} s "
         f"({WARMUP_S:g} s warm-up), each until its lag trend is decided; a benchmark's SLOs: lag trend at "
