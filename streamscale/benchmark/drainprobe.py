@@ -208,12 +208,16 @@ def near(d: Drain, batch_s: float) -> bool:
     return d.batch_s >= batch_s / NEAR
 
 
-def figure(drains: list[Drain], batch_s: float = BATCH_S) -> tuple[float, tuple[float, float] | None]:
+def figure(
+    drains: list[Drain], batch_s: float = BATCH_S, bounded: bool = True
+) -> tuple[float, tuple[float, float] | None]:
     """The probe's records/s: the last drain's rate where its batches took about ``batch_s`` or
     were capped by the job (its max_offsets_per_trigger: the largest batches it reads in a
     streaming run too); else what the fitted cost of a batch gives for a batch of ``batch_s`` (at
     least the best rate a drain measured), or without a fit the best rate measured. With three
-    drains the first (whose batches warmed a fresh JVM) is left out of the fit."""
+    drains the first (whose batches warmed a fresh JVM) is left out of the fit. ``bounded=False``:
+    the line as it reads, beyond EXTRAPOLATION (what the next drain's batches are sized from, so
+    that it measures there instead)."""
     best, last = max(d.estimate for d in drains), drains[-1]
     cost = batch_cost([x for d in (drains[1:] if len(drains) >= 3 else drains) for x in d.per_batch])
     if capped(last) or near(last, batch_s):
@@ -222,7 +226,7 @@ def figure(drains: list[Drain], batch_s: float = BATCH_S) -> tuple[float, tuple[
         return best, cost
     fixed, per_record = cost
     fitted = (batch_s - fixed) / (per_record * batch_s) if fixed < batch_s else 0.0
-    return min(max(best, fitted), EXTRAPOLATION * best), cost
+    return min(max(best, fitted), EXTRAPOLATION * best if bounded else math.inf), cost
 
 
 def probe(
@@ -251,7 +255,7 @@ def probe(
         # nothing read, or capped by the job's own max_offsets_per_trigger, or batches near the target
         if last.estimate <= 0 or capped(last) or (round_ >= 2 and near(last, batch_s)):
             break
-        rate, size_s = figure(drains, batch_s)[0], batch_s
+        rate, size_s = figure(drains, batch_s, bounded=False)[0], batch_s
     if drains[-1].estimate <= 0:
         return Probe(resources, config, None, tuple(drains), "the job read none of its backlog")
     rate, cost = figure(drains, batch_s)

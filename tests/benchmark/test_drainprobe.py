@@ -176,3 +176,14 @@ def test_a_line_read_far_beyond_its_batches_gives_at_most_twice_the_best_rate_me
     rate, (fixed, per_record) = dp.figure([drain(10_000, 1_000), drain(20_000, 1_010)], batch_s=2.5)
     assert math.isclose(fixed, 0.99, abs_tol=1e-9) and math.isclose(per_record, 1e-6, rel_tol=1e-6)
     assert math.isclose(rate, 2 * 20_000 / 1.01)
+
+
+def test_the_next_drain_is_sized_from_the_line_as_it_reads_so_that_it_measures_there():
+    # 0.99 s + 1 us a record, guess 10,000/s: 10,000-record batches take 1.0 s; the next drain's,
+    # sized for 2.67 s at 10,000/s (26,700), take 1.02 s; the line through both reads 629,000/s at
+    # 2.67 s, and the third drain's batches are sized from that, as large as a backlog may be
+    # (3,000,000 records in 5 batches: 600,000, 1.59 s), not from twice the best rate measured
+    calls = []
+    found = dp.probe(job(0.99, 1e-6, calls=calls), 10_000, resources=1, batch_s=8 / 3)
+    assert [c[2] for c in calls][:3] == [10_000, 26_666, 600_000] and len(calls) == 3
+    assert math.isclose(found.rate, (8 / 3 - 0.99) / (8 / 3 * 1e-6), rel_tol=0.01)
