@@ -33,8 +33,8 @@ from streamscale.benchmark.units import approx
 from streamscale.errors import ConfigError
 
 RATED_BATCHES = 4  # batches a drain rates, after its first
-# ...or as many as span two of a windowed job's window periods in event time at the rate it is sized
-# for (a batch that closes windows costs more than one that does not), at most MAX_RATED
+# ...or as many as span one of a windowed job's window periods in event time at the rate it is sized
+# for, and one more (a batch that closes windows costs more than one that does not), at most MAX_RATED
 MAX_RATED = 12
 FIRST_BATCH_S = 1.0  # the first drain's batches are sized to take about this long at the guess
 BATCH_S = 4.0  # the figure: what the job reads in batches of this long (a streaming run near its capacity)
@@ -136,10 +136,10 @@ class Probe:
 
 def rated_batches(batch_s: float, period_s: float | None) -> int:
     """How many batches a drain rates: RATED_BATCHES, or for a job whose windows close every
-    ``period_s`` as many as span two periods (at most MAX_RATED)."""
+    ``period_s`` as many as span a period and one more (at most MAX_RATED)."""
     if not period_s:
         return RATED_BATCHES
-    return min(MAX_RATED, max(RATED_BATCHES, math.ceil(2 * period_s / batch_s)))
+    return min(MAX_RATED, max(RATED_BATCHES, math.ceil(period_s / batch_s) + 1))
 
 
 def sizing(rate: float, batch_s: float, rated: int = RATED_BATCHES) -> tuple[int, int]:
@@ -252,8 +252,9 @@ def probe(
             break  # no larger batch to learn from
         drains.append(drain_of(run_drain(rate, records, batch), round_, rate, records, batch))
         last = drains[-1]
-        # nothing read, or capped by the job's own max_offsets_per_trigger, or batches near the target
-        if last.estimate <= 0 or capped(last) or (round_ >= 2 and near(last, batch_s)):
+        # nothing read; or, after the first (which warms a fresh JVM), capped by the job's own
+        # max_offsets_per_trigger or batches near the target
+        if last.estimate <= 0 or (round_ >= 2 and (capped(last) or near(last, batch_s))):
             break
         rate, size_s = figure(drains, batch_s, bounded=False)[0], batch_s
     if drains[-1].estimate <= 0:
