@@ -14,6 +14,17 @@ from streamscale.errors import ConfigError
 from streamscale.sparkio.address import driver_conf, master_host, route_address
 
 
+def cluster_spec(master: str = "spark://127.0.0.1:7077", resources: str = "executors", **execution) -> dict:
+    """A UC1 spec on ``master``, its ``resources`` 1 and 2, more ``execution`` settings over it."""
+    ex = {
+        "master": master,
+        "load": {"type": "rate", "values": [1000]},
+        "resources": {"type": resources, "values": [1, 2]},
+        **execution,
+    }
+    return {"name": "cluster", "benchmark": {"sut": "uc1"}, "execution": ex}
+
+
 @pytest.mark.parametrize(
     ("master", "host"),
     [
@@ -56,16 +67,7 @@ def test_the_driver_address_is_ours_on_the_route_towards_a_master_on_a_host_of_i
         _ip("-n", ns, "addr", "add", "10.231.7.2/24", "dev", b)
         _ip("-n", ns, "link", "set", b, "up")
         assert route_address("10.231.7.2") == "10.231.7.1"  # not 127.0.0.1: the master's host reaches it
-        spec = {
-            "name": "cluster",
-            "benchmark": {"sut": "uc1"},
-            "execution": {
-                "master": "spark://10.231.7.2:7077",
-                "checkpoint_dir": "hdfs://10.231.7.2:8020/ckpt",
-                "load": {"type": "rate", "values": [1000]},
-                "resources": {"type": "executors", "values": [1]},
-            },
-        }
+        spec = cluster_spec("spark://10.231.7.2:7077", checkpoint_dir="hdfs://10.231.7.2:8020/ckpt")
         plan = resolve(parse_spec(spec))
         conf = plan.session_conf(plan.point(1000, 1))
         assert conf["spark.driver.host"] == "10.231.7.1" and conf["spark.driver.bindAddress"] == "10.231.7.1"
@@ -76,16 +78,7 @@ def test_the_driver_address_is_ours_on_the_route_towards_a_master_on_a_host_of_i
 
 
 def test_a_kubernetes_master_without_an_image_is_refused_in_one_line():
-    spec = {
-        "name": "k8s",
-        "benchmark": {"sut": "uc1"},
-        "execution": {
-            "master": "k8s://https://api.example:6443",
-            "checkpoint_dir": "s3a://bucket/ckpt",
-            "load": {"type": "rate", "values": [1000]},
-            "resources": {"type": "executors", "values": [1]},
-        },
-    }
+    spec = cluster_spec("k8s://https://api.example:6443", checkpoint_dir="s3a://bucket/ckpt")
     with pytest.raises(ConfigError) as exc:
         parse_spec(spec)
     said = str(exc.value)
@@ -100,13 +93,7 @@ def test_a_kubernetes_master_without_an_image_is_refused_in_one_line():
 
 def test_a_checkpoint_on_a_cluster_must_be_on_storage_every_host_reads(tmp_path):
     def spec(**execution):
-        ex = {
-            "master": "spark://10.0.0.5:7077",
-            "load": {"type": "rate", "values": [1000]},
-            "resources": {"type": "executors", "values": [1]},
-            **execution,
-        }
-        return parse_spec({"name": "ckpt", "benchmark": {"sut": "uc1"}, "execution": ex})
+        return parse_spec(cluster_spec(**{"master": "spark://10.0.0.5:7077", **execution}))
 
     with pytest.raises(ConfigError, match="checkpoint would be a temporary folder on the driver, which executors"):
         spec()
@@ -135,15 +122,7 @@ def test_a_runs_checkpoint_lies_under_its_root():
 def test_a_run_on_fewer_executors_than_asked_says_which_ran():
     from streamscale.benchmark.experiment_runner import missing_executors
 
-    spec = {
-        "name": "execs",
-        "benchmark": {"sut": "uc1"},
-        "execution": {
-            "master": "spark://127.0.0.1:7077",
-            "load": {"type": "rate", "values": [1000]},
-            "resources": {"type": "executors", "values": [1, 2]},
-        },
-    }
+    spec = cluster_spec()
     plan = resolve(parse_spec(spec))
     one = {"id": "0", "host": "10.0.0.2", "cores": 1}
     assert missing_executors(plan, plan.point(1000, 2), [one]) == (
@@ -154,15 +133,7 @@ def test_a_run_on_fewer_executors_than_asked_says_which_ran():
 
 
 def test_cores_on_a_cluster_master_are_refused_in_one_line():
-    spec = {
-        "name": "cores",
-        "benchmark": {"sut": "uc1"},
-        "execution": {
-            "master": "spark://127.0.0.1:7077",
-            "load": {"type": "rate", "values": [1000]},
-            "resources": {"type": "cores", "values": [1, 2]},
-        },
-    }
+    spec = cluster_spec(resources="cores")
     with pytest.raises(ConfigError, match=r"resources: cores on the cluster master spark://127.0.0.1:7077: a cluster"):
         parse_spec(spec)
     spec["execution"]["master"] = "local[4]"
