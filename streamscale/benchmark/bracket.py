@@ -169,24 +169,20 @@ def bracket_search(
     out: list[Bracket] = []
     below: Bracket | None = None
     amounts = sorted(resources)
+    probe_s = [0.0]  # the longest probe so far: what each later amount keeps besides a run
     for i, res in enumerate(amounts):
         b = Bracket(res, rate=st.rate)
         if deadline is not None:
             later = len(amounts) - i - 1
             share = time.monotonic() + (deadline - time.monotonic()) / (later + 1)
             b.fits = lambda b=b, share=share, later=later: _fits(
-                b, share, deadline, later, st.resolution, budget.run_cost_s
+                b, share, deadline, later, st.resolution, budget.run_cost_s, probe_s[0]
             )
+        t0 = time.monotonic()
         probed = probe(res) if probe is not None else None
-        steps = st
-        if probed is not None:
-            # a probe starts near the capacity: a step inside the resolution, so that a pass and a
-            # fail one step apart are a bracket (5 % under it: loads are rounded to two digits);
-            # downwards, where the probe overrated the job (a light job the generator and the
-            # broker starve of CPU in a run, not in a drain), two such steps at once
-            step = 1 + 0.95 * st.resolution
-            steps = dataclasses.replace(st, factor=min(st.factor, step), factor_down=min(st.factor, step**2))
-        elif below is not None and below.held is not None:
+        probe_s[0] = max(probe_s[0], time.monotonic() - t0) if probe is not None else 0.0
+        steps = _probed_steps(st) if probed is not None else st
+        if probed is None and below is not None and below.held is not None:
             b.held, b.held_assumed = below.held, True
         first = probed if probed is not None else _first_load(below, start, st.factor, st.whole)
         first = min(max(first, st.low), st.high)
@@ -198,12 +194,27 @@ def bracket_search(
     return out
 
 
+def _probed_steps(st: Settings) -> Settings:
+    """The steps of a search from a probe, which starts near the capacity: one inside the resolution,
+    so that a pass and a fail one step apart are a bracket (5 % under it: loads are rounded to two
+    digits); downwards, where the probe overrated the job (a light job the generator and the broker
+    starve of CPU in a run, not in a drain), two such steps at once."""
+    step = 1 + 0.95 * st.resolution
+    return dataclasses.replace(st, factor=min(st.factor, step), factor_down=min(st.factor, step**2))
+
+
 def _fits(
-    b: Bracket, share: float, deadline: float, later: int, resolution: float, run_cost_s: float | Callable[[], float]
+    b: Bracket,
+    share: float,
+    deadline: float,
+    later: int,
+    resolution: float,
+    run_cost_s: float | Callable[[], float],
+    probe_s: float = 0.0,
 ) -> bool:
     """Whether one more run of ``b``'s amount fits: its first always; then one that ends within
     its share; while it lacks an end or its ends lie wider apart than ``resolution``, one that
-    leaves each of the ``later`` amounts a run before ``deadline``."""
+    leaves each of the ``later`` amounts its probe (``probe_s``) and a run before ``deadline``."""
     if b.runs == 0:
         return True
     cost = run_cost_s() if callable(run_cost_s) else run_cost_s
@@ -211,7 +222,7 @@ def _fits(
     if ends <= share:
         return True
     unfinished = b.held is None or b.held_assumed or b.failed is None or b.width > resolution
-    return unfinished and ends <= deadline - later * cost
+    return unfinished and ends <= deadline - later * (cost + probe_s)
 
 
 def _first_load(below: Bracket | None, start: float, factor: float, whole: bool) -> float:

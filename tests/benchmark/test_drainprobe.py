@@ -195,3 +195,27 @@ def test_a_first_drain_capped_by_the_job_is_drained_again_warm():
     calls = []
     found = dp.probe(job(0.5, 1e-5, calls=calls, cap=20_000), 100_000, resources=1)
     assert len(calls) == 2 and math.isclose(found.rate, 28_571, rel_tol=0.02)  # (its tail batch rated too)
+
+
+def test_a_time_budget_keeps_each_later_amount_its_probe_and_a_run(monkeypatch):
+    # 400 s for two amounts, runs of 40 s, probes of 50 s, every load held (an amount never finishes):
+    # 1 core (its share ends at 200 s) goes on while a run leaves 2 cores a probe and a run (ends by
+    # 400 - 90 = 310 s): runs from 50 to 290 s; 2 cores then probes (290-340 s) and runs (340-380 s)
+    import streamscale.benchmark.bracket as br
+
+    clock, starts = [0.0], []
+    monkeypatch.setattr(br.time, "monotonic", lambda: clock[0])
+
+    def probe(res):
+        clock[0] += 50
+        return 1_000
+
+    def verdict(load, res):
+        starts.append((clock[0], res))
+        clock[0] += 40
+        return PASS
+
+    budget = br.Budget(deadline=400, run_cost_s=40)
+    bracket_search([1, 2], verdict, 1_000, Settings(resolution=0.15, max_runs=50), budget=budget, probe=probe)
+    assert [t for t, r in starts if r == 1] == [50, 90, 130, 170, 210, 250]
+    assert [t for t, r in starts if r == 2] == [340]
