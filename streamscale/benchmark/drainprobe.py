@@ -12,8 +12,12 @@ what the job does in a streaming run near its capacity, whose batches grow until
 The figure is for batches of a target length: :data:`BATCH_S`, or a third of the
 processing-latency SLO's limit where that is shorter. The first drain's batches are sized to take
 about a second at a guess (the spec's first load on the first amount; the amount below's figure,
-scaled, on the others); where they took less than two thirds of the target, a second drain (and
-more, up to :data:`ROUNDS`) reads batches sized for the target at the figure so far. The cost of a
+scaled, on the others), and it warms a fresh JVM; a second drain (and more, up to :data:`ROUNDS`,
+while the batches took less than two thirds of the target) reads batches sized for the target at
+the figure so far. A windowed job's drains span its window period and lateness in event time, so
+that windows close in them as in a run (the first run after a probe whose windows closed nowhere
+paid for the JIT's first closes: a lag that rose for its first 24 s, failed at 72,000 records/s,
+where a 300 s run passed). The cost of a
 batch is fitted to the batches of the drains, and the figure is what a batch of the target length
 reads per second by that fit (at most :data:`EXTRAPOLATION` times the best rate measured). The
 probe gives a start, not an answer: no verdict comes from it, and a run shares the machine with its
@@ -33,9 +37,6 @@ from streamscale.benchmark.units import approx
 from streamscale.errors import ConfigError
 
 RATED_BATCHES = 4  # batches a drain rates, after its first
-# ...or as many as span one of a windowed job's window periods in event time at the rate it is sized
-# for, and one more (a batch that closes windows costs more than one that does not), at most MAX_RATED
-MAX_RATED = 12
 FIRST_BATCH_S = 1.0  # the first drain's batches are sized to take about this long at the guess
 BATCH_S = 4.0  # the figure: what the job reads in batches of this long (a streaming run near its capacity)
 # ...or of a third of the processing-latency SLO's limit, where that is shorter: a record waits for the
@@ -134,19 +135,17 @@ class Probe:
         return said + ")" + (f"; {self.note}" if self.note else "")
 
 
-def rated_batches(batch_s: float, period_s: float | None) -> int:
-    """How many batches a drain rates: RATED_BATCHES, or for a job whose windows close every
-    ``period_s`` as many as span a period and one more (at most MAX_RATED)."""
-    if not period_s:
-        return RATED_BATCHES
-    return min(MAX_RATED, max(RATED_BATCHES, math.ceil(period_s / batch_s) + 1))
-
-
-def sizing(rate: float, batch_s: float, rated: int = RATED_BATCHES) -> tuple[int, int]:
+def sizing(rate: float, batch_s: float, event_s: float = 0.0) -> tuple[int, int]:
     """(backlog, records per batch) for batches of about ``batch_s`` at ``rate`` records/s: the
-    first and ``rated`` more (within MIN_RECORDS and MAX_RECORDS)."""
-    batches = rated + 1
+    first and RATED_BATCHES more, or as many whole batches more as span ``event_s`` of event time
+    at that rate (a windowed job's window period and lateness: its windows close in the drain, as
+    they do in a run, and the JIT compiles their closing there); within MIN_RECORDS and
+    MAX_RECORDS."""
+    batches = RATED_BATCHES + 1
     batch = max(1, int(min(MAX_RECORDS, max(MIN_RECORDS, rate * batch_s * batches))) // batches)
+    if event_s > 0:
+        batches = max(batches, math.ceil(rate * event_s / batch) + 1)
+    batches = max(1, min(batches, MAX_RECORDS // batch))
     return batch * batches, batch
 
 
@@ -235,19 +234,17 @@ def probe(
     resources: int,
     config: str = "",
     batch_s: float = BATCH_S,
-    period_s: float | None = None,
+    event_s: float = 0.0,
 ) -> Probe:
     """A resource amount's probe: ``run_drain(guess, records, batch_records)`` runs one drain (its
-    SutResult); its figure is for batches of ``batch_s`` (``period_s``: how often the job's windows
-    close). The first drain's batches are sized for FIRST_BATCH_S at ``guess`` (and warm a fresh
+    SutResult); its figure is for batches of ``batch_s``; each drain spans ``event_s`` of event
+    time at least (:func:`sizing`). The first drain's batches are sized for FIRST_BATCH_S at ``guess`` (and warm a fresh
     JVM); the next for ``batch_s`` at the figure so far; a third where that one's batches still
     took less than 1/NEAR of ``batch_s`` and larger ones fit the backlog, and so on up to ROUNDS."""
     drains: list[Drain] = []
     rate, size_s = guess, min(FIRST_BATCH_S, batch_s)
     for round_ in range(1, ROUNDS + 1):
-        # the first drain warms a fresh JVM and gives a rough rate: its few batches close no window
-        rated = rated_batches(size_s, period_s) if round_ > 1 else RATED_BATCHES
-        records, batch = sizing(rate, size_s, rated)
+        records, batch = sizing(rate, size_s, event_s)
         if len(drains) >= 2 and batch < 1.5 * drains[-1].largest:
             break  # no larger batch to learn from
         drains.append(drain_of(run_drain(rate, records, batch), round_, rate, records, batch))
@@ -332,7 +329,8 @@ class Probes:
             target = batch_target_s(point.processing_limit_ms)
             try:
                 with console.status(f"probe: {self.plan.axes.resources(resources)} draining a backlog"):
-                    found = probe(run, self._guess(config, resources), resources, config, target, point.period_s)
+                    event_s = (point.period_s or 0.0) + (point.lateness_s if point.period_s else 0.0)
+                    found = probe(run, self._guess(config, resources), resources, config, target, event_s)
             except SparkDied as died:
                 found = Probe(resources, config, None, (), f"the job ran out of memory: {died}")
         console.print(f"  {found.words(self.plan.axes.resources(resources))}", highlight=False)

@@ -41,6 +41,7 @@ class Point:
     drops_late: bool  # the pipeline may drop records behind a watermark: its dropped-records SLO applies
     period_s: float | None  # how often its windows close (their slide); None without event-time windows
     processing_limit_ms: float | None  # the processing-latency SLO's limit on the p95 (None: no such SLO)
+    lateness_s: float = 0.0  # how far behind the latest event time its windows close (its watermark's lateness)
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ class Plan:
             cpus=placed.cpus,
             drops_late=bool(pipe.drops_late),
             period_s=grid[1] / 1000 if grid else None,
+            lateness_s=pipe.lateness_ms() / 1000 if grid else 0.0,
             processing_limit_ms=self._processing_limit_ms(pipe),
         )
 

@@ -53,16 +53,16 @@ def test_a_job_slower_than_the_guess_is_drained_again_at_the_target_size_and_rat
     assert (found.resources, found.config) == (2, "big")
 
 
-def test_a_windowed_job_drains_batches_spanning_a_window_period_and_one_more():
-    # batches of 2.5 s at the rate sized for: 4 span 10 s of event time, a 10 s period, and one more
-    assert dp.rated_batches(2.5, 10.0) == 5 and dp.sizing(1_000, 2.5, 5) == (15_000, 2_500)
-    assert dp.rated_batches(2.5, None) == dp.RATED_BATCHES == dp.rated_batches(4.0, 2.0)
-    assert dp.rated_batches(1.0, 60.0) == dp.MAX_RATED
+def test_a_windowed_jobs_drains_span_its_window_period_and_lateness_in_event_time():
+    # batches of 2.5 s at 1,000 records/s: 2,500 records; 15 s of event time (a 10 s period and 5 s of
+    # lateness) at 1,000 records/s is 15,000 records: six batches and the first
+    assert dp.sizing(1_000, 2.5, 15.0) == (17_500, 2_500)
+    assert dp.sizing(1_000, 2.5) == (12_500, 2_500)  # without windows: the first and RATED_BATCHES more
     calls = []
-    dp.probe(job(0.5, 1e-4, calls=calls), 5_000, resources=1, batch_s=2.5, period_s=10.0)
-    # the first drain (5,000-record batches, 1 s at the guess) warms and rates 4; it reads 5,000 / 1.0
-    # = 5,000/s, so the second's batches are sized for 2.5 s at that: 5 rated (and a first) of 12,500
-    assert calls[0][1:] == (25_000, 5_000) and calls[1][1:] == (75_000, 12_500)
+    dp.probe(job(0.5, 1e-4, calls=calls), 5_000, resources=1, batch_s=2.5, event_s=15.0)
+    # the first drain too (it warms the JVM's closing of windows): 5,000-record batches (1 s at the
+    # guess), 15 s of event time at 5,000/s in 15 whole batches and the first
+    assert calls[0][1:] == (80_000, 5_000)
 
 
 def test_a_job_that_caps_its_batches_is_rated_at_its_cap():
