@@ -3,6 +3,7 @@ its drains' sizes, its fitted cost and its figure, worked by hand; and an execut
 amount's bracket from its probe, keeps the probe beside the bracket and does not probe again when
 resumed."""
 
+import dataclasses
 import json
 import math
 
@@ -219,3 +220,9 @@ def test_a_time_budget_keeps_each_later_amount_its_probe_and_a_run(monkeypatch):
     bracket_search([1, 2], verdict, 1_000, Settings(resolution=0.15, max_runs=50), budget=budget, probe=probe)
     assert [t for t, r in starts if r == 1] == [50, 90, 130, 170, 210, 250]
     assert [t for t, r in starts if r == 2] == [340]
+
+
+def test_a_cap_a_few_percent_under_the_batch_asked_for_is_a_cap():
+    # asked for 104,096 records a batch, the job read 100,000 (its max_offsets_per_trigger)
+    d = dp.Drain(2, 0.0, 520_480, 104_096, 520_480, 70_000.0, 4, 1.4, 0, 9.0, 12.0, ((100_000, 1_400),) * 4)
+    assert dp.capped(d) and not dp.capped(dataclasses.replace(d, batch_records=100_000))
