@@ -70,6 +70,7 @@ class Drain:
     read_s: float  # from the query's start until it read the backlog (or DRAIN_S ran out)
     wall_s: float  # the drain's whole run: topics, backlog, query, tear-down
     per_batch: tuple = ()  # (records, ms) of each rated batch
+    warm: bool = True  # rated on a warm JVM (a first drain: only in its second half, where it has one)
 
     @property
     def largest(self) -> int:
@@ -149,11 +150,21 @@ def sizing(rate: float, batch_s: float, event_s: float = 0.0) -> tuple[int, int]
     return batch * batches, batch
 
 
+def warm_first(batches: int) -> bool:
+    """Whether a first drain of ``batches`` batches warms its JVM in its first half, its second
+    half rated as a later drain's would be."""
+    return batches >= 2 * (RATED_BATCHES + 1)
+
+
 def drain_of(result, round_: int, guess: float, records: int, batch: int) -> Drain:
     """A drain from its run's result (streamscale.experiment.sut.SutResult)."""
     # the backlog's tail (what the partitions held beyond whole batches) is no batch of its size
     largest = max((b["input_rows"] for b in result.batches), default=0)
-    rated = [b for b in result.batches[1:] if b["input_rows"] and b["input_rows"] >= largest / 2]
+    read = [b for b in result.batches if b["input_rows"]]
+    # the first: the cold start; a first drain of many batches (a windowed job's) warms a fresh JVM
+    # in its first half and is rated by its second
+    first = len(read) // 2 if round_ == 1 and warm_first(len(read)) else 1
+    rated = [b for b in read[first:] if b["input_rows"] >= largest / 2]
     busy = sum(b["batch_ms"] for b in rated) / 1000
     return Drain(
         round=round_,
@@ -168,6 +179,7 @@ def drain_of(result, round_: int, guess: float, records: int, batch: int) -> Dra
         read_s=result.ran_s,
         wall_s=result.wall_s,
         per_batch=tuple((int(b["input_rows"]), int(b["batch_ms"])) for b in rated),
+        warm=round_ > 1 or warm_first(len(read)),
     )
 
 
@@ -251,9 +263,9 @@ def probe(
             break  # no larger batch to learn from
         drains.append(drain_of(run_drain(rate, records, batch), round_, rate, records, batch))
         last = drains[-1]
-        # nothing read; or, after the first (which warms a fresh JVM), capped by the job's own
-        # max_offsets_per_trigger or batches near the target
-        if last.estimate <= 0 or (round_ >= 2 and (capped(last) or near(last, batch_s))):
+        # nothing read; or, once a JVM is warm (after the first drain, or in its second half),
+        # capped by the job's own max_offsets_per_trigger or batches near the target
+        if last.estimate <= 0 or (last.warm and (capped(last) or near(last, batch_s))):
             break
         rate, size_s = figure(drains, batch_s, bounded=False)[0], batch_s
     if drains[-1].estimate <= 0:

@@ -191,10 +191,11 @@ def test_the_next_drain_is_sized_from_the_line_as_it_reads_so_that_it_measures_t
 
 
 def test_a_first_drain_capped_by_the_job_is_drained_again_warm():
-    # batches of at most 20,000 records from the first drain on: it warms a fresh JVM (its first
-    # batch 5 s slower), so a second drain at the cap gives the figure, 20,000 / 0.7 s = 28,571/s
+    # batches of at most 20,000 records from the first drain on, whose 8 batches (150,000 records
+    # asked for in 30,000s) warm a fresh JVM (its first batch 5 s slower): a second drain at the cap
+    # gives the figure, 20,000 / 0.7 s = 28,571/s
     calls = []
-    found = dp.probe(job(0.5, 1e-5, calls=calls, cap=20_000), 100_000, resources=1)
+    found = dp.probe(job(0.5, 1e-5, calls=calls, cap=20_000), 30_000, resources=1)
     assert len(calls) == 2 and math.isclose(found.rate, 28_571, rel_tol=0.02)  # (its tail batch rated too)
 
 
@@ -226,3 +227,14 @@ def test_a_cap_a_few_percent_under_the_batch_asked_for_is_a_cap():
     # asked for 104,096 records a batch, the job read 100,000 (its max_offsets_per_trigger)
     d = dp.Drain(2, 0.0, 520_480, 104_096, 520_480, 70_000.0, 4, 1.4, 0, 9.0, 12.0, ((100_000, 1_400),) * 4)
     assert dp.capped(d) and not dp.capped(dataclasses.replace(d, batch_records=100_000))
+
+
+def test_a_first_drain_of_many_batches_is_rated_by_its_warm_second_half_and_may_be_the_only_one():
+    # a windowed job capped at 20,000 records a batch, its first drain 480,000 records (15 s of event
+    # time at the guess, 30,000/s, in batches asked for of 30,000, and one more): 24 batches of
+    # 20,000; the first 12 warm the JVM and are not rated, the last 12 (0.7 s each) give 28,571/s,
+    # at the cap: no second drain
+    calls = []
+    found = dp.probe(job(0.5, 1e-5, calls=calls, cap=20_000), 30_000, resources=1, event_s=15.0)
+    assert len(calls) == 1 and found.drains[0].warm and found.drains[0].batches == 12
+    assert math.isclose(found.rate, 20_000 / 0.7, rel_tol=1e-3)
