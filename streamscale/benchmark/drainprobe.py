@@ -252,9 +252,10 @@ def probe(
 ) -> Probe:
     """A resource amount's probe: ``run_drain(guess, records, batch_records)`` runs one drain (its
     SutResult); its figure is for batches of ``batch_s``; each drain spans ``event_s`` of event
-    time at least (:func:`sizing`). The first drain's batches are sized for FIRST_BATCH_S at ``guess`` (and warm a fresh
-    JVM); the next for ``batch_s`` at the figure so far; a third where that one's batches still
-    took less than 1/NEAR of ``batch_s`` and larger ones fit the backlog, and so on up to ROUNDS."""
+    time at least (:func:`sizing`). The first drain's batches are sized for FIRST_BATCH_S at
+    ``guess`` (it warms a fresh JVM, and is rated by its second half where it is long); the next
+    for ``batch_s`` at the figure so far, and so on up to ROUNDS while a drain's batches took less
+    than 1/NEAR of ``batch_s``, the job did not cap them, and larger ones fit the backlog."""
     drains: list[Drain] = []
     rate, size_s = guess, min(FIRST_BATCH_S, batch_s)
     for round_ in range(1, ROUNDS + 1):
