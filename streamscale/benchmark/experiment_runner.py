@@ -20,7 +20,7 @@ from streamscale.errors import SparkDied
 from streamscale.experiment.processing import batch_processing_ms
 from streamscale.experiment.slo import lag_limit
 from streamscale.experiment.sut import Context
-from streamscale.sparkio.executors import Executor
+from streamscale.sparkio.executors import Executor, said
 
 
 def faulted(res: ExperimentResult, fault: str) -> ExperimentResult:
@@ -31,12 +31,12 @@ def faulted(res: ExperimentResult, fault: str) -> ExperimentResult:
     return dataclasses.replace(res, valid=False, passed=False, verdict="invalid", fault=fault, note=note)
 
 
-def missing_executors(plan: Plan, point: Point, executors: list[dict]) -> str:
+def missing_executors(plan: Plan, point: Point, executors: list[Executor]) -> str:
     """What is missing of the executors a run on a cluster asked for, as Spark listed them (``""``
     where none is, or the resource is no count of executors)."""
     if plan.resource.type != "executors" or point.master.startswith("local") or len(executors) >= point.resources:
         return ""
-    ran = "; ".join(str(Executor(**e)) for e in executors) or "none"
+    ran = said(executors) or "none"
     return f"{len(executors)} of the {point.resources} executors asked for were live when the load ended ({ran})"
 
 
@@ -134,14 +134,15 @@ class ExperimentRunner:
             res.config, res.exp_id = config, exp_id(load, resources, repetition, config)
             prometheus.experiments_total.labels("fail").inc()
             return res
+        ran = [Executor(**e) for e in r.executors]
         fault = (
             (self.watch.fault() if self.watch is not None else "")
             or r.fault
-            or missing_executors(self.plan, point, r.executors)
+            or missing_executors(self.plan, point, ran)
         )
         speeds = Speeds(self.reference_speed, speed_before, calibration_speed())
         res, obs = judged(spec, point, repetition, r, speeds, self._confidence(r.ran_s or spec.execution.duration_s))
-        res.executors = "; ".join(str(Executor(**e)) for e in r.executors)
+        res.executors = said(ran)
         self._write_lag(res, r, obs.trend)
         prometheus.experiments_total.labels(res.verdict).inc()  # pass, fail, undecided or invalid
         return faulted(res, fault) if fault else res

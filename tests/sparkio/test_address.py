@@ -121,10 +121,11 @@ def test_a_runs_checkpoint_lies_under_its_root():
 
 def test_a_run_on_fewer_executors_than_asked_says_which_ran():
     from streamscale.benchmark.experiment_runner import missing_executors
+    from streamscale.sparkio.executors import Executor
 
     spec = cluster_spec()
     plan = resolve(parse_spec(spec))
-    one = {"id": "0", "host": "10.0.0.2", "cores": 1}
+    one = Executor("0", "10.0.0.2", 1)
     assert missing_executors(plan, plan.point(1000, 2), [one]) == (
         "1 of the 2 executors asked for were live when the load ended (0@10.0.0.2 (1 core))"
     )
