@@ -478,14 +478,13 @@ class ExecutionSpec(StrictModel):
         """On a cluster master the executors, on other hosts, write a stateful query's state into its
         checkpoint: a folder of the driver's will not do unless every host mounts it (a master on
         this machine's loopback has every host here)."""
-        from streamscale.sparkio.address import master_host
+        from streamscale.pipelines.run import local_folder
+        from streamscale.sparkio.address import master_host, on_loopback
 
-        host = master_host(self.master or "local")
-        if host is None or host in ("localhost", "::1") or host.startswith("127."):
+        master = self.master or "local"
+        if master_host(master) is None or on_loopback(master):
             return
-        folder = (
-            self.checkpoint_dir is None or self.checkpoint_dir.startswith("file:") or "://" not in self.checkpoint_dir
-        )
+        folder = self.checkpoint_dir is None or local_folder(self.checkpoint_dir) is not None
         if folder and not self.checkpoint_shared:
             where = "a temporary folder on the driver" if self.checkpoint_dir is None else self.checkpoint_dir
             raise ValueError(

@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from streamscale.errors import SparkError, WaitTimeout
 from streamscale.pipelines.progress import CREATED_BIN_MS, commit_ms, processing_latencies, source_offsets
@@ -73,14 +74,22 @@ def temporary_checkpoint(prefix: str, where: str | None = None) -> str:
     return path
 
 
+def local_folder(root: str) -> str | None:
+    """The folder a checkpoint root names on this machine's file system (a path, ``file:/p`` or
+    ``file:///p``); None for any other Hadoop URI (``hdfs://``, ``s3a://``)."""
+    parts = urlsplit(root)
+    if parts.scheme == "file":
+        return parts.path
+    return root if not parts.scheme else None
+
+
 def run_checkpoint(prefix: str, root: str) -> str:
     """A run's checkpoint under ``root``: a folder (or ``file:`` URI) gets a temporary one of
     streamscale's own, removed when the run stops; any other Hadoop URI (``hdfs://``, ``s3a://``)
     a fresh path under it, which Spark creates and which stays (streamscale reaches no file system
     but the driver's)."""
-    scheme = root.split("://", 1)[0] if "://" in root else ""
-    if scheme in ("", "file"):
-        local = root.split("://", 1)[1] if scheme else root
+    local = local_folder(root)
+    if local is not None:
         os.makedirs(local, exist_ok=True)
         return temporary_checkpoint(prefix, local)
     return f"{root.rstrip('/')}/{prefix}{uuid.uuid4().hex[:12]}"

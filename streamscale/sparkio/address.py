@@ -3,6 +3,7 @@ the driver over the network, so the driver's loopback (what a local master uses)
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 from urllib.parse import urlsplit
 
@@ -20,6 +21,18 @@ def master_host(master: str) -> str | None:
     first = rest.split(",")[0]
     host = first.rsplit(":", 1)[0] if first.count(":") == 1 or first.startswith("[") else first
     return host.strip("[]") or None
+
+
+def on_loopback(master: str) -> bool:
+    """Whether a cluster master lies on this machine's loopback (every host of its cluster is this
+    machine); a local master is no cluster."""
+    host = master_host(master)
+    if host is None or host == "localhost":
+        return host is not None
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        return False
 
 
 def route_address(host: str, port: int = 7077) -> str:

@@ -103,6 +103,10 @@ def test_a_checkpoint_on_a_cluster_must_be_on_storage_every_host_reads(tmp_path)
     assert spec(checkpoint_dir="/mnt/shared", checkpoint_shared=True).execution.checkpoint_shared
     # a master on this machine's loopback: every host is this machine
     assert spec(master="spark://127.0.0.1:7077").execution.checkpoint_dir is None
+    assert spec(master="spark://localhost:7077").execution.checkpoint_dir is None
+    assert spec(master="spark://[::1]:7077").execution.checkpoint_dir is None
+    with pytest.raises(ConfigError, match="checkpoint would be file:///mnt/x"):
+        spec(checkpoint_dir="file:///mnt/x")
 
 
 def test_a_runs_checkpoint_lies_under_its_root():
@@ -112,9 +116,13 @@ def test_a_runs_checkpoint_lies_under_its_root():
     import tempfile
 
     with tempfile.TemporaryDirectory() as root:
-        for given in (f"{root}/a/b", f"file://{root}/c"):
+        for given, folder in (
+            (f"{root}/a/b", f"{root}/a/b"),
+            (f"file://{root}/c", f"{root}/c"),
+            (f"file:{root}/d", f"{root}/d"),
+        ):
             path = run_checkpoint("streamscale-x-", given)
-            assert os.path.isdir(path) and path.startswith(given.removeprefix("file://") + "/streamscale-x-")
+            assert os.path.isdir(path) and path.startswith(folder + "/streamscale-x-")
             remove_checkpoint(path)
             assert not os.path.exists(path)
 
