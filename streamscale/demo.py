@@ -70,8 +70,8 @@ BATCH = 100_000
 WINDOW_S = 10.0
 SUT, PARAMS = "uc2", {"emit": "final", "window_s": WINDOW_S, "max_offsets_per_trigger": BATCH}
 # Where the first probe's backlog is sized from (records/s): a second's worth is a batch at the cap,
-# so that one core's probe drains twice at the cap (the first warming its JVM) and measures the figure
-# the search starts at there (streamscale.benchmark.drainprobe).
+# so that one core's probe drains at the cap, its JVM warm in the drain's second half, and measures
+# the figure the search starts at there (streamscale.benchmark.drainprobe).
 GUESS = BATCH
 
 # Per core count, the search (streamscale.benchmark.bracket) drains a backlog of UC2's records (the

@@ -61,7 +61,7 @@ class Drain:
     round: int
     guess: float  # records/s the backlog was sized for
     records: int  # the backlog (what the job reads of it)
-    batch_records: int  # the most records a batch read
+    batch_records: int  # the most records a batch may read (the cap the drain asked for; largest: what it read)
     processed: int  # records the query read before it stopped
     rate: float  # records/s over the rated batches' summed durations (0: none was rated)
     batches: int  # rated batches

@@ -94,7 +94,7 @@ class Execution:
         bracket's ends under the SLO where the search judged a looser threshold (the plan's own);
         ``drain``: a drain probe's run (ExperimentRunner.drain; None: no probes)."""
         self.live = live  # streamscale.observe.live.LiveState, for `benchmark run --serve`
-        self.extra = extra or dict  # what the caller adds to summary.json (the demo: its probe)
+        self.extra = extra or dict  # what the caller adds to summary.json (the demo: its Spark sessions)
         self.plan = as_plan(plan)
         self.spec = self.plan.spec
         ex = self.spec.execution
