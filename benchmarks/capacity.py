@@ -46,7 +46,7 @@ from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import parse_spec
 from streamscale.broker import EmbeddedBroker
 from streamscale.broker.cluster import EmbeddedCluster
-from streamscale.experiment.standalone import StandaloneCluster
+from streamscale.hosts.spark import StandaloneCluster
 
 # (pipeline parameters, loads: the first tried and the highest the search may try, longest run
 # seconds, warm-up seconds). UC2 and UC4 close 60 s windows: their runs may last two whole window

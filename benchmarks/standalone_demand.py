@@ -4,7 +4,7 @@
         [--warmup 20] [--repetitions 3] [--out results/standalone]
 
 Starts a standalone cluster on loopback from pyspark's own jars (master + 2 workers with 1 core
-each; streamscale.experiment.standalone) and the embedded broker, then runs one benchmark
+each; streamscale.hosts.spark) and the embedded broker, then runs one benchmark
 execution per UC with ``resources: {type: executors, values: [1, 2]}`` (1-core executors on that
 master), two loads per UC (half of the local[2] verdict target, and the target), the linear
 search with lower bound, 3 repetitions per point (majority; ``stop_at_majority``), lag SLO 1 % of
@@ -24,7 +24,7 @@ from streamscale.benchmark.execution import run_execution
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import parse_spec
 from streamscale.broker import EmbeddedBroker
-from streamscale.experiment.standalone import StandaloneCluster
+from streamscale.hosts.spark import StandaloneCluster
 
 # (pipeline parameters, loads): the local[2] verdict targets and half of each
 SETTINGS = {

@@ -21,7 +21,8 @@ and re-export it where users met it first (``streamscale.broker.access.BrokerUnr
     ├── CapacityError (2)          bin packing: an item larger than a bin (also a ValueError)
     ├── AutoscalerError (6)        the live autoscaler: controller, consumers, fencing
     │   └── FencingError (6)
-    └── ReliabilityError (7)       the reliability tester's fault injection (proxy, netem)
+    ├── ReliabilityError (7)       the reliability tester's fault injection (proxy, netem)
+    └── ClusterError (8)           hosts of their own on this machine: cannot be made, found or stopped
 """
 
 
@@ -116,3 +117,10 @@ class ReliabilityError(StreamscaleError):
     """The reliability tester could not inject its fault (proxy, netem)."""
 
     exit_code = 7
+
+
+class ClusterError(StreamscaleError):
+    """A cluster of hosts of their own on this machine (streamscale.hosts) cannot be made, found or
+    stopped: no root, no network namespaces, a daemon that did not start."""
+
+    exit_code = 8

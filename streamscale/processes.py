@@ -71,7 +71,7 @@ _GUARDIAN = r"""
 import os, signal, sys
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, signal.SIG_IGN)
-watched, folders = {}, []
+watched, folders, nets = {}, [], []
 for line in sys.stdin:
     word, _, rest = line.strip().partition(" ")
     if word == "release":
@@ -81,6 +81,8 @@ for line in sys.stdin:
         watched[int(pid)] = start
     if word == "remove":
         folders.append(rest)
+    if word == "net":
+        nets.append(rest)
 for pid, start in watched.items():
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -89,6 +91,20 @@ for pid, start in watched.items():
             os.kill(pid, signal.SIGKILL)
     except (OSError, IndexError):
         pass
+if nets:
+    import subprocess
+    for item in reversed(nets):  # a namespace's processes first (no host outlives its maker), then it
+        kind, name = item.split(":", 1)
+        if kind == "netns":
+            found = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout
+            for pid in found.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        else:
+            subprocess.run(["ip", "link", "del", name], capture_output=True)
 if folders:
     import shutil, time
     time.sleep(1)  # the killed processes' last writes
@@ -144,8 +160,12 @@ class Guardian:
 
     def remove(self, folder) -> None:
         """Also remove ``folder`` (a temporary storage) if this process dies before the release."""
+        self.tell([f"remove {folder}"])
+
+    def tell(self, lines: list[str]) -> None:
+        """What to do when this process dies before the release: ``remove FOLDER``, ``net netns:NAME``."""
         assert self.proc is not None and self.proc.stdin is not None
-        self.proc.stdin.write(f"remove {folder}\n")
+        self.proc.stdin.write("".join(f"{line}\n" for line in lines))
         self.proc.stdin.flush()
 
     def release(self) -> None:
@@ -176,15 +196,28 @@ _janitor: Guardian | None = None
 _janitor_lock = threading.Lock()
 
 
+def remove_network_at_exit(items: list[str]) -> None:
+    """Remove network namespaces and links (``netns:NAME``, ``link:NAME``, in the order they are
+    made) when this process ends, however it ends, killing first what still runs in a namespace:
+    a SIGKILLed cluster's hosts would otherwise outlive it. What is already gone is no error."""
+    _tell_janitor([f"net {item}" for item in items])
+
+
 def remove_at_exit(folder) -> None:
     """Remove ``folder`` (a temporary storage of this process: a broker's log, a checkpoint) when
     this process ends, however it ends — a SIGKILLed benchmark left its broker's gigabytes in
     $TMPDIR. Harmless for a folder removed before: one guardian per process removes what is left."""
+    _tell_janitor([f"remove {os.fspath(folder)}"])
+
+
+def _tell_janitor(lines: list[str]) -> None:
+    """Hand ``lines`` to this process's guardian (started on first use, never released: its end of
+    input is this process's end)."""
     global _janitor
     with _janitor_lock:
         if _janitor is None or _janitor.proc is None or _janitor.proc.poll() is not None:
-            _janitor = Guardian().__enter__()  # never released: its end of input is this process's end
+            _janitor = Guardian().__enter__()
         try:
-            _janitor.remove(os.fspath(folder))
+            _janitor.tell(lines)
         except OSError:  # the guardian is gone (its pipe broke): the normal stop still removes it
             _janitor = None

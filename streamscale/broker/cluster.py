@@ -69,8 +69,12 @@ class EmbeddedCluster(SecuredKafka):
         daemon: bool = False,
         data_dir=None,
         security: str = "plaintext",
+        hosts: list | None = None,
     ):
         self.security = check_mode(security)
+        # hosts of their own a caller made (streamscale.hosts), one per node: each its ``ip`` and
+        # ``command(args)``; their network is the caller's, made and removed by it
+        self.hosts = hosts
         self.secrets = None  # sasl_ssl: its Security (certificates, users, client properties)
         self.guardian = None  # a daemon's: kills the nodes if the starting process dies first
         if not 1 <= brokers <= 9:
@@ -113,7 +117,7 @@ class EmbeddedCluster(SecuredKafka):
             try:
                 return self._start_nodes(t0)
             except BrokerError:
-                if attempt == 2 or self.network is not None or not self._port_taken():
+                if attempt == 2 or self.network is not None or self.hosts or not self._port_taken():
                     raise
                 self.nodes = {}
         raise AssertionError("unreachable")  # pragma: no cover
@@ -167,6 +171,8 @@ class EmbeddedCluster(SecuredKafka):
         for i in range(1, self.brokers + 1):
             if self.network is not None:  # a namespace of its own: the usual ports are free there
                 host, port, cport, prefix = self.network.ip(i), 9092, 9093, self.network.prefix_cmd(i)
+            elif self.hosts:
+                host, port, cport, prefix = self.hosts[i - 1].ip, 9092, 9093, self.hosts[i - 1].command([])
             else:
                 host, port, cport, prefix = "127.0.0.1", free_port(), free_port(), []
             self.nodes[i] = Node(

@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 from streamscale.errors import BrokerError
+from streamscale.processes import remove_network_at_exit
 
 
 def _ledger() -> Path:
@@ -128,6 +129,7 @@ class ClusterNetwork:
     def create(self) -> ClusterNetwork:
         remove_stale_networks()
         record_network(self.tag, self.planned())
+        remove_network_at_exit(self.planned())  # and what runs in it, however this process ends
         try:
             run_net("ip", "link", "add", self.bridge, "type", "bridge")
             self.created.append(f"link:{self.bridge}")

@@ -217,7 +217,7 @@ def test_results_of_an_older_streamscale_resume(tmp_path):
 
 @pytest.mark.spark
 def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
-    from streamscale.experiment.standalone import StandaloneCluster
+    from streamscale.hosts.spark import StandaloneCluster
 
     with StandaloneCluster(workers=2, cores_per_worker=1, memory_per_worker="1g", log_dir=tmp_path / "cluster") as c:
         spec = parse_spec(

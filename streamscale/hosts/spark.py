@@ -1,4 +1,5 @@
-"""A Spark standalone cluster (master + workers) on loopback from pyspark's own jars.
+"""A Spark standalone cluster (master + workers) from pyspark's own jars: on loopback, or each daemon
+on a host of its own (:class:`~streamscale.hosts.host.Host`).
 
 The pip package has no start-master.sh; ``bin/spark-class`` runs the Master and Worker classes.
 Every process is started by us and stopped by its process id (never by name).
@@ -30,34 +31,45 @@ class StandaloneCluster:
         memory_per_worker: str = "1g",
         log_dir: str | os.PathLike | None = None,
         timeout: float = 90.0,
+        hosts: tuple | None = None,
     ):
+        """``hosts``: (the master's Host, the workers' Hosts), each daemon on its host; default:
+        every daemon on this machine's loopback."""
         self.workers, self.cores, self.memory = workers, cores_per_worker, memory_per_worker
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="streamscale-standalone-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.timeout = timeout
+        self.master_host, self.worker_hosts = hosts or (None, [None] * workers)
         self.procs: list[subprocess.Popen] = []
+        self.worker_procs: dict[int, subprocess.Popen] = {}  # worker number (from 1): its daemon
         self.port = None
         self.ui_port = None
 
     @property
-    def master_url(self) -> str:
-        return f"spark://127.0.0.1:{self.port}"
+    def address(self) -> str:
+        """The master's address: its host's, else loopback."""
+        return self.master_host.ip if self.master_host else "127.0.0.1"
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+    @property
+    def master_url(self) -> str:
+        return f"spark://{self.address}:{self.port}"
+
+    def _spawn(self, name: str, args: list[str], host=None) -> subprocess.Popen:
         env = {
             **os.environ,
-            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOCAL_IP": host.ip if host else "127.0.0.1",
             "SPARK_HOME": str(spark_home()),
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-            "SPARK_WORKER_DIR": str(self.log_dir / "work"),
+            "SPARK_WORKER_DIR": str(host.folder / "work" if host else self.log_dir / "work"),  # a host's own disk
             # the master and workers run on pyspark's own classpath, the driver's: its class-data
             # archive serves them too (start 8.6-10.0 -> 5.2-7.0 s, 15-17 -> 8.5-12 CPU-s, one worker)
             "SPARK_DAEMON_JAVA_OPTS": f"{driver_java_options()} {os.environ.get('SPARK_DAEMON_JAVA_OPTS', '')}".strip(),
         }
-        log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - handed to the child
+        cmd = [str(spark_home() / "bin" / "spark-class"), *args]
+        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             p = subprocess.Popen(
-                [str(spark_home() / "bin" / "spark-class"), *args],
+                host.command(cmd) if host else cmd,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -67,44 +79,46 @@ class StandaloneCluster:
         finally:
             log.close()
         self.procs.append(p)
+        if host:
+            host.pid = p.pid
         return p
+
+    def _ports(self) -> tuple[int, int]:
+        """The master's port and UI port: Spark's own on a host of its own, free ones on loopback."""
+        return (7077, 8080) if self.master_host else (free_port(), free_port())
 
     def start(self) -> StandaloneCluster:
         # the ports are free when picked, and another process may bind one before the master does;
         # Spark then moves to the next free port (spark.port.maxRetries), so the master's URL and
         # UI are the ports its log says it bound, never the ones asked for
-        self._spawn(
-            "master",
-            [
-                "org.apache.spark.deploy.master.Master",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(free_port()),
-                "--webui-port",
-                str(free_port()),
-            ],
-        )
+        port, ui = self._ports()
+        master = ["org.apache.spark.deploy.master.Master", "--host", self.address, "--port", str(port)]
+        self._spawn("master", [*master, "--webui-port", str(ui)], self.master_host)
         self.port = self._await(lambda: self.bound_port("sparkMaster"), "the master to listen")
         self.ui_port = self._await(lambda: self.bound_port("MasterUI"), "the master's UI to listen")
-        for i in range(self.workers):
-            self._spawn(
-                f"worker-{i}",
-                [
-                    "org.apache.spark.deploy.worker.Worker",
-                    self.master_url,
-                    "--host",
-                    "127.0.0.1",
-                    "--cores",
-                    str(self.cores),
-                    "--memory",
-                    self.memory,
-                    "--webui-port",
-                    str(free_port()),
-                ],
-            )
+        for i in range(1, self.workers + 1):
+            self.start_worker(i, wait=False)
         self._await(lambda: self.registered_workers() >= self.workers, f"{self.workers} workers to register")
         return self
+
+    def start_worker(self, i: int, wait: bool = True) -> None:
+        """Worker ``i`` (from 1) started (again: after it died, it registers anew)."""
+        host = self.worker_hosts[i - 1]
+        before = self.registered_workers()
+        ui = "8081" if host else str(free_port())
+        args = ["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", host.ip if host else "127.0.0.1"]
+        args += ["--cores", str(self.cores), "--memory", self.memory, "--webui-port", ui]
+        self.worker_procs[i] = self._spawn(f"worker-{i}", args, host)
+        if wait:
+            self._await(lambda: self.registered_workers() > before, f"worker {i} to register")
+
+    def kill_worker(self, i: int) -> None:
+        """Worker ``i``'s daemon SIGKILLed, as a host that dies (its executors go with it)."""
+        p = self.worker_procs[i]
+        if p.poll() is None:
+            p.kill()
+            p.wait(15)
+        self.procs.remove(p)
 
     def _master_log(self) -> str:
         log = self.log_dir / "master.log"

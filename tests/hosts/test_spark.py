@@ -2,7 +2,7 @@ import socket
 
 import pytest
 
-from streamscale.experiment import standalone
+from streamscale.hosts import spark as standalone
 from streamscale.ports import free_port, port_open
 
 
