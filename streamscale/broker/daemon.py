@@ -37,7 +37,7 @@ def _pid_is_our_broker(pid: int, properties: str) -> bool:
     return bool(properties) and kafka_server.is_server_cmdline(cmdline, properties)
 
 
-def _running(path: Path, kind, alive):
+def running_state(path: Path, kind, alive):
     """The ``kind`` (BrokerInfo, ClusterInfo) a state file at ``path`` holds, when ``alive`` says it
     still runs; None otherwise, and an unreadable or stale file is removed."""
     if not path.exists():
@@ -54,7 +54,7 @@ def _running(path: Path, kind, alive):
 
 def daemon_status() -> BrokerInfo | None:
     """The running daemon broker, or None (a stale state file is removed)."""
-    return _running(_state_file(), BrokerInfo, lambda i: _pid_is_our_broker(i.pid, i.properties))
+    return running_state(_state_file(), BrokerInfo, lambda i: _pid_is_our_broker(i.pid, i.properties))
 
 
 def daemon_start(
@@ -128,6 +128,13 @@ def _wait_gone(nodes: list[dict], timeout: float) -> bool:
         time.sleep(0.05)
 
 
+def _has_cmdline(pid: int) -> bool:
+    try:
+        return bool(Path(f"/proc/{pid}/cmdline").read_bytes())
+    except OSError:
+        return False
+
+
 def _reap(pid: int) -> bool:
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)
@@ -199,6 +206,7 @@ class ClusterInfo:
     started_at: float = 0.0
     security: str = "plaintext"
     client_config: str = ""  # sasl_ssl: the client properties file (--kafka-config, kcat -F)
+    keeper_pid: int = 0  # the brokers of a cluster of hosts (streamscale.hosts.daemon): its keeper
 
     @property
     def pids(self) -> list[int]:
@@ -214,7 +222,25 @@ def _cluster_file() -> Path:
 
 def cluster_status() -> ClusterInfo | None:
     """The running daemon cluster (some node of it alive), or None (a stale state file is removed)."""
-    return _running(_cluster_file(), ClusterInfo, lambda i: bool(i.alive()))
+    return running_state(_cluster_file(), ClusterInfo, lambda i: bool(i.alive()))
+
+
+def record_cluster(cluster: EmbeddedCluster, keeper_pid: int = 0) -> None:
+    """Write down a running cluster's brokers where every command finds a broker (``keeper_pid``:
+    the process that holds them, which ``cluster_stop`` asks to stop instead)."""
+    info = _cluster_info(cluster)
+    info.keeper_pid = keeper_pid
+    state_dir().mkdir(parents=True, exist_ok=True)
+    _cluster_file().write_text(json.dumps(asdict(info), indent=2))
+
+
+def forget_cluster(keeper_pid: int) -> None:
+    """Remove the record of the brokers ``keeper_pid`` held (another's is left alone)."""
+    try:
+        if json.loads(_cluster_file().read_text()).get("keeper_pid") == keeper_pid:
+            _cluster_file().unlink(missing_ok=True)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _refuse_if_running() -> None:
@@ -270,6 +296,13 @@ def cluster_stop(timeout: float = 30.0) -> ClusterInfo | None:
     info = cluster_status()
     if info is None:
         return None
+    if info.keeper_pid:  # the brokers of a cluster of hosts: its keeper stops them with the hosts
+        os.kill(info.keeper_pid, signal.SIGTERM)
+        deadline = time.monotonic() + 2 * timeout
+        while _has_cmdline(info.keeper_pid) and time.monotonic() < deadline:  # a zombie has none
+            time.sleep(0.1)
+        _reap(info.keeper_pid)
+        return info
     alive = info.alive()
     for n in alive:  # storage that is removed needs no clean shutdown (see EmbeddedCluster.stop)
         os.kill(n["pid"], signal.SIGKILL if info.temporary else signal.SIGTERM)

@@ -39,6 +39,10 @@ topo_app = typer.Typer(no_args_is_help=True, help="Pipeline topologies: logical 
 root.add_typer(topo_app, name="topology")
 bench_app = typer.Typer(no_args_is_help=True, help="Scalability benchmarks (Theodolite method) from YAML specs.")
 root.add_typer(bench_app, name="benchmark")
+cluster_app = typer.Typer(
+    no_args_is_help=True, help="A Spark and a Kafka cluster on hosts of their own on this machine (root only)."
+)
+root.add_typer(cluster_app, name="cluster")
 
 BOOTSTRAP_HELP = (
     "Kafka bootstrap servers of an external cluster (default: $STREAMSCALE_BOOTSTRAP_SERVERS, "

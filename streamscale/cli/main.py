@@ -2,7 +2,7 @@
 
 # the order of registration is the order of `streamscale --help`
 # isort: off
-from streamscale.cli import loadgen, doctor, benchmark, broker, autoscale, reliability, topology  # noqa: F401
+from streamscale.cli import loadgen, doctor, benchmark, broker, cluster, autoscale, reliability, topology  # noqa: F401
 # isort: on
 
 from streamscale.cli.app import app, register, root

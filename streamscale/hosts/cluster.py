@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from streamscale.errors import ClusterError, StreamscaleError
-from streamscale.hosts.host import Host, under_tmp
+from streamscale.hosts.host import Host, running, under_tmp
 from streamscale.hosts.spark import StandaloneCluster
 from streamscale.processes import remove_at_exit
 
@@ -197,17 +197,9 @@ class HostsCluster:
         """Each host's role, name, address, process, CPUs and state."""
         out = []
         for h in self.hosts:
-            alive = h.pid is not None and _running(h.pid)
+            alive = h.pid is not None and running(h.pid)
             out.append({**h.describe(), "state": "running" if alive else "down"})
         return out
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def _installed() -> list[Path]:
