@@ -450,7 +450,7 @@ def _ends_runner(plan: Plan, runner: ExperimentRunner) -> ExperimentRunner | Non
     other = ExperimentRunner(
         ends, runner.out_dir, runner.bootstrap, runner.sessions, runner.broker_pids, runner.replication_factor
     )
-    other.watch, other.preflown = runner.watch, True
+    other.watch, other.preflown, other.executor_parents = runner.watch, True, runner.executor_parents
     return other
 
 
@@ -493,16 +493,17 @@ def run_execution(
     with ExitStack() as stack:
         if bootstrap is None and properties is None:  # the section (the environment is the CLI's)
             bootstrap, properties = build_connection(section=spec.kafka_section(), use_env=False)
+        plan, bootstrap, broker_pids, workers = _on_hosts(stack, plan, out_dir, bootstrap, broker_pids)
         embedded = bootstrap is None
         if embedded:
             broker = stack.enter_context(embedded_kafka(spec, out_dir / "logs"))
             bootstrap, broker_pids = broker.connection, broker.pids()
         conn = KafkaConnection.of(bootstrap, properties)
-        note = short_for_windows(plan)
-        if note:
+        if note := short_for_windows(plan):
             console.print(f"note: {note}", highlight=False)
         factor = spec.replication_factor(embedded)
         runner = ExperimentRunner(plan.search(), out_dir, conn, sessions, broker_pids, factor)
+        runner.executor_parents = workers
         if embedded:
             from streamscale.benchmark.faults import BrokerWatch
 
@@ -523,6 +524,21 @@ def run_execution(
     return summary
 
 
+def _on_hosts(stack, plan: Plan, out_dir: Path, bootstrap, broker_pids) -> tuple:
+    """A spec's ``cluster:`` entered on ``stack``: (the plan on its master and shared folder, its
+    brokers, their processes, its workers' daemons); without one, what was given and no workers."""
+    from streamscale.benchmark.setting import hosts_cluster
+
+    if plan.spec.cluster is None:
+        return plan, bootstrap, broker_pids, ()
+    if bootstrap is not None:
+        raise ConfigError("cluster: brings its own brokers; leave out -b and $STREAMSCALE_BOOTSTRAP_SERVERS")
+    hosts = stack.enter_context(hosts_cluster(plan.spec, out_dir / "logs" / "hosts"))
+    console.print(f"on {hosts.said}", highlight=False)
+    plan = plan.on_cluster(hosts.master, str(Path(hosts.shared) / "checkpoints"))
+    return plan, hosts.bootstrap, hosts.broker_pids, hosts.worker_pids
+
+
 def _environment(spec: Spec, conn: KafkaConnection, embedded: bool, replication_factor: int) -> dict:
     """What environment.json says of an execution: versions, machine, broker, topics, security."""
     from streamscale.benchmark.environment import environment
@@ -535,4 +551,8 @@ def _environment(spec: Spec, conn: KafkaConnection, embedded: bool, replication_
     env["security"] = f"{protocol} ({mechanism})" if mechanism else protocol
     if embedded and spec.broker.brokers > 1:
         env["broker"] = f"embedded cluster of {spec.broker.brokers} nodes: " + env["broker"]
+    if spec.cluster is not None:
+        c = spec.cluster
+        env["broker"] = f"{c.brokers} brokers on hosts of their own at {conn.bootstrap}"
+        env["spark_master"] = f"a master and {c.workers} workers of {c.worker_cores} cores, each on a host of its own"
     return env

@@ -79,11 +79,12 @@ class ExperimentRunner:
             sessions=self.sessions,
             replication_factor=self.replication_factor,
             topic_config=spec.benchmark.topics.config(),
-            checkpoint_root=spec.execution.checkpoint_dir,
+            checkpoint_root=self.plan.checkpoint_root,
         )
         self.watch = None  # the embedded Kafka's BrokerWatch (streamscale.benchmark.faults), if embedded
         self.looks = None  # the running experiment's Looks, when it is looked at as it goes (judge)
         self.preflown = False  # every other configuration checked in a run's session before its load
+        self.executor_parents: tuple = ()  # a cluster's worker daemons here: their executors' CPU counts
 
     def close(self) -> None:
         """Stop a session the runner kept (its own sessions only)."""
@@ -214,7 +215,13 @@ class ExperimentRunner:
         pids = self.watch.pids() if self.watch is not None else self.broker_pids  # a node started again
         preflight = () if self.preflown else self.plan.preflight(point.config)
         self.preflown = True
-        context = dataclasses.replace(self.context, on_lag=on_lag, broker_pids=tuple(pids), preflight=preflight)
+        context = dataclasses.replace(
+            self.context,
+            on_lag=on_lag,
+            broker_pids=tuple(pids),
+            preflight=preflight,
+            executor_parents=self.executor_parents,
+        )
         return run_sut(workload, Placement(point.master, self.plan.session_conf(point), point.cpus), policy, context)
 
     def _write_lag(self, res: ExperimentResult, r, trend) -> None:

@@ -53,6 +53,20 @@ class Plan:
     resource: ResourceDimension
     configs: dict[str, tuple[dict, dict]] = field(default_factory=dict)  # name: (Spark settings, parameters)
     _drivers: dict = field(default_factory=dict, compare=False, repr=False)  # master: its driver settings
+    shared_checkpoints: str | None = None  # on a cluster of hosts: the folder every host mounts
+
+    @property
+    def checkpoint_root(self) -> str | None:
+        """Where each run's checkpoint goes: the spec's checkpoint_dir, else a cluster's shared
+        folder, else (None) a temporary folder of the driver's."""
+        return self.spec.execution.checkpoint_dir or self.shared_checkpoints
+
+    def on_cluster(self, master: str, shared: str) -> Plan:
+        """This plan run on a cluster of hosts whose master is ``master`` and whose shared folder is
+        ``shared`` (known once the cluster runs)."""
+        from dataclasses import replace
+
+        return replace(self, resource=replace(self.resource, master=master), shared_checkpoints=shared, _drivers={})
 
     @property
     def axes(self) -> Axes:
@@ -67,7 +81,7 @@ class Plan:
             return self
         slos = ex.slos.model_copy(update={"lag_trend_threshold": ex.search_threshold})
         spec = self.spec.model_copy(update={"execution": ex.model_copy(update={"slos": slos})})
-        return Plan(spec, self.load, self.resource, self.configs)
+        return Plan(spec, self.load, self.resource, self.configs, shared_checkpoints=self.shared_checkpoints)
 
     @property
     def probed(self) -> bool:
@@ -87,7 +101,13 @@ class Plan:
         execution as :func:`streamscale.benchmark.confirm.long_execution` says."""
         from streamscale.benchmark.confirm import long_execution
 
-        return Plan(long_execution(self.spec), self.load, self.resource, self.configs)
+        return Plan(
+            long_execution(self.spec),
+            self.load,
+            self.resource,
+            self.configs,
+            shared_checkpoints=self.shared_checkpoints,
+        )
 
     def point(self, load: float, resources: int, config: str = "") -> Point:
         from streamscale.pipelines import PIPELINES, Pipeline, make_pipeline

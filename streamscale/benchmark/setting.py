@@ -5,8 +5,12 @@ another broker)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+from streamscale import terminal
 from streamscale.benchmark.plan import Plan
 from streamscale.benchmark.spec import Spec
 from streamscale.errors import ConfigError
@@ -74,3 +78,45 @@ def embedded_kafka(spec: Spec, log_dir: Path):
     if spec.broker.brokers > 1:
         return EmbeddedCluster(spec.broker.brokers, log_dir=log_dir, security=spec.broker.security)
     return EmbeddedBroker(log_dir=log_dir, security=spec.broker.security)
+
+
+@dataclass(frozen=True)
+class OnHosts:
+    """Where a run on a cluster of hosts finds it."""
+
+    master: str
+    bootstrap: str
+    shared: str
+    broker_pids: list[int]
+    said: str
+    worker_pids: tuple = ()  # the workers' daemons, whose descendants are the executors
+
+
+@contextmanager
+def hosts_cluster(spec: Spec, log_dir: Path) -> Iterator[OnHosts]:
+    """The cluster of hosts a spec's ``cluster:`` asks for: the one `streamscale cluster start` left
+    running (it must have that shape), else one started here and stopped when the block ends."""
+    from streamscale.hosts.cluster import HostsCluster
+    from streamscale.hosts.daemon import hosts_status
+
+    c = spec.cluster
+    shape = (c.workers, c.worker_cores, c.brokers)
+    running = hosts_status()
+    if running is not None:
+        if running.shape() != shape:
+            raise ConfigError(
+                f"cluster: asks for {c.workers} workers of {c.worker_cores} cores and {c.brokers} brokers; the "
+                f"cluster running has {running.workers} of {running.worker_cores} and {running.brokers}: match it, "
+                "or stop it (`streamscale cluster stop`)"
+            )
+        workers = tuple(h["pid"] for h in running.hosts if h["role"] == "worker" and h["pid"])
+        said = "the cluster `streamscale cluster start` started"
+        yield OnHosts(running.master_url, running.bootstrap, running.shared, [], said, workers)
+        return
+    terminal.console().print(
+        f"starting a Spark master, {c.workers} workers and {c.brokers} brokers on hosts of their own …"
+    )
+    with HostsCluster(c.workers, c.worker_cores, c.brokers, log_dir, c.worker_memory) as hosts:
+        said = f"hosts of their own, started in {hosts.started_s:.0f} s (master {hosts.master_url})"
+        workers = tuple(h.pid for h in hosts.role("worker"))
+        yield OnHosts(hosts.master_url, hosts.bootstrap, str(hosts.shared), hosts.kafka.pids(), said, workers)

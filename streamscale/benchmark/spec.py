@@ -485,13 +485,24 @@ class ExecutionSpec(StrictModel):
         if master_host(master) is None or on_loopback(master):
             return
         folder = self.checkpoint_dir is None or local_folder(self.checkpoint_dir) is not None
-        if folder and not self.checkpoint_shared:
+        if folder and not self.checkpoint_shared and not self._in_shared_folder():
             where = "a temporary folder on the driver" if self.checkpoint_dir is None else self.checkpoint_dir
             raise ValueError(
                 f"master {self.master}: each run's checkpoint would be {where}, which executors on other hosts "
                 "cannot write: set execution.checkpoint_dir to storage every host reads (hdfs://..., s3a://...), or "
                 "to a folder every host mounts with checkpoint_shared: true"
             )
+
+    def _in_shared_folder(self) -> bool:
+        """Whether the master is a running cluster of hosts (`streamscale cluster start`) and the
+        checkpoint its default or under its shared folder, which every host mounts."""
+        from streamscale.hosts.daemon import shared_folder_of
+        from streamscale.pipelines.run import local_folder
+
+        shared = shared_folder_of(self.master)
+        if shared is None:
+            return False
+        return self.checkpoint_dir is None or Path(local_folder(self.checkpoint_dir)).is_relative_to(shared)
 
     def _check_kubernetes(self) -> None:
         """A Kubernetes master needs the image its executors run, in the spec's or every
@@ -515,8 +526,6 @@ class ExecutionSpec(StrictModel):
                 f"max_duration_s ({self.max_duration_s:g}) must be at least duration_s ({self.duration_s:g}): a run "
                 "goes on past duration_s only while it is undecided"
             )
-        if RESOURCES[self.resources.type].needs_master and not self.master:
-            raise ValueError(f"resource type '{self.resources.type}' needs a master (spark://host:port or k8s://...)")
         if self.master and not self.master.startswith(("spark://", "k8s://", "local")):
             raise ValueError(f"master '{self.master}': use local[k], spark://host:port or k8s://https://host:port")
         if self.resources.type == "cores" and self.master and not self.master.startswith("local"):
@@ -580,19 +589,61 @@ class ExecutionSpec(StrictModel):
         return float(self.min_duration_s)
 
 
+class ClusterSection(StrictModel):
+    """A Spark and a Kafka cluster on hosts of their own on this machine (root only): a master,
+    ``workers`` workers of ``worker_cores`` cores each on its own CPUs, ``brokers`` brokers; the one
+    `streamscale cluster start` left running where it has this shape, else one started for the run."""
+
+    workers: int = Field(
+        2, ge=1, le=16, description="Spark workers, each on a host of its own: at most one executor each"
+    )
+    worker_cores: int = Field(1, ge=1, description="cores of each worker (its own CPUs)")
+    brokers: int = Field(3, ge=1, le=9, description="Kafka brokers, each on a host of its own")
+    worker_memory: str = Field("1g", description="memory each worker offers its executor")
+
+
 class Spec(StrictModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     benchmark: BenchmarkSpec
     execution: ExecutionSpec
     kafka: KafkaSection = Field(default_factory=KafkaSection)
     broker: BrokerSection = Field(default_factory=BrokerSection)
+    cluster: ClusterSection | None = Field(
+        None, description="run on a Spark and a Kafka cluster on hosts of their own here (root only)"
+    )
 
     def replication_factor(self, embedded: bool) -> int:
         """The topics' replicas: as the spec says, else up to 3 on an embedded cluster, else 1."""
         given = self.benchmark.topics.replication_factor
         if given is not None:
             return given
-        return min(3, self.broker.brokers) if embedded else 1
+        brokers = self.cluster.brokers if self.cluster else self.broker.brokers
+        return min(3, brokers) if embedded or self.cluster else 1
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_master(cls, data):
+        """A cluster's own master refuses another before the execution's rules judge that one."""
+        if isinstance(data, dict) and data.get("cluster") is not None and isinstance(data.get("execution"), dict):
+            master = data["execution"].get("master")
+            if master:
+                raise ValueError(f"cluster: starts its own Spark master; leave out execution.master ({master})")
+        return data
+
+    @model_validator(mode="after")
+    def _where_it_runs(self):
+        ex = self.execution
+        if self.cluster is None:
+            if RESOURCES[ex.resources.type].needs_master and not ex.master:
+                raise ValueError(
+                    f"resource type '{ex.resources.type}' needs a master (spark://host:port or k8s://...) or a "
+                    "cluster: on hosts of their own"
+                )
+            return self
+        refused = cluster_refusal(self)
+        if refused:
+            raise ValueError(refused)
+        return self
 
     def kafka_section(self) -> dict:
         """The spec's Kafka connection section (kafka.bootstrap_servers, else execution.bootstrap_servers)."""
@@ -657,6 +708,39 @@ class Spec(StrictModel):
         if self.execution.slos.latency_p95_ms is not None and sut == "uc1":
             raise ValueError("slos.latency_p95_ms: UC1 writes no windows, so it has no output latency to judge")
         return self
+
+
+def cluster_refusal(spec: Spec) -> str | None:
+    """Why a spec's ``cluster:`` cannot be, in one line (None: it can)."""
+    ex, c = spec.execution, spec.cluster
+    if "broker" in spec.model_fields_set:
+        return "cluster: brings its own brokers (cluster.brokers); leave out broker:"
+    if spec.kafka.bootstrap_servers or ex.bootstrap_servers:
+        return "cluster: brings its own brokers; leave out kafka.bootstrap_servers"
+    if ex.resources.type != "executors":
+        return (
+            f"resources: {ex.resources.type} on a cluster: a cluster's resource is its executors "
+            "(resources: {type: executors, values: [...]})"
+        )
+    if max(ex.resources.values) > c.workers:
+        return (
+            f"resources: {max(ex.resources.values):g} executors on a cluster of {c.workers} workers: each executor "
+            "runs on a worker of its own; raise cluster.workers or lower the values"
+        )
+    if ex.executor_cores > c.worker_cores:
+        return f"executor_cores {ex.executor_cores} exceeds cluster.worker_cores {c.worker_cores}"
+    if ex.checkpoint_dir is not None and _is_folder(ex.checkpoint_dir) and not ex.checkpoint_shared:
+        return (
+            f"checkpoint_dir {ex.checkpoint_dir} on a cluster: leave it out (the cluster's shared folder), or give "
+            "storage every host reads (hdfs://..., s3a://...)"
+        )
+    return None
+
+
+def _is_folder(uri: str) -> bool:
+    from streamscale.pipelines.run import local_folder
+
+    return local_folder(uri) is not None
 
 
 def load_spec(path: str | Path) -> Spec:

@@ -101,14 +101,24 @@ class CpuMeter:
     """CPU taken by the Spark application's process tree and the broker's processes between
     ``start()`` and ``stop()``."""
 
-    def __init__(self, spark_pid: int | None, broker_pids: list[int] | None = None):
+    def __init__(self, spark_pid: int | None, broker_pids: list[int] | None = None, executor_parents=()):
+        """``executor_parents``: a cluster's worker daemons here (hosts of their own), whose
+        descendants are the application's executors and their Python workers: counted with it."""
         self.spark_pid = spark_pid
         self.broker_pids = list(broker_pids or [])
+        self.executor_parents = list(executor_parents)
         self._t0 = 0.0
+
+    def _spark_cpu(self) -> dict[int, float]:
+        """CPU seconds so far of the driver's process tree and of each worker's descendants."""
+        out = tree_cpu(self.spark_pid)
+        for parent in self.executor_parents:
+            out.update({pid: s for pid, s in tree_cpu(parent).items() if pid != parent})
+        return out
 
     def start(self) -> CpuMeter:
         self._t0 = time.monotonic()
-        self._spark = tree_cpu(self.spark_pid)
+        self._spark = self._spark_cpu()
         self._broker = {p: cpu_seconds(p) for p in self.broker_pids}
         self._steal = steal_ticks()
         return self
@@ -117,7 +127,7 @@ class CpuMeter:
         wall = time.monotonic() - self._t0
         if wall <= 0:
             return Share()
-        spark = tree_cpu(self.spark_pid)
+        spark = self._spark_cpu()
         # a process started during the run counts from 0; one that ended is lost (Spark reuses its
         # Python workers, so few end)
         spark_s = sum(s - self._spark.get(pid, 0.0) for pid, s in spark.items()) if spark else float("nan")

@@ -193,6 +193,9 @@ class Context:
     # where the query's checkpoint goes (a folder or Hadoop URI every host of a cluster reads:
     # streamscale.pipelines.run.run_checkpoint); None: a temporary folder on the driver
     checkpoint_root: str | None = None
+    # a cluster's worker daemons on this machine (hosts of their own): their descendants, the
+    # executors, count in the run's Spark CPU
+    executor_parents: tuple = ()
 
 
 def run_sut(
@@ -299,7 +302,7 @@ class SutRun:
         )
         self.sampler = LagSampler(self.bootstrap, self.group, self.lag_topic, on_sample=self.ctx.on_lag).start()
         self.ticks0 = machine_ticks()
-        self.meter = CpuMeter(jvm_pid(spark), list(self.ctx.broker_pids)).start()
+        self.meter = CpuMeter(jvm_pid(spark), list(self.ctx.broker_pids), self.ctx.executor_parents).start()
         self.spark = spark
 
     def generators(self):

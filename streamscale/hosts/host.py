@@ -24,6 +24,11 @@ exec "$@"
 """
 
 
+# where a host sets the machine's /tmp aside: an empty folder outside /tmp (the host's own folders
+# may lie under /tmp), mounted on in each host's namespace only
+ASIDE = Path("/run/streamscale-tmp-aside")
+
+
 def under_tmp(paths) -> list[str]:
     """Of ``paths``, the ones under /tmp, relative to it: what a host must still see there."""
     tmp, out = Path("/tmp").resolve(), []
@@ -51,7 +56,7 @@ class Host:
 
     def prepare(self) -> Host:
         self.tmp.mkdir(parents=True, exist_ok=True)
-        (self.folder / "machine-tmp").mkdir(exist_ok=True)
+        ASIDE.mkdir(parents=True, exist_ok=True)
         return self
 
     def command(self, args: list[str]) -> list[str]:
@@ -60,7 +65,7 @@ class Host:
         return [
             *("ip", "netns", "exec", self.netns),
             *("unshare", "--mount", "--propagation", "private"),
-            *("sh", "-c", _PRIVATE_TMP, "host", str(self.folder / "machine-tmp"), str(self.tmp), *self.visible, "--"),
+            *("sh", "-c", _PRIVATE_TMP, "host", str(ASIDE), str(self.tmp), *self.visible, "--"),
             *pinned,
             *args,
         ]
@@ -70,6 +75,7 @@ class Host:
             "role": self.role,
             "name": self.name,
             "address": self.ip,
+            "netns": self.netns,
             "pid": self.pid,
             "cpus": ",".join(map(str, self.cpus)) or "any",
         }
