@@ -194,7 +194,8 @@ class Execution:
         r = self._run_once(load, res, rep, "run again" if of is None else f"repetition {rep + 1}/{of}")
         if r.fault and rep < FAULT_REP:
             if (float(load), int(res), FAULT_REP + rep, self.config) not in self.done:
-                console.print("  a broker fault made it invalid: run again once every node is up")
+                what = "a host's" if "host of the cluster" in r.fault else "a broker"
+                console.print(f"  {what} fault made it invalid: run again once every node is up")
             return self._run_once(load, res, FAULT_REP + rep, "run again")
         return r
 
@@ -493,7 +494,7 @@ def run_execution(
     with ExitStack() as stack:
         if bootstrap is None and properties is None:  # the section (the environment is the CLI's)
             bootstrap, properties = build_connection(section=spec.kafka_section(), use_env=False)
-        plan, bootstrap, broker_pids, workers = _on_hosts(stack, plan, out_dir, bootstrap, broker_pids)
+        plan, bootstrap, broker_pids, hosts = _on_hosts(stack, plan, out_dir, bootstrap, broker_pids)
         embedded = bootstrap is None
         if embedded:
             broker = stack.enter_context(embedded_kafka(spec, out_dir / "logs"))
@@ -503,11 +504,7 @@ def run_execution(
             console.print(f"note: {note}", highlight=False)
         factor = spec.replication_factor(embedded)
         runner = ExperimentRunner(plan.search(), out_dir, conn, sessions, broker_pids, factor)
-        runner.executor_parents = workers
-        if embedded:
-            from streamscale.benchmark.faults import BrokerWatch
-
-            runner.watch = BrokerWatch(broker)
+        runner.executor_parents, runner.watch = hosts.worker_pids if hosts else (), _watch(hosts, embedded and broker)
         ends = _ends_runner(plan, runner)
         stack.callback(runner.close)  # a kept session stops before the broker it reads
         # the execution takes the one its spec decides the ends with (long runs or runs under the SLO)
@@ -526,17 +523,29 @@ def run_execution(
 
 def _on_hosts(stack, plan: Plan, out_dir: Path, bootstrap, broker_pids) -> tuple:
     """A spec's ``cluster:`` entered on ``stack``: (the plan on its master and shared folder, its
-    brokers, their processes, its workers' daemons); without one, what was given and no workers."""
+    brokers, their processes, the hosts: streamscale.benchmark.setting.OnHosts); without one, what
+    was given and None."""
     from streamscale.benchmark.setting import hosts_cluster
 
     if plan.spec.cluster is None:
-        return plan, bootstrap, broker_pids, ()
+        return plan, bootstrap, broker_pids, None
     if bootstrap is not None:
         raise ConfigError("cluster: brings its own brokers; leave out -b and $STREAMSCALE_BOOTSTRAP_SERVERS")
     hosts = stack.enter_context(hosts_cluster(plan.spec, out_dir / "logs" / "hosts"))
     console.print(f"on {hosts.said}", highlight=False)
     plan = plan.on_cluster(hosts.master, str(Path(hosts.shared) / "checkpoints"))
-    return plan, hosts.bootstrap, hosts.broker_pids, hosts.worker_pids
+    return plan, hosts.bootstrap, hosts.broker_pids, hosts
+
+
+def _watch(hosts, broker):
+    """What watches a run's brokers and hosts for a fault: the embedded Kafka's, or the hosts this
+    execution started (a cluster `cluster start` started is not watched: a lost executor is seen in
+    Spark's list); None."""
+    from streamscale.benchmark.faults import BrokerWatch, HostsWatch
+
+    if hosts is not None:
+        return HostsWatch(hosts.started) if hosts.started is not None else None
+    return BrokerWatch(broker) if broker else None
 
 
 def _environment(spec: Spec, conn: KafkaConnection, embedded: bool, replication_factor: int) -> dict:

@@ -156,7 +156,8 @@ class ExperimentRunner:
         if started:
             from streamscale import terminal
 
-            terminal.console().print(f"  {' and '.join(started)} of the embedded broker started again", highlight=False)
+            where = getattr(self.watch, "where", "of the embedded broker")
+            terminal.console().print(f"  {' and '.join(started)} {where} started again", highlight=False)
 
     def _confidence(self, ran_s: float) -> float:
         """The lag verdict's confidence: a run stopped at a look, that look's; one that went the

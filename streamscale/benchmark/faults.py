@@ -60,3 +60,38 @@ class BrokerWatch:
 
     def pids(self) -> list[int]:
         return list(self.kafka.pids())
+
+
+class HostsWatch(BrokerWatch):
+    """Watches a :class:`~streamscale.hosts.cluster.HostsCluster` a run started: its brokers as
+    :class:`BrokerWatch` does, and its Spark workers, each a host whose death (and its executor's)
+    makes the run invalid, naming the host; every host is up again before the next run."""
+
+    where = "of the cluster's hosts"  # what the run line says was started again
+
+    def __init__(self, hosts):
+        super().__init__(hosts.kafka)
+        self.hosts = hosts
+
+    def dead(self) -> list[str]:
+        out = super().dead()
+        for i in self.hosts.dead_workers():
+            host = self.hosts.role("worker")[i - 1]
+            proc = self.hosts.spark.worker_procs[i]
+            out.append(f"{host.name} at {host.ip} (pid {proc.pid}, exit {proc.returncode})")
+        return out
+
+    def fault(self) -> str:
+        dead = self.dead()
+        if not dead:
+            return ""
+        return f"a host of the cluster died during the run (its executors with it): {', '.join(dead)}"
+
+    def restore(self) -> list[str]:
+        """The workers that died started again (each registers with the master, and the running
+        application gets its executor back), then the brokers; the names of those started."""
+        started = []
+        for i in self.hosts.dead_workers():
+            self.hosts.start_worker(i)
+            started.append(self.hosts.role("worker")[i - 1].name)
+        return started + super().restore()

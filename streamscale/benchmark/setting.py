@@ -90,6 +90,7 @@ class OnHosts:
     broker_pids: list[int]
     said: str
     worker_pids: tuple = ()  # the workers' daemons, whose descendants are the executors
+    started: object = None  # the HostsCluster this run started (None: `cluster start`'s): watched
 
 
 @contextmanager
@@ -119,4 +120,4 @@ def hosts_cluster(spec: Spec, log_dir: Path) -> Iterator[OnHosts]:
     with HostsCluster(c.workers, c.worker_cores, c.brokers, log_dir, c.worker_memory) as hosts:
         said = f"hosts of their own, started in {hosts.started_s:.0f} s (master {hosts.master_url})"
         workers = tuple(h.pid for h in hosts.role("worker"))
-        yield OnHosts(hosts.master_url, hosts.bootstrap, str(hosts.shared), hosts.kafka.pids(), said, workers)
+        yield OnHosts(hosts.master_url, hosts.bootstrap, str(hosts.shared), hosts.kafka.pids(), said, workers, hosts)

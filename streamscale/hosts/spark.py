@@ -104,6 +104,9 @@ class StandaloneCluster:
     def start_worker(self, i: int, wait: bool = True) -> None:
         """Worker ``i`` (from 1) started (again: after it died, it registers anew)."""
         host = self.worker_hosts[i - 1]
+        gone = self.worker_procs.get(i)
+        if gone is not None and gone.poll() is not None and gone in self.procs:  # died: not waited on
+            self.procs.remove(gone)
         before = self.registered_workers()
         ui = "8081" if host else str(free_port())
         args = ["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", host.ip if host else "127.0.0.1"]

@@ -201,3 +201,44 @@ def test_a_node_killed_during_a_benchmark_run_makes_it_invalid_and_the_next_runs
     assert "each run again: load10000_res1_rep0" in summary["answer"]["sentence"]
     assert json.loads((tmp_path / "summary.json").read_text())["fault_experiments"] == ["load10000_res1_rep0"]
     assert all(not n.alive() for n in clusters[0].nodes.values())  # and nothing left running
+
+
+class FakeHosts:
+    """A cluster of hosts' faces the watch reads: its brokers, its workers' daemons and hosts."""
+
+    class Worker:
+        def __init__(self, name, ip):
+            self.name, self.ip = name, ip
+
+    def __init__(self):
+        self.kafka = FakeCluster()
+        self.spark = type("Spark", (), {})()
+        self.spark.worker_procs = {1: Proc(21), 2: Proc(22)}
+        self.workers = [self.Worker("worker-1", "10.9.8.12"), self.Worker("worker-2", "10.9.8.13")]
+        self.started: list[int] = []
+
+    def role(self, role):
+        assert role == "worker"
+        return self.workers
+
+    def dead_workers(self):
+        return [i for i, p in self.spark.worker_procs.items() if p.poll() is not None]
+
+    def start_worker(self, i):
+        self.started.append(i)
+        self.spark.worker_procs[i] = Proc(200 + i)
+
+
+def test_the_hosts_watch_names_the_worker_host_that_died_and_starts_it_again():
+    from streamscale.benchmark.faults import HostsWatch
+
+    hosts = FakeHosts()
+    watch = HostsWatch(hosts)
+    assert (watch.dead(), watch.fault(), watch.restore()) == ([], "", [])
+    hosts.spark.worker_procs[2].returncode = -9
+    assert watch.fault() == (
+        "a host of the cluster died during the run (its executors with it): worker-2 at 10.9.8.13 (pid 22, exit -9)"
+    )
+    assert watch.restore() == ["worker-2"] and hosts.started == [2] and watch.dead() == []
+    hosts.kafka.nodes[0].proc.returncode = -9  # a broker host: as an embedded cluster's node
+    assert watch.dead() == ["node 0 (pid 10, exit -9)"] and watch.restore() == ["node 0"]
