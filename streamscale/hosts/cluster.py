@@ -111,6 +111,7 @@ class HostsCluster:
             self.kafka = EmbeddedCluster(
                 self.brokers, log_dir=self.log_dir, data_dir=self.root / "kafka", hosts=self.role("broker")
             )
+            self.kafka.keep_data = False  # its storage goes with the hosts: no clean shutdown needed (SIGKILL)
             self.kafka.start()
             for host, node in zip(self.role("broker"), self.kafka.nodes.values(), strict=True):
                 host.pid = node.proc.pid
