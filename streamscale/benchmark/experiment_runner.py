@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from streamscale.benchmark.faults import Recovery
 from streamscale.benchmark.outcome import Speeds, first_look_s, judged, looking
 from streamscale.benchmark.plan import Plan, Point, as_plan
 from streamscale.benchmark.results import ExperimentResult, exp_id
@@ -85,6 +86,7 @@ class ExperimentRunner:
         self.looks = None  # the running experiment's Looks, when it is looked at as it goes (judge)
         self.preflown = False  # every other configuration checked in a run's session before its load
         self.executor_parents: tuple = ()  # a cluster's worker daemons here: their executors' CPU counts
+        self.recovery = None  # the running experiment's Recovery, on a cluster of hosts it watches
 
     def close(self) -> None:
         """Stop a session the runner kept (its own sessions only)."""
@@ -144,6 +146,8 @@ class ExperimentRunner:
         speeds = Speeds(self.reference_speed, speed_before, calibration_speed())
         res, obs = judged(spec, point, repetition, r, speeds, self._confidence(r.ran_s or spec.execution.duration_s))
         res.executors = said(ran)
+        if fault and self.recovery is not None and self.recovery.said():
+            res.recovery_s, fault = self.recovery.recovery_s, f"{fault}; {self.recovery.said()}"
         self._write_lag(res, r, obs.trend)
         prometheus.experiments_total.labels(res.verdict).inc()  # pass, fail, undecided or invalid
         return faulted(res, fault) if fault else res
@@ -174,7 +178,11 @@ class ExperimentRunner:
 
         ex = self.spec.execution
         judge = self.judge(point) if ex.judged_as_it_goes else None  # sets self.looks
-        if judge is not None and self.watch is not None:
+        self.recovery = None
+        if judge is not None and getattr(self.watch, "recovers", False):
+            # a host that died: the run goes on to see the job recover (it is invalid all the same)
+            judge = self.recovery = Recovery(judge, self.watch, ex.warmup_s)
+        elif judge is not None and self.watch is not None:
             # a node that died decides the run at its next look: what follows measures the fault
             judge = _stopping_on_fault(judge, self.watch)
         first = self.looks.first_s if judge is not None else None

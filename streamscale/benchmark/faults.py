@@ -9,7 +9,12 @@ gone with it), so the execution stops there with one line; it resumes when run a
 
 from __future__ import annotations
 
+import math
+import time
+
 from streamscale.errors import BrokerError
+
+RECOVERY_S = 60.0  # how long a run goes on past a host's fault to see the job recover
 
 
 class BrokerWatch:
@@ -68,6 +73,7 @@ class HostsWatch(BrokerWatch):
     makes the run invalid, naming the host; every host is up again before the next run."""
 
     where = "of the cluster's hosts"  # what the run line says was started again
+    recovers = True  # a run goes on past a host's fault to see the job recover (Recovery)
 
     def __init__(self, hosts):
         super().__init__(hosts.kafka)
@@ -95,3 +101,48 @@ class HostsWatch(BrokerWatch):
             self.hosts.start_worker(i)
             started.append(self.hosts.role("worker")[i - 1].name)
         return started + super().restore()
+
+
+class Recovery:
+    """A judged run's looks on a cluster of hosts: until a host dies, the run's own judge; from the
+    look that first sees the fault on, the run goes on (up to :data:`RECOVERY_S` past it: its
+    ``holds_until``) until the lag after a commit is back at or below the highest it was after a
+    commit between the warm-up and the fault: ``recovery_s`` is how long that took (inf: not within
+    RECOVERY_S; NaN: no fault was seen, or no commit before it to compare with)."""
+
+    def __init__(self, judge, watch, warmup_s: float):
+        self.judge, self.watch, self.warmup_s = judge, watch, warmup_s
+        self.fault_s: float | None = None  # when the fault was seen, s since the lag sampler's start
+        self.ceiling: float | None = None
+        self.holds_until = 0.0  # monotonic: the run goes on at least until then
+        self.recovery_s = float("nan")
+
+    def __call__(self, lag, batches, t0_wall, topic) -> bool:
+        from streamscale.experiment.slo import batch_boundary_lags
+
+        if self.fault_s is None:
+            if not self.watch.dead():
+                return self.judge(lag, batches, t0_wall, topic)
+            self.fault_s = time.time() - t0_wall
+            self.holds_until = time.monotonic() + RECOVERY_S
+            before = [(t, v) for t, v in zip(*batch_boundary_lags(batches, lag, t0_wall, topic)) if t <= self.fault_s]
+            steady = [v for t, v in before if t >= self.warmup_s] or [v for _, v in before]
+            self.ceiling = max(steady) if steady else None
+            return self.ceiling is None  # nothing to recover to: the run ends, as at any fault
+        commits = zip(*batch_boundary_lags(batches, lag, t0_wall, topic))
+        back = [t for t, v in commits if t > self.fault_s and v <= self.ceiling]
+        if back:
+            self.recovery_s = round(back[0] - self.fault_s, 1)
+            return True
+        if time.monotonic() >= self.holds_until:
+            self.recovery_s = math.inf
+            return True
+        return False
+
+    def said(self) -> str:
+        """The recovery as the run's fault says it ("" without one)."""
+        if self.fault_s is None or math.isnan(self.recovery_s):
+            return ""
+        if math.isinf(self.recovery_s):
+            return f"the lag not recovered within {RECOVERY_S:.0f} s"
+        return f"the lag recovered in {self.recovery_s:g} s"

@@ -101,6 +101,9 @@ class ExperimentResult:
     stop_rule: str = STOP_RULE  # when the run stopped (see STOP_RULE); "" in rows of an older streamscale
     slo_verdicts: str = ""  # each SLO checker's verdict, "name=verdict" apart by spaces (streamscale.benchmark.slos)
     executors: str = ""  # on a cluster: the live executors Spark listed, "id@host (n cores)" apart by "; "
+    # a host that died in the run: seconds from when the fault was seen until the lag after a commit
+    # was back at or below its maximum before it (inf: not within RECOVERY_S; NaN: no such fault)
+    recovery_s: float = float("nan")
 
     def __post_init__(self):
         if not self.verdict:  # a row of an older streamscale: its verdict as it was decided then

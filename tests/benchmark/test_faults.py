@@ -3,6 +3,7 @@ the nodes started again, and the answer says which runs the fault touched."""
 
 import os
 import signal
+from datetime import UTC
 
 import pytest
 
@@ -242,3 +243,72 @@ def test_the_hosts_watch_names_the_worker_host_that_died_and_starts_it_again():
     assert watch.restore() == ["worker-2"] and hosts.started == [2] and watch.dead() == []
     hosts.kafka.nodes[0].proc.returncode = -9  # a broker host: as an embedded cluster's node
     assert watch.dead() == ["node 0 (pid 10, exit -9)"] and watch.restore() == ["node 0"]
+
+
+def _commits(t0_wall, rate, lag_at):
+    """Lag samples and one-second batches of a query fed ``rate`` records/s, whose lag right after
+    the commit at second t is ``lag_at(t)`` (what Recovery reads, made by hand)."""
+    from datetime import datetime
+
+    from streamscale.experiment.lagsampler import LagSample
+
+    samples = [LagSample(t, 0, rate * t, 0) for t in range(0, 121)]
+    batches = []
+    for t in range(1, 120):
+        start = datetime.fromtimestamp(t0_wall + t - 0.5, UTC).isoformat()
+        done = rate * t - lag_at(t)  # the batch ends at t: the lag after it is the end minus its offsets
+        batches.append({"timestamp": start, "batch_ms": 500, "input_rows": 1, "end_offsets": {"in": {"0": done}}})
+    return samples, batches
+
+
+class Dead:
+    def __init__(self):
+        self.dead_now = False
+
+    def dead(self):
+        return ["worker-2 at 10.9.8.13 (pid 22, exit -9)"] if self.dead_now else []
+
+
+def test_a_hosts_fault_holds_the_run_until_the_lag_after_a_commit_is_back_at_its_maximum_before_it(monkeypatch):
+    import math
+
+    from streamscale.benchmark import faults
+
+    t0_wall = 1_000_000.0
+
+    # steady 2,000 after each commit up to the fault at 40 s (its maximum before: 3,000 at 30 s), then
+    # 20,000 at 41 s, worked off by 2,000 a second: 4,000 at 49 s, 2,000 (at most 3,000) at 50 s
+    def lag_at(t):
+        if t <= 40:
+            return 3_000 if t == 30 else 2_000
+        return max(1_000, 20_000 - 2_000 * (t - 41))
+
+    samples, batches = _commits(t0_wall, 10_000, lag_at)
+    watch, looked = Dead(), []
+    recovery = faults.Recovery(lambda *a: looked.append(a) or False, watch, warmup_s=10)
+    now = {"wall": t0_wall + 35, "mono": 500.0}
+    monkeypatch.setattr(faults.time, "time", lambda: now["wall"])
+    monkeypatch.setattr(faults.time, "monotonic", lambda: now["mono"])
+
+    def look(at_s):
+        now["wall"], now["mono"] = t0_wall + at_s, 500.0 + at_s
+        upto = [b for b in batches if b["timestamp"] <= faults_iso(t0_wall + at_s)]
+        return recovery([s for s in samples if s.t_s <= at_s], upto, t0_wall, "in")
+
+    assert look(35) is False and len(looked) == 1  # no fault: the run's own judge
+    watch.dead_now = True
+    assert look(40.2) is False and recovery.ceiling == 3_000 and recovery.holds_until == 540.2 + 60
+    assert look(45) is False and len(looked) == 1  # past the fault the judge is not asked: it is invalid anyway
+    assert look(50) is True and recovery.recovery_s == 9.8  # the commit at 50 s, 9.8 s after the fault was seen
+    assert recovery.said() == "the lag recovered in 9.8 s"
+    never = faults.Recovery(lambda *a: False, watch, warmup_s=10)
+    recovery = never
+    samples, batches = _commits(t0_wall, 10_000, lambda t: 2_000 if t <= 40 else 50_000)
+    assert look(40.2) is False and look(99) is False and look(100.3) is True and math.isinf(never.recovery_s)
+    assert never.said() == "the lag not recovered within 60 s"
+
+
+def faults_iso(wall):
+    from datetime import datetime
+
+    return datetime.fromtimestamp(wall, UTC).isoformat()
