@@ -493,16 +493,27 @@ class ExecutionSpec(StrictModel):
                 "to a folder every host mounts with checkpoint_shared: true"
             )
 
+    def _check_running_cluster(self) -> None:
+        """On the cluster `streamscale cluster start` left running: no more executors than workers."""
+        from streamscale.hosts.daemon import running_for
+
+        hosts = running_for(self.master) if self.resources.type == "executors" else None
+        if hosts is not None and max(self.resources.values) > hosts.workers:
+            raise ValueError(
+                f"resources: {max(self.resources.values):g} executors on the cluster at {self.master}, which has "
+                f"{hosts.workers} workers (one executor each): lower the values or start more workers"
+            )
+
     def _in_shared_folder(self) -> bool:
         """Whether the master is a running cluster of hosts (`streamscale cluster start`) and the
         checkpoint its default or under its shared folder, which every host mounts."""
-        from streamscale.hosts.daemon import shared_folder_of
+        from streamscale.hosts.daemon import running_for
         from streamscale.pipelines.run import local_folder
 
-        shared = shared_folder_of(self.master)
-        if shared is None:
+        hosts = running_for(self.master)
+        if hosts is None:
             return False
-        return self.checkpoint_dir is None or Path(local_folder(self.checkpoint_dir)).is_relative_to(shared)
+        return self.checkpoint_dir is None or Path(local_folder(self.checkpoint_dir)).is_relative_to(hosts.shared)
 
     def _check_kubernetes(self) -> None:
         """A Kubernetes master needs the image its executors run, in the spec's or every
@@ -538,6 +549,7 @@ class ExecutionSpec(StrictModel):
             raise ValueError(f"execution.spark_conf.{bad[0]}: Spark's settings start with 'spark.'")
         self._check_kubernetes()
         self._check_checkpoint()
+        self._check_running_cluster()
         if self.strategy.name == "bracket" and self.metric != "capacity":
             raise ValueError("strategy 'bracket' searches a capacity per resource amount: set metric: capacity")
         st = self.strategy

@@ -173,6 +173,15 @@ def bench_validate(spec_file: Path):
         f"{ex.repetitions} repetition(s) of {ex.duration_s:g} s (warm-up {ex.warmup_s:g} s), each going on "
         f"up to {ex.longest_s:g} s while undecided"
     )
+    if spec.cluster is not None:
+        from streamscale.hosts.cluster import why_not
+
+        c, why = spec.cluster, why_not()
+        out.print(
+            f"  on a Spark master, {c.workers} workers of {c.worker_cores} core(s) and {c.brokers} Kafka brokers, each "
+            "on a host of its own here (the cluster `streamscale cluster start` left running, else one started "
+            "for the run)" + (f"; [yellow]not here[/]: {why}" if why else "")
+        )
     if plan.probed:
         out.print(
             "  each resource amount's search starts from a drain probe: the rate at which the job reads a "

@@ -125,6 +125,7 @@ class HostsCluster:
         return self
 
     def _make_hosts(self, network_kind) -> None:
+        hosts_root().mkdir(parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix="streamscale-hosts-", dir=hosts_root()))
         remove_at_exit(self.root)
         self.log_dir = self.log_dir or self.root / "logs"

@@ -56,14 +56,18 @@ def hosts_status() -> HostsInfo | None:
     return broker_daemon.running_state(hosts_file(), HostsInfo, lambda i: _is_keeper(i.keeper_pid))
 
 
-def shared_folder_of(master: str | None) -> Path | None:
-    """The shared folder of the running cluster of hosts whose master is ``master`` (None: no such)."""
+def running_for(master: str | None) -> HostsInfo | None:
+    """The running cluster of hosts whose master is ``master`` (None: no such)."""
     info = hosts_status() if master else None
-    return Path(info.shared) if info is not None and info.master_url == master else None
+    return info if info is not None and info.master_url == master else None
 
 
 def start_daemon(workers: int, worker_cores: int, brokers: int, timeout: float = 180.0) -> HostsInfo:
     """Start the keeper and wait until it says the cluster runs (or why it does not)."""
+    from streamscale.hosts.cluster import why_not
+
+    if why := why_not():
+        raise ClusterError(why)
     running = broker_daemon.daemon_status() or broker_daemon.cluster_status() or hosts_status()
     if running is not None:
         raise ClusterError(

@@ -66,6 +66,7 @@ class StandaloneCluster:
             "SPARK_DAEMON_JAVA_OPTS": f"{driver_java_options()} {os.environ.get('SPARK_DAEMON_JAVA_OPTS', '')}".strip(),
         }
         cmd = [str(spark_home() / "bin" / "spark-class"), *args]
+        # appended to: a worker started again writes on after its first life
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             p = subprocess.Popen(
@@ -91,6 +92,9 @@ class StandaloneCluster:
         # the ports are free when picked, and another process may bind one before the master does;
         # Spark then moves to the next free port (spark.port.maxRetries), so the master's URL and
         # UI are the ports its log says it bound, never the ones asked for
+        for name in ["master", *(f"worker-{i}" for i in range(1, self.workers + 1))]:
+            # a log folder used before: its master's log would name the ports it bound then
+            (self.log_dir / f"{name}.log").unlink(missing_ok=True)
         port, ui = self._ports()
         master = ["org.apache.spark.deploy.master.Master", "--host", self.address, "--port", str(port)]
         self._spawn("master", [*master, "--webui-port", str(ui)], self.master_host)

@@ -52,6 +52,7 @@ def test_a_stateful_job_on_two_worker_hosts_runs_one_executor_on_each_and_its_to
             producer.produce("amounts", key=key, value=f"{key},{amount}")
             producer.poll(0)
         assert producer.flush(30) == 0
+        del producer  # destroyed with its connections before the hosts go, not retrying them after
         checkpoint = c.shared / "checkpoints" / "totals"
         out = tmp_path / "result.json"
         args = [c.master_url, c.bootstrap, "amounts", str(checkpoint), str(out)]

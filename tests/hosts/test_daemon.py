@@ -58,6 +58,13 @@ def test_a_cluster_started_in_the_background_is_seen_by_every_command_and_leaves
     assert r.returncode == 0 and "1 of 1 brokers up" in r.stdout, r.stdout + r.stderr
     r = run("cluster", "start", env=state)
     assert r.returncode == 8 and "already running" in r.stderr and "Traceback" not in r.stderr
+    # a spec on its master: checkpoints in its shared folder by default; no more executors than workers
+    spec = Path(state["STREAMSCALE_STATE_DIR"]) / "spec.yaml"
+    for values, code in (([1], 0), ([1, 2], 2)):
+        spec.write_text(json.dumps(_on_master(info["master_url"], values)))
+        r = run("benchmark", "validate", str(spec), env=state)
+        assert r.returncode == code, r.stdout + r.stderr
+    assert f"2 executors on the cluster at {info['master_url']}, which has 1 workers" in r.stderr
     spaces = [h["netns"] for h in info["hosts"]]
     bridge = "ssb" + spaces[0][3:].split("-")[0]  # ssc<tag>-1: the bridge is ssb<tag>
     assert all(n in netns() for n in spaces) and bridge in links()
@@ -86,3 +93,15 @@ def _until(cond, timeout: float = 30.0) -> None:
     while not cond():
         assert time.monotonic() < deadline, "the killed cluster's hosts were still there"
         time.sleep(0.1)
+
+
+def _on_master(master: str, executors: list[int]) -> dict:
+    return {
+        "name": "on-master",
+        "benchmark": {"sut": "uc1", "params": {"sink": "none"}},
+        "execution": {
+            "load": {"type": "rate", "values": [1000]},
+            "resources": {"type": "executors", "values": executors},
+            "master": master,
+        },
+    }
