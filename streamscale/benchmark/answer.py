@@ -9,6 +9,7 @@ monotonicity (more resources never hurt, more load never helps), restricted to t
 from __future__ import annotations
 
 import math
+import re
 import statistics
 
 from streamscale.benchmark.units import Axes
@@ -156,6 +157,7 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
             "ends_drifted": len(drifted),
             "cpu_s_per_million": statistics.median(per_million) if per_million else None,
             "cpu_s_per_million_range": [per_million[0], per_million[-1]] if per_million else None,
+            "executors": _executors_at(mine, b["held"] if b["held"] is not None else b["failed"]),
         }
         table.append(row)
         words = _bracket_words(row, axes)
@@ -190,10 +192,28 @@ def held_latency(rows, held) -> dict:
     return {"processing_ms": pcts, "latency_at": at[0] if len(at) == 1 else "/".join(at)} if pcts else {}
 
 
+def _executors_at(rows, load) -> str:
+    """Where an amount's executors ran at ``load`` (its bracket's held end, else its failed end),
+    as Spark listed them in the last valid run there: "on 10.0.0.12 and 10.0.0.13, 1 core each"
+    ("" off a cluster, or without such a run)."""
+    listed = [
+        r.executors for r in rows if getattr(r, "executors", "") and load is not None and float(r.load) == float(load)
+    ]
+    if not listed:
+        return ""
+    found = re.findall(r"@(\S+) \((\d+) cores?\)", listed[-1])
+    hosts = sorted({host for host, _ in found})
+    cores = sorted({int(n) for _, n in found})
+    each = f"{cores[0]} core{'s' * (cores[0] != 1)} each" if len(cores) == 1 else "cores " + "/".join(map(str, cores))
+    return f"on {' and '.join(hosts) if len(hosts) < 3 else ', '.join(hosts)}, {each}"
+
+
 def _bracket_words(row: dict, axes: Axes) -> str:
     who = axes.resources(row["resources"])
     if row.get("spark_cpus") is not None and axes.resource.cpus_per_amount:
         who += f" (Spark used {row['spark_cpus']:.1f} CPUs)"
+    elif row.get("executors"):
+        who += f" ({row['executors']})"
     held, failed = row["held"], row["failed"]
     if held is None:
         ended = " before the time budget ended the search" if row.get("out_of_time") else ""

@@ -311,3 +311,28 @@ def test_demand_and_capacity_answers_carry_the_latency_percentiles_of_the_runs_t
     assert [r["processing_ms"]["p99"] for r in a["capacity"]] == [600, 1500]
     html = "".join(answer_section({"answer": a}))
     assert "processing p50 / p95 / p99" in html
+
+
+def test_an_answer_on_executors_says_which_hosts_ran_them_and_their_cores():
+    import dataclasses
+
+    from streamscale.benchmark.answer import bracket_answer
+    from streamscale.benchmark.units import Executors, RateLoad
+    from tests.benchmark.helpers import fake_result
+
+    def ran(load, res, passed, executors):
+        return dataclasses.replace(fake_result(load, res, 0, passed), executors=executors)
+
+    rows = [
+        ran(20_000, 1, True, "0@10.9.8.12 (1 core)"),
+        ran(30_000, 1, False, "0@10.9.8.12 (1 core)"),
+        ran(30_000, 2, True, "1@10.9.8.13 (1 core); 0@10.9.8.12 (1 core)"),
+    ]
+    brackets = [
+        {"resources": 1, "held": 20_000, "failed": 30_000, "held_assumed": False, "failed_undecided": False},
+        {"resources": 2, "held": 30_000, "failed": None, "held_assumed": False, "failed_undecided": False},
+    ]
+    axes = Axes(RateLoad(), Executors(master="spark://10.9.8.11:7077"))
+    sentence = bracket_answer(brackets, axes, "uc1", rows)["sentence"]
+    assert "1 executor (on 10.9.8.12, 1 core each) held" in sentence
+    assert "2 executors (on 10.9.8.12 and 10.9.8.13, 1 core each) held" in sentence
