@@ -43,6 +43,19 @@ def test_a_job_faster_than_the_guess_is_drained_again_in_larger_batches_until_th
     assert found.note == ""
 
 
+def test_a_batch_that_costs_seconds_whatever_its_size_is_drained_until_it_reads_what_the_target_reads():
+    # 1.65 s a batch and 5.3 us a record (an executor of a cluster): a batch of 2.7 s reads
+    # (2.7 - 1.65) / 5.3e-6 = 198,113 records, 73,375/s. A guess of 20,000/s sizes batches of 20,000
+    # (1.756 s): 11,390/s; the next drain's, sized for 2.7 s at that, read 30,751 records in 1.813 s,
+    # within 1.5x of 2.7 s in duration but a sixth of the records: by the line through both sizes
+    # (fitted to whole milliseconds) a third drain reads batches of 198,051 records (2.7 s), and its
+    # rate is the figure, not the 16,961/s of the second
+    calls = []
+    found = dp.probe(job(1.65, 5.3e-6, calls=calls), 20_000, resources=1, batch_s=2.7)
+    assert [c[2] for c in calls] == [20_000, 30_751, 198_051]
+    assert math.isclose(found.rate, 73_375, rel_tol=1e-3)
+
+
 def test_a_job_slower_than_the_guess_is_drained_again_at_the_target_size_and_rated_by_that_drain():
     # 0.5 s + 150 us a record, guess 20,000/s: the first drain's batches of 20,000 take 3.5 s, 5,714/s
     # (a first drain also warms a fresh JVM: a second one always runs); the second's batches are sized
