@@ -7,6 +7,7 @@ Writes the totals, the executors as Spark lists them and the driver's address as
 """
 
 import json
+import subprocess
 import sys
 import time
 
@@ -48,7 +49,14 @@ def main(master: str, bootstrap: str, topic: str, checkpoint: str, out: str) -> 
         .start()
     )
     query.awaitTermination(180)
+    sc = spark.sparkContext._jsc.sc()
+    ports = {int(spark.conf.get("spark.driver.port")), int(sc.env().blockManager().blockManagerId().port())}
+    ss = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout
+    rows = [line.split() for line in ss.splitlines()]
+    listens = sorted({f[3] for f in rows if len(f) > 3 and int(f[3].rsplit(":", 1)[1]) in ports})
     result = {
+        # where the driver's RPC and block manager listen: what every executor reaches
+        "driver_listens": listens,
         "totals": seen,
         "executors": [[e.id, e.host, e.cores] for e in executor_list(spark)],
         "driver_host": spark.conf.get("spark.driver.host"),
