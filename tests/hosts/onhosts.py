@@ -53,7 +53,9 @@ def main(master: str, bootstrap: str, topic: str, checkpoint: str, out: str) -> 
     ports = {int(spark.conf.get("spark.driver.port")), int(sc.env().blockManager().blockManagerId().port())}
     ss = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout
     rows = [line.split() for line in ss.splitlines()]
-    listens = sorted({f[3] for f in rows if len(f) > 3 and int(f[3].rsplit(":", 1)[1]) in ports})
+    # the address of each listening socket on those ports (a JVM's IPv4 sockets read [::ffff:a.b.c.d])
+    on_ports = [f[3].rsplit(":", 1) for f in rows if len(f) > 3 and int(f[3].rsplit(":", 1)[1]) in ports]
+    listens = sorted({address.strip("[]").removeprefix("::ffff:") for address, _ in on_ports})
     result = {
         # where the driver's RPC and block manager listen: what every executor reaches
         "driver_listens": listens,
