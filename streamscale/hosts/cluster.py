@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from streamscale.errors import ClusterError, StreamscaleError
-from streamscale.hosts.host import Host, running, under_tmp
+from streamscale.hosts.host import Host, under_tmp
 from streamscale.hosts.spark import StandaloneCluster
 from streamscale.processes import remove_at_exit
 
@@ -84,9 +84,6 @@ class HostsCluster:
 
     def role(self, role: str) -> list[Host]:
         return [h for h in self.hosts if h.role == role]
-
-    def host_of(self, address: str) -> Host | None:
-        return next((h for h in self.hosts if h.ip == address), None)
 
     # -- life ------------------------------------------------------------------------------
     def start(self) -> HostsCluster:
@@ -181,27 +178,12 @@ class HostsCluster:
         self.stop()
 
     # -- faults ----------------------------------------------------------------------------
-    def kill_worker(self, i: int) -> Host:
-        """Worker ``i``'s host dies (its daemon SIGKILLed, its executors with it)."""
-        self.spark.kill_worker(i)
-        host = self.role("worker")[i - 1]
-        host.pid = None
-        return host
-
     def start_worker(self, i: int) -> None:
         """Worker ``i`` up again, registered with the master."""
         self.spark.start_worker(i)
 
     def dead_workers(self) -> list[int]:
         return [i for i, p in self.spark.worker_procs.items() if p.poll() is not None]
-
-    def describe(self) -> list[dict]:
-        """Each host's role, name, address, process, CPUs and state."""
-        out = []
-        for h in self.hosts:
-            alive = h.pid is not None and running(h.pid)
-            out.append({**h.describe(), "state": "running" if alive else "down"})
-        return out
 
 
 def _installed() -> list[Path]:

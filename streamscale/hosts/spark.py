@@ -119,14 +119,6 @@ class StandaloneCluster:
         if wait:
             self._await(lambda: self.registered_workers() > before, f"worker {i} to register")
 
-    def kill_worker(self, i: int) -> None:
-        """Worker ``i``'s daemon SIGKILLed, as a host that dies (its executors go with it)."""
-        p = self.worker_procs[i]
-        if p.poll() is None:
-            p.kill()
-            p.wait(15)
-        self.procs.remove(p)
-
     def _master_log(self) -> str:
         log = self.log_dir / "master.log"
         return log.read_text(errors="replace") if log.exists() else ""
