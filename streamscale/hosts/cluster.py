@@ -39,7 +39,10 @@ def why_not() -> str | None:
     missing = [t for t in ("ip", "unshare", "taskset") if shutil.which(t) is None]
     if missing:
         return f"hosts of their own need {', '.join(missing)} (Debian packages iproute2, util-linux)"
-    return None
+    from streamscale.broker.clusternet import namespaces_available
+
+    works, why = namespaces_available()  # root without the capability (a container's) cannot make them
+    return None if works else f"hosts of their own need network namespaces: {why}"
 
 
 class HostsCluster:
