@@ -194,8 +194,10 @@ class Execution:
         r = self._run_once(load, res, rep, "run again" if of is None else f"repetition {rep + 1}/{of}")
         if r.fault and rep < FAULT_REP:
             if (float(load), int(res), FAULT_REP + rep, self.config) not in self.done:
-                what = "a host's" if "host of the cluster" in r.fault else "a broker"
-                console.print(f"  {what} fault made it invalid: run again once every node is up")
+                watch = getattr(self.run_experiment, "watch", None)  # a runner's (faults.BrokerWatch)
+                console.print(
+                    f"  {watch.kind if watch else 'a broker'} fault made it invalid: run again once every node is up"
+                )
             return self._run_once(load, res, FAULT_REP + rep, "run again")
         return r
 
@@ -496,15 +498,15 @@ def run_execution(
             bootstrap, properties = build_connection(section=spec.kafka_section(), use_env=False)
         plan, bootstrap, broker_pids, hosts = _on_hosts(stack, plan, out_dir, bootstrap, broker_pids)
         embedded = bootstrap is None
-        if embedded:
-            broker = stack.enter_context(embedded_kafka(spec, out_dir / "logs"))
+        broker = stack.enter_context(embedded_kafka(spec, out_dir / "logs")) if embedded else None
+        if broker is not None:
             bootstrap, broker_pids = broker.connection, broker.pids()
         conn = KafkaConnection.of(bootstrap, properties)
         if note := short_for_windows(plan):
             console.print(f"note: {note}", highlight=False)
         factor = spec.replication_factor(embedded)
         runner = ExperimentRunner(plan.search(), out_dir, conn, sessions, broker_pids, factor)
-        runner.executor_parents, runner.watch = hosts.worker_pids if hosts else (), _watch(hosts, embedded and broker)
+        runner.executor_parents, runner.watch = hosts.worker_pids if hosts else (), _watch(hosts, broker)
         ends = _ends_runner(plan, runner)
         stack.callback(runner.close)  # a kept session stops before the broker it reads
         # the execution takes the one its spec decides the ends with (long runs or runs under the SLO)
@@ -545,7 +547,7 @@ def _watch(hosts, broker):
 
     if hosts is not None:
         return HostsWatch(hosts.started) if hosts.started is not None else None
-    return BrokerWatch(broker) if broker else None
+    return BrokerWatch(broker) if broker is not None else None
 
 
 def _environment(spec: Spec, conn: KafkaConnection, embedded: bool, replication_factor: int) -> dict:

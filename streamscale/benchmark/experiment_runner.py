@@ -160,8 +160,7 @@ class ExperimentRunner:
         if started:
             from streamscale import terminal
 
-            where = getattr(self.watch, "where", "of the embedded broker")
-            terminal.console().print(f"  {' and '.join(started)} {where} started again", highlight=False)
+            terminal.console().print(f"  {' and '.join(started)} {self.watch.where} started again", highlight=False)
 
     def _confidence(self, ran_s: float) -> float:
         """The lag verdict's confidence: a run stopped at a look, that look's; one that went the
@@ -179,7 +178,7 @@ class ExperimentRunner:
         ex = self.spec.execution
         judge = self.judge(point) if ex.judged_as_it_goes else None  # sets self.looks
         self.recovery = None
-        if judge is not None and getattr(self.watch, "recovers", False):
+        if judge is not None and self.watch is not None and self.watch.recovers:
             # a host that died: the run goes on to see the job recover (it is invalid all the same)
             judge = self.recovery = Recovery(judge, self.watch, ex.warmup_s)
         elif judge is not None and self.watch is not None:

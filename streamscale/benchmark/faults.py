@@ -21,6 +21,10 @@ class BrokerWatch:
     """Watches an embedded :class:`~streamscale.broker.EmbeddedBroker` or
     :class:`~streamscale.broker.cluster.EmbeddedCluster` (anything with ``nodes`` or ``proc``)."""
 
+    kind = "a broker"  # whose fault, as the run line says it
+    where = "of the embedded broker"  # what the run line says was started again
+    recovers = False  # a run stops at the next look after a fault (what follows measures the fault)
+
     def __init__(self, kafka):
         self.kafka = kafka
 
@@ -72,7 +76,8 @@ class HostsWatch(BrokerWatch):
     :class:`BrokerWatch` does, and its Spark workers, each a host whose death (and its executor's)
     makes the run invalid, naming the host; every host is up again before the next run."""
 
-    where = "of the cluster's hosts"  # what the run line says was started again
+    kind = "a host's"
+    where = "of the cluster's hosts"
     recovers = True  # a run goes on past a host's fault to see the job recover (Recovery)
 
     def __init__(self, hosts):

@@ -7,7 +7,7 @@ field by name or switches on a load type or a SUT's name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from streamscale.benchmark.spec import PROCESSING_P95_MAX_MS, PROCESSING_P95_TRIGGERS, Spec
@@ -64,8 +64,6 @@ class Plan:
     def on_cluster(self, master: str, shared: str) -> Plan:
         """This plan run on a cluster of hosts whose master is ``master`` and whose shared folder is
         ``shared`` (known once the cluster runs)."""
-        from dataclasses import replace
-
         return replace(self, resource=replace(self.resource, master=master), shared_checkpoints=shared, _drivers={})
 
     @property
@@ -81,7 +79,7 @@ class Plan:
             return self
         slos = ex.slos.model_copy(update={"lag_trend_threshold": ex.search_threshold})
         spec = self.spec.model_copy(update={"execution": ex.model_copy(update={"slos": slos})})
-        return Plan(spec, self.load, self.resource, self.configs, shared_checkpoints=self.shared_checkpoints)
+        return replace(self, spec=spec, _drivers={})
 
     @property
     def probed(self) -> bool:
@@ -101,13 +99,7 @@ class Plan:
         execution as :func:`streamscale.benchmark.confirm.long_execution` says."""
         from streamscale.benchmark.confirm import long_execution
 
-        return Plan(
-            long_execution(self.spec),
-            self.load,
-            self.resource,
-            self.configs,
-            shared_checkpoints=self.shared_checkpoints,
-        )
+        return replace(self, spec=long_execution(self.spec), _drivers={})
 
     def point(self, load: float, resources: int, config: str = "") -> Point:
         from streamscale.pipelines import PIPELINES, Pipeline, make_pipeline

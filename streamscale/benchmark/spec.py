@@ -474,18 +474,18 @@ class ExecutionSpec(StrictModel):
                     raise ValueError(f"configuration {name}: sut {exc}") from None
         return v
 
-    def _check_checkpoint(self) -> None:
+    def _check_checkpoint(self, hosts) -> None:
         """On a cluster master the executors, on other hosts, write a stateful query's state into its
         checkpoint: a folder of the driver's will not do unless every host mounts it (a master on
-        this machine's loopback has every host here)."""
-        from streamscale.pipelines.run import local_folder
+        this machine's loopback has every host here; ``hosts``: the running cluster of hosts whose
+        master it is, whose shared folder every host mounts)."""
         from streamscale.sparkio.address import master_host, on_loopback
 
         master = self.master or "local"
         if master_host(master) is None or on_loopback(master):
             return
-        folder = self.checkpoint_dir is None or local_folder(self.checkpoint_dir) is not None
-        if folder and not self.checkpoint_shared and not self._in_shared_folder():
+        folder = self.checkpoint_dir is None or _is_folder(self.checkpoint_dir)
+        if folder and not self.checkpoint_shared and not self._in_shared_folder(hosts):
             where = "a temporary folder on the driver" if self.checkpoint_dir is None else self.checkpoint_dir
             raise ValueError(
                 f"master {self.master}: each run's checkpoint would be {where}, which executors on other hosts "
@@ -493,24 +493,29 @@ class ExecutionSpec(StrictModel):
                 "to a folder every host mounts with checkpoint_shared: true"
             )
 
-    def _check_running_cluster(self) -> None:
-        """On the cluster `streamscale cluster start` left running: no more executors than workers."""
+    def _check_cluster_fit(self) -> None:
+        """The checkpoint and the executors fit the master's cluster (the one `streamscale cluster
+        start` left running, read once, where the master is its)."""
         from streamscale.hosts.daemon import running_for
 
-        hosts = running_for(self.master) if self.resources.type == "executors" else None
-        if hosts is not None and max(self.resources.values) > hosts.workers:
+        hosts = running_for(self.master) if (self.master or "").startswith("spark://") else None
+        self._check_checkpoint(hosts)
+        self._check_running_cluster(hosts)
+
+    def _check_running_cluster(self, hosts) -> None:
+        """On the cluster `streamscale cluster start` left running (``hosts``): no more executors
+        than workers."""
+        if hosts is not None and self.resources.type == "executors" and max(self.resources.values) > hosts.workers:
             raise ValueError(
                 f"resources: {max(self.resources.values):g} executors on the cluster at {self.master}, which has "
                 f"{hosts.workers} workers (one executor each): lower the values or start more workers"
             )
 
-    def _in_shared_folder(self) -> bool:
-        """Whether the master is a running cluster of hosts (`streamscale cluster start`) and the
-        checkpoint its default or under its shared folder, which every host mounts."""
-        from streamscale.hosts.daemon import running_for
+    def _in_shared_folder(self, hosts) -> bool:
+        """Whether the master is a running cluster of hosts (``hosts``, `streamscale cluster start`'s)
+        and the checkpoint its default or under its shared folder, which every host mounts."""
         from streamscale.pipelines.run import local_folder
 
-        hosts = running_for(self.master)
         if hosts is None:
             return False
         return self.checkpoint_dir is None or Path(local_folder(self.checkpoint_dir)).is_relative_to(hosts.shared)
@@ -548,8 +553,7 @@ class ExecutionSpec(StrictModel):
         if bad:
             raise ValueError(f"execution.spark_conf.{bad[0]}: Spark's settings start with 'spark.'")
         self._check_kubernetes()
-        self._check_checkpoint()
-        self._check_running_cluster()
+        self._check_cluster_fit()
         if self.strategy.name == "bracket" and self.metric != "capacity":
             raise ValueError("strategy 'bracket' searches a capacity per resource amount: set metric: capacity")
         st = self.strategy

@@ -48,7 +48,7 @@ class StandaloneCluster:
     @property
     def address(self) -> str:
         """The master's address: its host's, else loopback."""
-        return self.master_host.ip if self.master_host else "127.0.0.1"
+        return _address(self.master_host)
 
     @property
     def master_url(self) -> str:
@@ -57,7 +57,7 @@ class StandaloneCluster:
     def _spawn(self, name: str, args: list[str], host=None) -> subprocess.Popen:
         env = {
             **os.environ,
-            "SPARK_LOCAL_IP": host.ip if host else "127.0.0.1",
+            "SPARK_LOCAL_IP": _address(host),
             "SPARK_HOME": str(spark_home()),
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
             "SPARK_WORKER_DIR": str(host.folder / "work" if host else self.log_dir / "work"),  # a host's own disk
@@ -113,7 +113,7 @@ class StandaloneCluster:
             self.procs.remove(gone)
         before = self.registered_workers()
         ui = "8081" if host else str(free_port())
-        args = ["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", host.ip if host else "127.0.0.1"]
+        args = ["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", _address(host)]
         args += ["--cores", str(self.cores), "--memory", self.memory, "--webui-port", ui]
         self.worker_procs[i] = self._spawn(f"worker-{i}", args, host)
         if wait:
@@ -163,3 +163,8 @@ class StandaloneCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _address(host) -> str:
+    """Where a daemon listens: its host's address, else (on this machine) loopback."""
+    return host.ip if host else "127.0.0.1"
