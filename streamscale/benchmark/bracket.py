@@ -163,8 +163,8 @@ def bracket_search(
     shares, as long as each of them keeps time for one run: an answer for one amount beats a second
     run for the next, which starts from it (where this one failed; it holds at least what this one
     held). ``probe(resources)``: the load a drain probe of that amount gives (None: none), where
-    its search starts instead, in steps of at most 1 + 0.95 x resolution, its ends all run on it
-    (none assumed from the amount below)."""
+    its search starts instead (half such a step under it), in steps of at most 1 + 0.95 x
+    resolution, its ends all run on it (none assumed from the amount below)."""
     st, deadline = settings, budget.deadline
     out: list[Bracket] = []
     below: Bracket | None = None
@@ -184,7 +184,7 @@ def bracket_search(
         steps = _probed_steps(st) if probed is not None else st
         if probed is None and below is not None and below.held is not None:
             b.held, b.held_assumed = below.held, True
-        first = probed if probed is not None else _first_load(below, start, st.factor, st.whole)
+        first = _centred(probed, steps) if probed is not None else _first_load(below, start, st.factor, st.whole)
         first = min(max(first, st.low), st.high)
         _search(b, verdict, first if st.whole else nice(first), steps)
         if confirm is not None and drifted is not None and confirm_ends(b, confirm, drifted):
@@ -201,6 +201,15 @@ def _probed_steps(st: Settings) -> Settings:
     starve of CPU in a run, not in a drain), two such steps at once."""
     step = 1 + 0.95 * st.resolution
     return dataclasses.replace(st, factor=min(st.factor, step), factor_down=min(st.factor, step**2))
+
+
+def _centred(probed: float, steps: Settings) -> float:
+    """Where a search from a probe starts: half a step under the probe's figure, so that its first
+    two runs (that one passing, the next a step up) bracket the probe. A run at the capacity itself
+    is the one a run can least decide (its lag neither stays flat nor grows much): a UC2 run at its
+    probe's 47,000 records/s on 1 core was still undecided after 48 s, where one a tenth either
+    side decides in 20-30 s. Whole loads (UC4's levels) start at the probe."""
+    return probed if steps.whole else probed / math.sqrt(steps.factor)
 
 
 def _fits(
@@ -376,8 +385,9 @@ def confirm_ends(b: Bracket, confirm: Callable[[float, int], str], drifted: Call
     if not any(drifted(x, b.resources) for x in ends):
         return False
     for x in ends:
-        if b.runs and not b.fits():  # the time budget holds for these runs too
-            b.out_of_time = True
+        # the time budget holds for these runs too; a bracket the search finished is not cut short
+        # by it (out_of_time): its answer names the deciding runs on a drifting machine instead
+        if b.runs and not b.fits():
             return False
         b.confirmed[x] = confirm(x, b.resources)
     held, failed = b.held, b.failed

@@ -261,15 +261,18 @@ def probe(
     config: str = "",
     batch_s: float = BATCH_S,
     event_s: float = 0.0,
+    informed: bool = False,
 ) -> Probe:
     """A resource amount's probe: ``run_drain(guess, records, batch_records)`` runs one drain (its
     SutResult); its figure is for batches of ``batch_s``; each drain spans ``event_s`` of event
     time at least (:func:`sizing`). The first drain's batches are sized for FIRST_BATCH_S at
-    ``guess`` (it warms a fresh JVM, and is rated by its second half where it is long); the next
+    ``guess`` (it warms a fresh JVM, and is rated by its second half where it is long), or for
+    ``batch_s`` where the guess is ``informed`` (scaled from a probe of fewer resources: a second
+    drain sized so would mostly repeat the first, ~20 s on 2 cores of UC2); the next
     for ``batch_s`` at the figure so far, and so on up to ROUNDS while a drain's batches took less
     than 1/NEAR of ``batch_s``, the job did not cap them, and larger ones fit the backlog."""
     drains: list[Drain] = []
-    rate, size_s = guess, min(FIRST_BATCH_S, batch_s)
+    rate, size_s = guess, (batch_s if informed else min(FIRST_BATCH_S, batch_s))
     for round_ in range(1, ROUNDS + 1):
         records, batch = sizing(rate, size_s, event_s)
         if len(drains) >= 2 and batch < 1.5 * drains[-1].largest:
@@ -328,15 +331,15 @@ class Probes:
         point = self.plan.point(self.plan.spec.execution.load.values[0], resources, config)
         return point.read_rate / point.rate if point.rate > 0 else 1.0
 
-    def _guess(self, config: str, resources: int) -> float:
-        """records/s the first drain is sized for: the amount below's figure scaled to this one;
-        on the first amount, the spec's first load."""
+    def _guess(self, config: str, resources: int) -> tuple[float, bool]:
+        """records/s the first drain is sized for, and whether a probe informed it: the amount
+        below's figure scaled to this one; on the first amount, the spec's first load."""
         below = [p for (c, n), p in self.found.items() if c == config and n < resources and p.rate]
         if below:
             p = max(below, key=lambda p: p.resources)
-            return p.rate * resources / p.resources
+            return p.rate * resources / p.resources, True
         first = self.plan.spec.execution.load.values[0]
-        return self.plan.load.rate(first) * self._read_share(config, resources)
+        return self.plan.load.rate(first) * self._read_share(config, resources), False
 
     def _probe(self, config: str, resources: int) -> Probe:
         """Run the probe of ``resources`` under ``config`` and say its figure."""
@@ -357,7 +360,8 @@ class Probes:
             try:
                 with console.status(f"probe: {self.plan.axes.resources(resources)} draining a backlog"):
                     event_s = (point.period_s or 0.0) + (point.lateness_s if point.period_s else 0.0)
-                    found = probe(run, self._guess(config, resources), resources, config, target, event_s)
+                    guess, informed = self._guess(config, resources)
+                    found = probe(run, guess, resources, config, target, event_s, informed)
             except SparkDied as died:
                 found = Probe(resources, config, None, (), f"the job ran out of memory: {died}")
         console.print(f"  {found.words(self.plan.axes.resources(resources))}", highlight=False)

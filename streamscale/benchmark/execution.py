@@ -282,7 +282,7 @@ class Execution:
     def search(self) -> Search:
         """The spec's search strategy (a bracket's ends then decided by runs of their own where the
         spec's execution has such runs: :class:`EndRuns`)."""
-        from streamscale.benchmark.bracket import BracketSearch, EndsDecided, Settings, run_cost
+        from streamscale.benchmark.bracket import BracketSearch, EndsDecided, Settings
 
         ex = self.spec.execution
         st, values = ex.strategy, [float(v) for v in ex.load.values]
@@ -297,11 +297,18 @@ class Execution:
             tuple(ex.resources.values),
             values[0],
             settings,
-            # a load's runs, each planned at its longest (an undecided run goes on up to it)
-            lambda: ex.repetitions * run_cost(ex.longest_s, self.overheads),
+            self.run_cost,
             (lambda res: self.probes.start(self.config, res)) if self.probes is not None else None,
         )
         return EndsDecided(search) if self.ends is not None else search
+
+    def run_cost(self) -> float:
+        """What a load's runs are planned to take, for the time budget: each at its longest (an
+        undecided run goes on up to it) and the most a run took beyond its load so far."""
+        from streamscale.benchmark.bracket import run_cost
+
+        ex = self.spec.execution
+        return ex.repetitions * run_cost(ex.longest_s, self.overheads)
 
     def _write(self, outcomes: dict[str, Outcome]) -> dict:
         """summary.csv, summary.json and the metric's plot of every configuration's outcome."""
@@ -356,8 +363,10 @@ class Execution:
         ends = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None]
         if runs is None or not ends:
             return b
-        if runs.rep == SLO_REP and self.deadline is not None and time.monotonic() > self.deadline:
-            return {**b, "ends_unchecked": "the time budget ended before they ran under the SLOs"}
+        # both ends or neither: one end run again under the SLO and the other not would leave a
+        # bracket whose ends were judged by two rules
+        if runs.rep == SLO_REP and self.deadline is not None and self._after_deadline(len(ends)):
+            return {**b, "ends_unchecked": "the time budget held no runs of them"}
         how = f"over {st.confirm_s:g} s each" if runs.rep == LONG_REP else "under the SLOs"
         console.print(f"  {res} x: the bracket's ends ({', '.join(ends)}) {how}")
         out = confirm_bracket(b, lambda x, end: self.end_verdict(x, res, end), st.resolution, st.confirm_runs, whole)
@@ -370,6 +379,10 @@ class Execution:
         if runs.rep == LONG_REP:
             return {**out, "long_s": st.confirm_s, "long": verdicts}
         return {**out, "slo_runs": verdicts}
+
+    def _after_deadline(self, runs: int) -> bool:
+        """Whether ``runs`` more runs would end after the time budget."""
+        return time.monotonic() + runs * self.run_cost() > self.deadline
 
     def _summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
         ex = self.spec.execution

@@ -253,3 +253,37 @@ def test_a_search_judged_at_a_looser_lag_threshold_has_its_ends_run_under_the_sl
         resolve(_spec(confirm=False, search_lag_threshold=0.08)).search().spec.execution.slos.lag_trend_threshold
         == 0.08
     )
+
+
+@pytest.mark.parametrize("budget_s, rejudged", [(500, False), (800, True)])
+def test_a_brackets_ends_run_under_the_slo_only_where_the_time_budget_holds_both(
+    tmp_path, monkeypatch, budget_s, rejudged
+):
+    # each run takes 30 s of a fake clock and is planned at 300 s (max_duration_s) + 10 s: the search's
+    # five runs (20k, 40k, 80k, 57k, 68k) end at 150 s; both ends under the SLO need 620 s more (770 s)
+    import streamscale.benchmark.execution as execution
+
+    clock, ran = [0.0], []
+    monkeypatch.setattr(execution.time, "monotonic", lambda: clock[0])
+
+    def timed(kind):
+        inner = runner(60_000, ran, kind)
+
+        def run(*args, **kwargs):
+            clock[0] += 30
+            return inner(*args, **kwargs)
+
+        return run
+
+    from streamscale.benchmark.plan import resolve
+
+    plan = resolve(_spec(confirm=False, time_budget_s=budget_s))
+    summary = Execution(plan, tmp_path, timed("search"), slo_experiment=timed("slo")).run()
+    [b] = summary["answer"]["brackets"]
+    assert [x[1] for x in ran if x[0] == "search"] == [20_000, 40_000, 80_000, 57_000, 68_000]
+    assert bool([x for x in ran if x[0] == "slo"]) == rejudged
+    if not rejudged:  # neither end alone: the bracket stays the search's, and says so
+        assert b.get("ends_unchecked") == "the time budget held no runs of them"
+        assert summary["answer"]["sentence"].endswith(
+            "(its ends not run under the SLOs: the time budget held no runs of them)"
+        )

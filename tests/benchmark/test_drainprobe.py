@@ -98,9 +98,9 @@ def test_a_probe_is_written_and_read_back_whole(tmp_path):
     assert again == found
 
 
-def test_a_probed_amount_starts_its_search_at_its_probe_in_steps_within_the_resolution_and_assumes_nothing():
+def test_a_probed_amount_starts_half_a_step_under_its_probe_in_steps_within_the_resolution_and_assumes_nothing():
     # 1 core holds 30,000, 2 cores 52,000; the probes say 28,000 and 61,000; resolution 15 %: steps of
-    # 1 + 0.95 x 0.15 = 1.1425 up
+    # 1 + 0.95 x 0.15 = 1.1425 up, the first half a step (sqrt 1.1425 = 1.0689) under the probe
     calls = []
 
     def verdict(load, res):
@@ -108,13 +108,26 @@ def test_a_probed_amount_starts_its_search_at_its_probe_in_steps_within_the_reso
         return PASS if load <= {1: 30_000, 2: 52_000}[res] else FAIL
 
     one, two = bracket_search([1, 2], verdict, 5_000, Settings(resolution=0.15), probe={1: 28_000, 2: 61_000}.get)
-    # 1 core: 28k pass, 32k (31,990) fail: 32/28 = 1.143, within 15 %
-    assert [c[0] for c in calls if c[1] == 1] == [28_000, 32_000]
-    assert (one.held, one.failed) == (28_000, 32_000)
-    # 2 cores: 61k fails; downwards two steps at once (1.1425^2 = 1.305): 47k (46,735) passes, its end
-    # run on 2 cores (none assumed from 1 core's 28k); the middle, 54k (53,544), fails: 54/47 = 1.149
-    assert [c[0] for c in calls if c[1] == 2] == [61_000, 47_000, 54_000]
-    assert (two.held, two.failed, two.held_assumed) == (47_000, 54_000, False)
+    # 1 core: 26k (26,195) passes, 30k (29,705) passes, 34k (34,275) fails: 34/30 = 1.133, within 15 %
+    assert [c[0] for c in calls if c[1] == 1] == [26_000, 30_000, 34_000]
+    assert (one.held, one.failed) == (30_000, 34_000)
+    # 2 cores: 57k (57,068) fails; downwards two steps at once (1.1425^2 = 1.305): 44k (43,668) passes,
+    # its end run on 2 cores (none assumed from 1 core's 30k); the middle, 50k (50,080), passes:
+    # 57/50 = 1.14
+    assert [c[0] for c in calls if c[1] == 2] == [57_000, 44_000, 50_000]
+    assert (two.held, two.failed, two.held_assumed) == (50_000, 57_000, False)
+
+
+def test_an_exact_probe_is_bracketed_by_the_first_two_runs():
+    # the probe says 40,000 and the job holds exactly that: 37k (37,415) passes, 42k (42,272) fails
+    calls = []
+
+    def verdict(load, res):
+        calls.append(load)
+        return PASS if load <= 40_000 else FAIL
+
+    (one,) = bracket_search([1], verdict, 5_000, Settings(resolution=0.15), probe={1: 40_000}.get)
+    assert calls == [37_000, 42_000] and (one.held, one.failed) == (37_000, 42_000)
 
 
 def test_an_execution_starts_each_amount_from_its_probe_and_keeps_it_beside_the_bracket(tmp_path, capsys):
@@ -139,15 +152,18 @@ def test_an_execution_starts_each_amount_from_its_probe_and_keeps_it_beside_the_
         return fake_result(load, res, rep, passed=load <= 30_000 * res)
 
     summary = Execution(spec, tmp_path, run, drain=drain).run()
-    # 1 core's search starts at its probe's 31,000 (fails); 2 cores' probe sizes its first drain for
-    # 62,000/s (1 core's, doubled), its second for 2.67 s batches at the first's 45,080/s: 120,213
-    # records, which take 0.6 + 120,213 / 80,000 = 2.10 s, near enough: 57,200/s, where its search starts
-    assert runs[0] == (31_000, 1) and [r for r in runs if r[1] == 2][0] == (57_000, 2)
+    # 1 core's search starts half a step (1.0689) under its probe's 31,000: 29,000. 2 cores' probe
+    # sizes its first drain from 1 core's figure, doubled (62,000/s), for batches of 2.67 s (its
+    # target, as a later drain's: the guess is informed): 165,333 records take 0.6 + 165,333 / 80,000
+    # = 2.67 s, and 2.67 s batches read (2.67 - 0.6) x 80,000 / 2.67 = 62,000/s; its search starts at
+    # 58,000 (58,004)
+    assert runs[0] == (29_000, 1) and [r for r in runs if r[1] == 2][0] == (58_000, 2)
     probes = json.loads((tmp_path / "probes.json").read_text())
-    assert [(p["resources"], round(p["records_per_s"], -2)) for p in probes] == [(1, 31_000), (2, 57_200)]
+    assert [(p["resources"], round(p["records_per_s"], -2)) for p in probes] == [(1, 31_000), (2, 62_000)]
+    assert round(probes[1]["drains"][0]["batch_records"], -3) == 165_000
     rows = summary["answer"]["brackets"]
     assert [b["probe_rate"] for b in rows] == [p["records_per_s"] for p in probes]
-    assert summary["probes"] == probes
+    assert json.dumps(summary["probes"]) == json.dumps(probes)  # NaN where no cost was fitted
     assert "probe: 1 core: ~31,000 records/s in batches of 2.7 s" in capsys.readouterr().out
     # resumed: neither the probes nor the runs again
     before = len(drains)
