@@ -131,9 +131,21 @@ def test_the_demo_fits_its_runs_to_its_budget():
     from streamscale.demo import DURATION_S, MIN_DURATION_S, demo_spec, run_seconds
 
     # the search's budget is shared by two core counts; a run costs 10 s beyond its own seconds
-    assert run_seconds(None) == DURATION_S == 48 and run_seconds(195) == 48
-    assert run_seconds(60) == 20 and run_seconds(80) == 30 and run_seconds(96) == 38
+    assert run_seconds(None) == DURATION_S == 36 and run_seconds(195) == 36
+    assert run_seconds(60) == 20 and run_seconds(80) == 30 and run_seconds(90) == 35 and run_seconds(92) == 36
     assert run_seconds(20) == MIN_DURATION_S == 15  # never shorter than the shortest judged run
-    # a budget that holds two runs per core count of LONGEST_S (125 s, which decide at 1 %) runs those
-    assert run_seconds(400) == 48 and run_seconds(540) == 125 == run_seconds(2_000)
+    # a budget that holds two runs per core count of LONGEST_S (125 s) runs those
+    assert run_seconds(400) == 36 and run_seconds(540) == 125 == run_seconds(2_000)
     assert demo_spec(30_000, {}, 60)["execution"]["duration_s"] == 20
+
+
+def test_the_demo_judges_its_search_as_a_benchmark_does_unless_its_runs_are_long():
+    from streamscale.benchmark.plan import resolve
+    from streamscale.benchmark.spec import parse_spec
+    from streamscale.demo import demo_spec
+
+    # 4 minutes: the search's runs at a quarter of the 25 % resolution, the ends under the SLO (1 %)
+    # where the budget holds both; 10 minutes: runs of 125 s, judged by the SLO itself
+    short, long = (resolve(parse_spec(demo_spec(30_000, {}, b))) for b in (228, 578))
+    assert short.search().spec.execution.slos.lag_trend_threshold == 0.0625 and short.ends_rejudged
+    assert long.search().spec.execution.slos.lag_trend_threshold == 0.01 and not long.ends_rejudged
