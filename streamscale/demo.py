@@ -229,10 +229,19 @@ def _say_search(budget: float) -> None:
         f"{SUT.upper()}'s records) in steps just inside {RESOLUTION:.0%}, then halving "
         f"the bracket to {RESOLUTION:.0%} within {budget:.0f} s; runs of "
         f"{MIN_DURATION_S:g}-{run_seconds(budget):g} s "
-        f"({WARMUP_S:g} s warm-up), each until its lag trend is decided at the search's threshold "
-        f"({RESOLUTION / 4:.2%} of the load), then the ends under a benchmark's SLOs where the time holds them: "
+        f"({WARMUP_S:g} s warm-up), each until its lag trend is decided{_judged_by(budget)}: "
         "lag trend at most 1% of the load, p95 processing latency at most 8 trigger intervals, a latency that "
         "does not keep growing"
+    )
+
+
+def _judged_by(budget: float) -> str:
+    """How the demo's runs are judged, as its spec says (demo_spec)."""
+    if run_seconds(budget) >= LONGEST_S:
+        return " under a benchmark's SLOs"
+    return (
+        f" at the search's threshold ({RESOLUTION / 4:.2%} of the load), then the ends under a benchmark's "
+        "SLOs where the time holds them"
     )
 
 
