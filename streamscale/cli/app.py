@@ -8,6 +8,7 @@ The commands live in one module per concern (:mod:`.broker`, :mod:`.loadgen`, :m
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import typer
@@ -154,10 +155,49 @@ def register(typer_app: typer.Typer, name: str) -> None:
     root.add_typer(typer_app, name=name)
 
 
+def route_logs() -> None:
+    """Other libraries' log records and warnings go to the Spark log file, not the terminal: py4j logs through
+    the root logger, whose first record would otherwise give it a handler on stderr (a gateway
+    that fails while its JVM ends printed "ERROR:root:Exception while sending command." and a
+    traceback). streamscale's own warnings stay on stderr, as the message alone, as Python prints
+    them without a handler. A root logger that has handlers already (an embedding program's,
+    pytest's) is left as it is."""
+    import logging
+
+    from streamscale.sparkio.session import spark_log_path
+
+    top = logging.getLogger()
+    if top.handlers or os.environ.get("STREAMSCALE_SPARK_LOG") == "-":  # "-": the user keeps them on stderr
+        return
+
+    def ours(record: logging.LogRecord) -> bool:
+        return record.name == "streamscale" or record.name.startswith("streamscale.")
+
+    class Appended(logging.FileHandler):
+        """The file and its folder made at its first record (appending, as the JVM does)."""
+
+        def _open(self):
+            os.makedirs(os.path.dirname(self.baseFilename), exist_ok=True)
+            return super()._open()
+
+    library = Appended(spark_log_path(), delay=True)
+    library.addFilter(lambda r: not ours(r))
+    library.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    own = logging.StreamHandler(sys.stderr)
+    own.setLevel(logging.WARNING)
+    own.addFilter(ours)
+    top.addHandler(library)
+    top.addHandler(own)
+    # pyspark's warnings too (e.g. "Unable to cleanly shutdown Spark JVM process" after a JVM that
+    # SIGTERM ended): through the "py.warnings" logger, into the file
+    logging.captureWarnings(True)
+
+
 def app() -> None:
     """Entry point: streamscale's errors become one clear line and their kind's exit code
     (:mod:`streamscale.errors`), never a traceback."""
     sigterm_ends_like_ctrl_c()
+    route_logs()
     try:
         root()
     except StreamscaleError as exc:

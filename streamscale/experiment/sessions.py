@@ -108,7 +108,7 @@ class SparkSessions:
 
         try:
             if jvm_alive():
-                spark.stop()
+                _stop(spark)
             else:  # nothing to stop; the next session starts a new JVM
                 forget_dead_jvm()
         finally:
@@ -132,3 +132,22 @@ class SparkSessions:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+JVM_EXIT_S = 10.0  # how long a JVM whose gateway failed while stopping may take to exit
+
+
+def _stop(spark) -> None:
+    """Stop ``spark``; a JVM that dies meanwhile has nothing left to stop. A SIGTERM sent to the
+    whole process group (``timeout``, a service manager) ends the JVM beside this process, which
+    ends like Ctrl-C: py4j's error from the dying JVM would replace its clean exit by a traceback."""
+    from py4j.protocol import Py4JError
+
+    from streamscale.sparkio.session import forget_dead_jvm, jvm_exits
+
+    try:
+        spark.stop()
+    except Py4JError:
+        if not jvm_exits(JVM_EXIT_S):
+            raise
+        forget_dead_jvm()

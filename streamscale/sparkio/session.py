@@ -243,6 +243,23 @@ def jvm_alive() -> bool:
     return proc is None or proc.poll() is None
 
 
+def jvm_exits(timeout_s: float) -> bool:
+    """Whether this process's Spark JVM has exited or does within ``timeout_s`` (False where its
+    process is not known)."""
+    import subprocess
+
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is None:
+        return False
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
 def jvm_death_reason() -> str:
     """Why this process's Spark JVM exited, as far as its exit code and its log's end say."""
     from pyspark import SparkContext
