@@ -189,11 +189,6 @@ def daemon_client_properties(info) -> dict[str, str]:
     return read_properties_file(path) if path else {}
 
 
-def resolve_bootstrap(bootstrap: str | None) -> str:
-    """:func:`resolve_connection`'s bootstrap (the older API)."""
-    return resolve_connection(bootstrap).bootstrap
-
-
 # --- an embedded cluster as a daemon ------------------------------------------------------
 
 

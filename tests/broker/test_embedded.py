@@ -126,14 +126,14 @@ def test_bootstrap_resolution_order(tmp_path, monkeypatch):
     monkeypatch.setenv("STREAMSCALE_STATE_DIR", str(tmp_path))
     monkeypatch.delenv("STREAMSCALE_BOOTSTRAP_SERVERS", raising=False)
     with pytest.raises(embedded.BrokerError, match="--bootstrap-servers"):
-        daemon.resolve_bootstrap(None)
+        daemon.resolve_connection(None)
     import streamscale.broker.access as access_mod
 
     probed: list[str] = []
     monkeypatch.setattr(access_mod, "ensure_reachable", lambda bs, *a, **k: probed.append(str(bs)))  # no such hosts
     monkeypatch.setenv("STREAMSCALE_BOOTSTRAP_SERVERS", "kafka:9092")
-    assert daemon.resolve_bootstrap(None) == "kafka:9092"
-    assert daemon.resolve_bootstrap("other:1") == "other:1"
+    assert daemon.resolve_connection(None).bootstrap == "kafka:9092"
+    assert daemon.resolve_connection("other:1").bootstrap == "other:1"
     assert probed == ["kafka:9092", "other:1"]  # whichever wins is checked to answer
 
 
