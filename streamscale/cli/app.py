@@ -200,9 +200,27 @@ def app() -> None:
     route_logs()
     try:
         root()
-    except StreamscaleError as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
-        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         console.print("interrupted")
         sys.exit(130)
+    except Exception as exc:
+        _stopped(exc)
+        if not isinstance(exc, StreamscaleError):
+            raise
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(exc.exit_code)
+
+
+def _stopped(exc: BaseException) -> None:
+    """Exit as the stop did where ``exc`` was raised while a Ctrl-C or a SIGTERM was ending the
+    command: a SIGTERM sent to the whole process group also ends the Spark JVM, and a clean-up
+    step that then fails on it (a query stopped on a dead JVM) replaces the stop by its error."""
+    seen, at = set(), exc.__context__
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if isinstance(at, KeyboardInterrupt):
+            console.print("interrupted")
+            sys.exit(130)
+        if isinstance(at, SystemExit):
+            sys.exit(at.code)
+        at = at.__context__

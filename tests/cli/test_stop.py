@@ -75,3 +75,29 @@ def test_other_libraries_log_records_go_to_the_log_file_and_streamscales_warning
     assert "ERROR Exception while sending command." in written and "ConnectionResetError" in written
     assert "py4j.clientserver WARNING a library warning" in written and "late records" not in written
     assert "py.warnings WARNING" in written and "Unable to cleanly shutdown" in written
+
+
+@pytest.mark.parametrize(
+    "raised, expected",
+    [
+        # a SIGTERM, then a clean-up step failing on the JVM the same SIGTERM ended
+        ('SparkError("Spark\'s JVM exited (code 143)")', (143, "")),
+        ("RuntimeError('py4j: SparkSession does not exist in the JVM')", (143, "")),
+        (None, (4, "error: a query failed\n")),  # no stop: the error is the command's own
+    ],
+)
+def test_an_error_raised_while_a_sigterm_ends_the_command_ends_it_as_the_sigterm_does(raised, expected):
+    body = (
+        f"    try:\n        raise SystemExit(143)\n    finally:\n        raise {raised}\n"
+        if raised
+        else "    raise SparkError('a query failed')\n"
+    )
+    code = (
+        "import streamscale.cli.app as cli\n"
+        "from streamscale.errors import SparkError\n"
+        f"def root():\n{body}"
+        "cli.root = root\n"
+        "cli.app()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stderr) == expected, r.stderr
