@@ -156,12 +156,12 @@ def register(typer_app: typer.Typer, name: str) -> None:
 
 
 def route_logs() -> None:
-    """Other libraries' log records and warnings go to the Spark log file, not the terminal: py4j logs through
-    the root logger, whose first record would otherwise give it a handler on stderr (a gateway
-    that fails while its JVM ends printed "ERROR:root:Exception while sending command." and a
-    traceback). streamscale's own warnings stay on stderr, as the message alone, as Python prints
-    them without a handler. A root logger that has handlers already (an embedding program's,
-    pytest's) is left as it is."""
+    """Other libraries' log records and warnings go to the Spark log file, not the terminal: py4j
+    logs through the root logger, whose first record would otherwise give it a handler on stderr
+    (a gateway that fails while its JVM ends printed "ERROR:root:Exception while sending command."
+    and a traceback). streamscale's own warnings stay on stderr, as the message alone, as Python
+    prints them without a handler. A root logger that has handlers already (an embedding
+    program's, pytest's) is left as it is."""
     import logging
 
     from streamscale.sparkio.session import spark_log_path
