@@ -32,7 +32,7 @@ from streamscale.loadgen.generator import LoadGenerators
 from streamscale.observe import prometheus
 from streamscale.pipelines import make_pipeline, realtime
 from streamscale.pipelines.base import Reading
-from streamscale.pipelines.run import run_checkpoint
+from streamscale.pipelines.run import remove_checkpoint, run_checkpoint
 from streamscale.pipelines.trigger import check_streams
 from streamscale.sparkio.executors import executor_list
 
@@ -578,12 +578,17 @@ def warm_up_workers(
         p.produce(topic, b'{"identifier":"s_0","timestamp":0,"valueInW":0.0}', b"s_0", partition=part)
     p.flush(30)
     del p
-    with tempfile.TemporaryDirectory(prefix="streamscale-warmup-") as checkpoint:
+    # removed again at exit (remove_checkpoint): a JVM that a SIGTERM to the process group ended
+    # mid-query wrote into it after it was first removed, and left it in the temp directory
+    checkpoint = tempfile.mkdtemp(prefix="streamscale-warmup-")
+    try:
         records = read_records(spark, bootstrap, topic, starting_offsets="earliest", impl=connector)
         # back into the same topic: availableNow reads only what was there when it started
         value = records.select(records["identifier"].alias("value"))
         q = write_kafka(value, bootstrap, topic, WriteQuery(checkpoint, {"availableNow": True}), impl=connector)
         q.awaitTermination(180)
+    finally:
+        remove_checkpoint(checkpoint)
 
 
 def write_result(result: SutResult, out_dir: Path) -> None:
