@@ -212,7 +212,7 @@ def run_scaling_demo(
 
 def _say_broker(broker) -> None:
     from streamscale.broker.connection import kafka_log_path
-    from streamscale.sparkio.session import spark_log_path
+    from streamscale.sparkio.logpath import spark_log_path
 
     secured = " (SASL_SSL, SCRAM-SHA-512)" if broker.secrets is not None else ""
     console.print(

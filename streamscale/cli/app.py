@@ -164,10 +164,10 @@ def route_logs() -> None:
     program's, pytest's) is left as it is."""
     import logging
 
-    from streamscale.sparkio.session import spark_log_path
+    from streamscale.sparkio.logpath import spark_log_on_stderr, spark_log_path
 
     top = logging.getLogger()
-    if top.handlers or os.environ.get("STREAMSCALE_SPARK_LOG") == "-":  # "-": the user keeps them on stderr
+    if top.handlers or spark_log_on_stderr():
         return
 
     def ours(record: logging.LogRecord) -> bool:

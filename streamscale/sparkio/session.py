@@ -9,7 +9,6 @@ import shutil
 import socketserver
 import subprocess
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from streamscale.broker.connection import kafka_log_path
 from streamscale.errors import JavaMissing, SparkError
 from streamscale.sparkio.driveropts import with_driver_options
 from streamscale.sparkio.home import spark_home
+from streamscale.sparkio.logpath import spark_log_on_stderr, spark_log_path
 
 MIN_JAVA = 17
 
@@ -68,15 +68,6 @@ def prepare_environment() -> None:
     # pyspark's home, less the zipped pyspark that workers would recompile (streamscale.sparkio.home)
     os.environ.setdefault("SPARK_HOME", str(spark_home()))
     kafka_log_path()  # fixed before the JVM starts: its Python workers' Kafka clients log there too
-
-
-def spark_log_path() -> Path:
-    """Where the JVM's and the Python workers' output goes ($STREAMSCALE_SPARK_LOG, or a file per
-    process in the temp directory)."""
-    given = os.environ.get("STREAMSCALE_SPARK_LOG")
-    if given:
-        return Path(given)
-    return Path(tempfile.gettempdir()) / "streamscale-logs" / f"spark-{os.getpid()}.log"
 
 
 _JVM_LOG: list[str | None] = [None]  # where this process's JVM writes, once it has been started here
@@ -131,7 +122,7 @@ def build_session(
     for k, v in _session_conf(master, conf, shuffle_partitions, ui).items():
         builder = builder.config(k, str(v))
     _quiet_accumulator_servers()
-    if os.environ.get("STREAMSCALE_SPARK_LOG") == "-" or SparkContext._gateway is not None:
+    if spark_log_on_stderr() or SparkContext._gateway is not None:
         spark = builder.getOrCreate()  # the JVM runs already (or the user wants its output on stderr)
     else:
         log = spark_log_path()
@@ -220,7 +211,7 @@ def _quiet_accumulator_servers() -> None:
     from pyspark import accumulators
 
     def handle_error(self, request, client_address):
-        if os.environ.get("STREAMSCALE_SPARK_LOG") == "-":
+        if spark_log_on_stderr():
             return socketserver.BaseServer.handle_error(self, request, client_address)
         try:
             with open(_JVM_LOG[0] or spark_log_path(), "a") as f:

@@ -14,3 +14,16 @@ def test_the_command_tree_loads_without_a_command_s_heavy_modules():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
+
+
+def test_routing_other_libraries_logs_at_start_up_loads_none_of_them_either():
+    # app() routes log records before any command runs: where they go is known without the session
+    probe = (
+        "import json, sys, streamscale.cli.main\n"
+        "from streamscale.cli.app import route_logs\n"
+        "route_logs()\n"
+        f"print(json.dumps([m for m in {HEAVY + ['streamscale.sparkio.session']!r} if m in sys.modules]))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
