@@ -138,14 +138,19 @@ def demo_spec(start: float, params: dict, budget_s: float | None = None) -> dict
                 "factor": FACTOR,
                 "max_runs": MAX_RUNS,
                 **({"time_budget_s": budget_s} if budget_s else {}),
-                # runs of LONGEST_S are judged by the SLOs themselves: their search is the answer
-                # (a budget holding them does not hold them twice, the ends again under the SLOs)
-                **({"search_lag_threshold": None} if run_seconds(budget_s) >= LONGEST_S else {}),
+                **({"search_lag_threshold": None} if _judged_by_slos(budget_s) else {}),
             },
             "metric": "capacity",
             "reuse_spark": True,
         },
     }
+
+
+def _judged_by_slos(budget_s: float | None) -> bool:
+    """Whether the demo's search is judged by the SLOs themselves: in runs of LONGEST_S, whose
+    search is the answer (a budget holding them does not hold them twice, the ends again under
+    the SLOs); else at the search's threshold."""
+    return run_seconds(budget_s) >= LONGEST_S
 
 
 def _round2(x: float) -> int:
@@ -237,7 +242,7 @@ def _say_search(budget: float) -> None:
 
 def _judged_by(budget: float) -> str:
     """How the demo's runs are judged, as its spec says (demo_spec)."""
-    if run_seconds(budget) >= LONGEST_S:
+    if _judged_by_slos(budget):
         return " under a benchmark's SLOs"
     return (
         f" at the search's threshold ({RESOLUTION / 4:.2%} of the load), then the ends under a benchmark's "
