@@ -225,23 +225,24 @@ def _quiet_accumulator_servers() -> None:
             cls.handle_error = handle_error
 
 
+def _jvm_proc():
+    """This process's Spark JVM as pyspark's gateway started it (None: none, or not known)."""
+    from pyspark import SparkContext
+
+    return getattr(SparkContext._gateway, "proc", None)
+
+
 def jvm_alive() -> bool:
     """Whether this process's Spark JVM (started by pyspark's gateway) is running; True when none
     was started here or its process is not known (a JVM given to pyspark from outside)."""
-    from pyspark import SparkContext
-
-    proc = getattr(SparkContext._gateway, "proc", None)
+    proc = _jvm_proc()
     return proc is None or proc.poll() is None
 
 
 def jvm_exits(timeout_s: float) -> bool:
     """Whether this process's Spark JVM has exited or does within ``timeout_s`` (False where its
     process is not known)."""
-    import subprocess
-
-    from pyspark import SparkContext
-
-    proc = getattr(SparkContext._gateway, "proc", None)
+    proc = _jvm_proc()
     if proc is None:
         return False
     try:
@@ -253,9 +254,7 @@ def jvm_exits(timeout_s: float) -> bool:
 
 def jvm_death_reason() -> str:
     """Why this process's Spark JVM exited, as far as its exit code and its log's end say."""
-    from pyspark import SparkContext
-
-    proc = getattr(SparkContext._gateway, "proc", None)
+    proc = _jvm_proc()
     code = proc.poll() if proc is not None else None
     log = _JVM_LOG[0]
     tail = ""
