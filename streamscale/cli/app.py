@@ -201,8 +201,7 @@ def app() -> None:
     try:
         root()
     except KeyboardInterrupt:
-        console.print("interrupted")
-        sys.exit(130)
+        _interrupted()
     except Exception as exc:
         _stopped(exc)
         if not isinstance(exc, StreamscaleError):
@@ -219,8 +218,13 @@ def _stopped(exc: BaseException) -> None:
     while at is not None and id(at) not in seen:
         seen.add(id(at))
         if isinstance(at, KeyboardInterrupt):
-            console.print("interrupted")
-            sys.exit(130)
+            _interrupted()
         if isinstance(at, SystemExit):
             sys.exit(at.code)
         at = at.__context__
+
+
+def _interrupted() -> None:
+    """Ctrl-C's end: one word, exit 130."""
+    console.print("interrupted")
+    sys.exit(130)

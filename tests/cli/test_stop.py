@@ -101,3 +101,23 @@ def test_an_error_raised_while_a_sigterm_ends_the_command_ends_it_as_the_sigterm
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stderr) == expected, r.stderr
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    raise KeyboardInterrupt\n",
+        # Ctrl-C, then a clean-up step failing on the JVM it ended
+        "    try:\n        raise KeyboardInterrupt\n    finally:\n        raise SparkError('Spark JVM gone')\n",
+    ],
+)
+def test_ctrl_c_ends_the_command_with_one_word_and_130_whatever_its_clean_up_raised(body):
+    code = (
+        "import streamscale.cli.app as cli\n"
+        "from streamscale.errors import SparkError\n"
+        f"def root():\n{body}"
+        "cli.root = root\n"
+        "cli.app()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stderr) == (130, "interrupted\n"), r.stderr
