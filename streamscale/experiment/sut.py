@@ -27,7 +27,7 @@ from streamscale.experiment.lagsampler import LagSample, LagSampler
 from streamscale.experiment.noise import CpuMeter
 from streamscale.experiment.outlatency import OutputLatency
 from streamscale.experiment.sessions import SparkSessions
-from streamscale.loadgen import GeneratorConfig, LoadGenerator
+from streamscale.loadgen import GeneratorConfig
 from streamscale.loadgen.generator import LoadGenerators
 from streamscale.observe import prometheus
 from streamscale.pipelines import make_pipeline, realtime
@@ -212,9 +212,8 @@ class SutRun:
     def __init__(self, workload: Workload, placement: Placement, policy: StopPolicy, context: Context):
         self.w, self.placement, self.policy, self.ctx = workload, placement, policy, context
         self.pipe = make_pipeline(workload.uc, workload.params, records=workload.records, job=workload.job)
-        self.sensors, self.period_s = load_shape(
-            self.pipe, workload.records, workload.sensors, workload.period_s, workload.rate
-        )
+        # each feed's (keys, period) at the load's rate: a rate it cannot send fails before any broker
+        self.feeds = [(f, f.shape(workload.rate, workload.sensors, workload.period_s)) for f in self.pipe.feeds()]
         self.run_id = uuid.uuid4().hex[:8]
         self.t_start = time.monotonic()
         self.named = any(context.topics)
@@ -305,44 +304,29 @@ class SutRun:
         self.meter = CpuMeter(jvm_pid(spark), list(self.ctx.broker_pids), self.ctx.executor_parents).start()
         self.spark = spark
 
-    def generators(self):
-        """The load: one generator, or one per input (its share of the rate, into its topic)."""
+    def generators(self) -> LoadGenerators:
+        """The load: one generator per feed (its share of the rate, into its topic), each started
+        after the feeds its records refer to."""
         w, backlog = self.w, self.policy.backlog
         # a judged run ends when it is decided: the generator runs until stopped; a backlog is a count
         duration = None if self.policy.judge is not None or backlog else self.policy.duration_s
-        shape = functools.partial(
-            GeneratorConfig,
-            self.bootstrap,
-            workers=w.gen_workers,
-            distribution=w.distribution,
-            duration_s=duration,
-            throttle=not backlog,
-            producer_config=dict(w.producer_config or {}),
-        )
-        inputs = getattr(self.pipe, "inputs", None)
-        if inputs is None:
-            return LoadGenerator(
-                shape(
-                    self.input_topic,
-                    sensors=self.sensors,
-                    period_s=self.period_s,
-                    records_spec=w.records,
-                    records=backlog,
-                )
-            )
         configs = []
-        for i in inputs:
-            try:
-                sensors, period_s = load_shape(self.pipe, i.records, w.sensors, w.period_s, i.rate(w.rate or 0))
-            except ConfigError as exc:
-                raise ConfigError(f"input {i.name} ({i.share:g} of {w.rate:g} records/s): {exc}") from None
-            refs = dict.fromkeys(sorted(inputs.refs_of(i.name)))  # bound as the generators start
-            topic = i.topic(self.input_topic)
-            records = max(1, round(backlog * i.share)) if backlog else None  # its share of a backlog
-            config = shape(
-                topic, sensors=sensors, period_s=period_s, records_spec=i.records, refs=refs, records=records
+        for feed, (sensors, period_s) in self.feeds:
+            config = GeneratorConfig(
+                self.bootstrap,
+                feed.topic(self.input_topic),
+                sensors=sensors,
+                period_s=period_s,
+                workers=w.gen_workers,
+                distribution=w.distribution,
+                duration_s=duration,
+                throttle=not backlog,
+                producer_config=dict(w.producer_config or {}),
+                records_spec=feed.records,
+                refs=dict.fromkeys(feed.refs),  # bound as the generators start
+                records=feed.backlog(backlog) if backlog else None,
             )
-            configs.append((i.name, config))
+            configs.append((feed.name, config))
         return LoadGenerators(configs)
 
     def load(self) -> None:
@@ -469,7 +453,7 @@ class SutRun:
             latency_at="output" if self.outlat is not None else "commit",
             processing_ms=percentiles(run.batches),
             output_unreadable=self.outlat.unreadable if self.outlat is not None else 0,
-            sensors=self.sensors,
+            sensors=sum(keys for _, (keys, _) in self.feeds),
             target_rate=gres.target_rate,
             generated=gres.delivered,
             generator_rate=gres.achieved_rate,
@@ -512,21 +496,6 @@ def percentiles(batches) -> dict:
 
     got = {f"p{round(q * 100)}": processing_percentile_ms(batches, q) for q in (0.5, 0.95, 0.99)}
     return {k: v for k, v in got.items() if v is not None}
-
-
-def load_shape(pipe, records, sensors: int, period_s: float, rate: float | None) -> tuple[int, float]:
-    """(sensors, period_s) the generator runs with: a ``rate`` in records/s spread over the keys
-    there are (UC4: its registry's sensors; described records: one "sensor" per record a second)."""
-    if getattr(pipe, "registry", None) is not None:  # UC4: the registry fixes the sensors
-        sensors = pipe.registry.num_sensors
-        return sensors, (sensors / rate if rate else period_s)
-    if rate is None:
-        return sensors, period_s
-    if not rate >= 1:
-        raise ConfigError(f"rate must be at least 1 record/s, not {rate:g}")
-    if records is not None:
-        return int(round(rate)), 1.0
-    return max(1, int(round(rate * period_s))), period_s
 
 
 def drain(run, access: BrokerAccess, topic: str, timeout_s: float, on_batch=None) -> int:

@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from streamscale.loadgen.feed import Feed
 from streamscale.loadgen.recordspec import RecordsSpec
 from streamscale.specs import StrictModel
 
@@ -87,6 +88,13 @@ class Inputs:
 
     def by_name(self, name: str) -> Input:
         return next(i for i in self.items if i.name == name)
+
+    def feeds(self) -> tuple[Feed, ...]:
+        """One feed per input, in start order (streamscale.loadgen.feed)."""
+        return tuple(
+            Feed(i.name, i.records, i.share, i.partitions, tuple(sorted(self.refs_of(i.name))), not i.unread)
+            for i in self.items
+        )
 
 
 def resolve_inputs(specs: dict[str, InputSpec], decode: str = "fields") -> Inputs:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import ConfigError
+from streamscale.loadgen.feed import Feed
 from streamscale.pipelines.progress import CREATED_BIN_MS, CREATED_BINS
 from streamscale.pipelines.run import PipelineRun, temporary_checkpoint
 from streamscale.pipelines.trigger import Trigger, parse_trigger, processing_time
@@ -258,19 +259,24 @@ class Pipeline(ABC):
             spark, bootstrap, source, Reading(starting_offsets, commit_group, kafka_impl), watermark_from
         )
 
+    def feeds(self) -> tuple[Feed, ...]:
+        """What a run's generators write (streamscale.loadgen.feed): the task samples, sensor
+        readings into the run's input topic."""
+        return (Feed(),)
+
     def input_topics(self, base: str) -> dict[str, int | None]:
-        """The topics a run whose input is named ``base`` reads, each with its partitions (None: the
-        run's own number): the task samples read ``base``."""
-        return {base: None}
+        """The topics a run whose input is named ``base`` writes, each with its partitions (None:
+        the run's own number): one per feed."""
+        return {f.topic(base): f.partitions for f in self.feeds()}
 
     def read_topics(self, base: str) -> list[str]:
         """Of :meth:`input_topics`, the ones the pipeline's query reads: its lag and drain are theirs."""
-        return list(self.input_topics(base))
+        return [f.topic(base) for f in self.feeds() if f.read]
 
     @property
     def read_share(self) -> float:
         """The part of the load (records/s) written to :meth:`read_topics`."""
-        return 1.0
+        return sum(f.share for f in self.feeds() if f.read)
 
     def value_ddl(self) -> str:
         """The records' value schema (the decoding contract's DDL): Theodolite's sensor reading."""

@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from streamscale.errors import ConfigError
+from streamscale.loadgen.feed import Feed
 from streamscale.loadgen.inputs import Input, Inputs
 from streamscale.pipelines import jobref, realtime
 from streamscale.pipelines.base import (
@@ -104,20 +105,9 @@ class UserJob(Pipeline):
     def decoded(self):
         return decoded_of(self.columns())
 
-    def input_topics(self, base: str) -> dict[str, int | None]:
-        """Each topic the job reads in a run named after ``base`` (one per input) and its partitions."""
-        if self.inputs is None:
-            return super().input_topics(base)
-        return {i.topic(base): i.partitions for i in self.inputs}
-
-    def read_topics(self, base: str) -> list[str]:
-        if self.inputs is None:
-            return super().read_topics(base)
-        return [i.topic(base) for i in self.inputs.read]
-
-    @property
-    def read_share(self) -> float:
-        return 1.0 if self.inputs is None else self.inputs.read_share
+    def feeds(self) -> tuple[Feed, ...]:
+        """Its records into the run's input topic, or one feed per input."""
+        return (Feed(records=self.records),) if self.inputs is None else self.inputs.feeds()
 
     def describe(self) -> str:
         sink = "Spark's noop sink" if self.params.sink == "noop" else "Kafka output topic (JSON of its columns)"

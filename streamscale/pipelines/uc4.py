@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from streamscale.loadgen.feed import Feed
 from streamscale.loadgen.registry import SensorRegistry
 from streamscale.pipelines.base import WINDOW_STATS, Pipeline, TumblingWindowParams
 
@@ -38,6 +39,10 @@ class UC4(Pipeline):
             if p.registry_path
             else SensorRegistry.build(p.levels, p.children, p.sensors)
         )
+
+    def feeds(self) -> tuple[Feed, ...]:
+        """Readings of its registry's sensors: the rate sets how often each sends."""
+        return (Feed(keys=self.registry.num_sensors),)
 
     def describe(self) -> str:
         p, r = self.params, self.registry

@@ -1,21 +1,47 @@
-"""A load given as a rate, for every SUT: the generator's keys and period that make it."""
+"""A load given as a rate, for every kind of feed: the generator's keys and period that make it."""
 
 import pytest
 
 from streamscale.errors import ConfigError
-from streamscale.experiment.sut import load_shape
+from streamscale.loadgen.feed import Feed
+from streamscale.loadgen.inputs import InputSpec, resolve_inputs
 from streamscale.loadgen.recordspec import records_spec
 from streamscale.pipelines import make_pipeline
 
 
+def _fields(**fields):
+    return records_spec({"fields": fields}, "test")
+
+
 def test_a_rate_for_each_kind_of_sut():
-    uc2 = make_pipeline("uc2")
-    assert load_shape(uc2, None, 1000, 1.0, None) == (1000, 1.0)  # no rate: the sensors as given
-    assert load_shape(uc2, None, 1000, 1.0, 5000) == (5000, 1.0)
-    assert load_shape(uc2, None, 1000, 2.0, 5000) == (10_000, 2.0)  # a sensor a record every 2 s
-    uc4 = make_pipeline("uc4", {"levels": 2})  # 16 sensors in the registry: they send faster
-    assert load_shape(uc4, None, 1000, 1.0, 160) == (16, 0.1)
-    records = records_spec({"fields": {"a": {"type": "long", "gen": "sequence"}}}, "test")
-    assert load_shape(uc2, records, 1000, 5.0, 2500.4) == (2500, 1.0)
+    (uc2,) = make_pipeline("uc2").feeds()
+    assert uc2.shape(None, 1000, 1.0) == (1000, 1.0)  # no rate: the sensors as given
+    assert uc2.shape(5000, 1000, 1.0) == (5000, 1.0)
+    assert uc2.shape(5000, 1000, 2.0) == (10_000, 2.0)  # a sensor a record every 2 s
+    (uc4,) = make_pipeline("uc4", {"levels": 2}).feeds()  # 16 sensors in the registry: they send faster
+    assert uc4.shape(160, 1000, 1.0) == (16, 0.1)
+    described = Feed(records=_fields(a={"type": "long", "gen": "sequence"}))
+    assert described.shape(2500.4, 1000, 5.0) == (2500, 1.0)  # one key per record a second
     with pytest.raises(ConfigError, match="at least 1 record/s"):
-        load_shape(uc2, None, 1000, 1.0, 0.5)
+        uc2.shape(0.5, 1000, 1.0)
+
+
+def test_several_inputs_are_feeds_of_their_share_in_start_order():
+    clicks = _fields(imp={"type": "long", "gen": "ref:imps.id,5"})
+    imps = _fields(id={"type": "long", "gen": "sequence"})
+    inputs = resolve_inputs(
+        {
+            "clicks": InputSpec(records=clicks, share=0.25),
+            "imps": InputSpec(records=imps, share=0.7, partitions=3),
+            "audit": InputSpec(records=imps, share=0.05, unread=True),
+        }
+    )
+    feeds = {f.name: f for f in inputs.feeds()}
+    assert [f.name for f in inputs.feeds()].index("imps") < [f.name for f in inputs.feeds()].index("clicks")
+    assert feeds["clicks"].refs == ("imps",) and feeds["imps"].refs == ()
+    assert feeds["imps"].topic("run") == "run.imps" and Feed().topic("run") == "run"
+    assert feeds["imps"].shape(1000, 1, 1.0) == (700, 1.0) and feeds["imps"].partitions == 3
+    assert feeds["imps"].backlog(10_000) == 7000 and feeds["audit"].backlog(10) == 1
+    assert not feeds["audit"].read and feeds["clicks"].read
+    with pytest.raises(ConfigError, match=r"^input audit \(0.05 of 10 records/s\): rate must be at least 1"):
+        feeds["audit"].shape(10, 1, 1.0)

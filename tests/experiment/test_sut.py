@@ -89,7 +89,9 @@ def test_a_workloads_producer_settings_reach_its_generator_and_none_are_added_ot
     def config(**workload):
         run = SutRun(Workload("uc1", rate=1000, **workload), Placement(), StopPolicy(30), Context(topics=("in", "out")))
         run.bootstrap = KafkaConnection.of("127.0.0.1:9")  # what provision() sets; nothing connects
-        return run.generators().cfg
+        ((name, cfg),) = run.generators().configs  # one feed: the run's input topic
+        assert name == ""
+        return cfg
 
     cfg = config(producer_config={"linger.ms": 5})
     assert cfg.producer_config == {"linger.ms": 5} and cfg.topic == "in"
