@@ -205,21 +205,10 @@ class ExperimentRunner:
         """One SutRun of ``point`` with ``params`` under ``policy``."""
         import dataclasses
 
-        from streamscale.experiment.sut import Placement, Workload, run_sut
+        from streamscale.experiment.sut import Placement, run_sut
 
-        bm = self.spec.benchmark
-        workload = Workload(
-            point.sut,
-            params,
-            sensors=point.sensors,
-            rate=point.load_rate,
-            period_s=bm.loadgen.period_s,
-            records=bm.feed(),
-            job=bm.job_setup(str(self.out_dir / "sink")),
-            distribution=bm.loadgen.distribution,
-            gen_workers=bm.loadgen.workers,
-            partitions=bm.topics.partitions,
-        )
+        sink = str(self.out_dir / "sink")
+        workload = self.plan.workload(point.sut, params, point.sensors, point.load_rate, sink)
         pids = self.watch.pids() if self.watch is not None else self.broker_pids  # a node started again
         preflight = () if self.preflown else self.plan.preflight(point.config)
         self.preflown = True

@@ -150,6 +150,26 @@ class Plan:
         bm = self.spec.benchmark
         return make_pipeline(point.sut, point.params, records=bm.feed(), job=bm.job_setup(output_dir))
 
+    def workload(self, sut: str, params: dict, sensors: int, rate: float | None, output_dir: str | None = None):
+        """What a run of ``sut`` with ``params`` generates and runs: the spec's records or inputs,
+        its generators' settings and topics, at ``sensors`` keys or ``rate`` records/s (a user's job
+        writing its own sink under ``output_dir``)."""
+        from streamscale.experiment.sut import Workload
+
+        bm = self.spec.benchmark
+        return Workload(
+            sut,
+            params,
+            sensors=sensors,
+            rate=rate,
+            period_s=bm.loadgen.period_s,
+            records=bm.feed(),
+            job=bm.job_setup(output_dir),
+            distribution=bm.loadgen.distribution,
+            gen_workers=bm.loadgen.workers,
+            partitions=bm.topics.partitions,
+        )
+
     def preflight(self, config: str) -> tuple:
         """(name, pipeline, Spark settings) of every configuration but ``config``, at the first load
         and resource amount: what a first run checks in its session before any load, so that a

@@ -45,7 +45,9 @@ def run_sut_cmd(
     duration: float = typer.Option(60.0, "--duration", "-d", min=1),
     master: str = typer.Option("local[2]", help="Spark master: local[k], spark://..., k8s://..."),
     partitions: int = typer.Option(8, min=1, help="Of the input and output topics (with --spec: the spec's)"),
-    gen_workers: int = typer.Option(1, "--gen-workers", min=1),
+    gen_workers: int = typer.Option(
+        None, "--gen-workers", min=1, help="Generator processes (default: 1, with --spec the spec's loadgen.workers)"
+    ),
     param: list[str] = typer.Option(None, "--param", "-p", help="Pipeline parameter NAME=VALUE (repeatable)"),
     trigger: str = typer.Option(
         None, "--trigger", help="processing_time:DURATION (a micro-batch at most that often) or real_time:DURATION"
@@ -61,32 +63,43 @@ def run_sut_cmd(
     kafka_config: Path = KafkaConfig,
 ):
     """Run one pipeline or your own job against the load generator, printing live rates and lag."""
+    import dataclasses
+
     from streamscale.experiment.sut import Context, Placement, StopPolicy, Workload, run_sut
     from streamscale.loadgen.inputs import Inputs
     from streamscale.loadgen.recordspec import load_records
     from streamscale.pipelines import jobref, make_pipeline
     from streamscale.sparkio.address import driver_conf
 
-    params, job = parse_params(param), None
+    params = parse_params(param)
     if topic_prefix is not None:
         if input_topic or output_topic:
             raise ConfigError("--topic-prefix names both topics: leave out --input-topic and --output-topic")
         input_topic, output_topic = f"{topic_prefix}.input", f"{topic_prefix}.output"
     if spec_file is not None:
-        uc, params, spec, job, partitions = _from_spec(spec_file, uc, records, params, out_dir)
-        if topic_prefix is not None and isinstance(spec, Inputs):
-            input_topic = topic_prefix  # several inputs: each reads PREFIX.NAME
+        if uc is not None or records is not None:
+            raise ConfigError("--spec names the job and its records: leave out SUT and --records")
         if rate is None:
             raise ConfigError("a spec's job is loaded by rate: give --rate N")
+        workload = _spec_workload(spec_file, params, rate, out_dir)
+        if topic_prefix is not None and isinstance(workload.records, Inputs):
+            input_topic = topic_prefix  # several inputs: each reads PREFIX.NAME
     elif uc is None:
         raise ConfigError("name the SUT (uc1-uc4 or FILE.py:FUNCTION), or give --spec FILE")
     else:
-        if jobref.is_job(uc):
-            uc = jobref.resolve(uc)
-        spec = load_records(records) if records is not None else None
+        workload = Workload(
+            jobref.resolve(uc) if jobref.is_job(uc) else uc,
+            params,
+            sensors=sensors,
+            rate=rate,
+            records=load_records(records) if records is not None else None,
+            partitions=partitions,
+        )
+    over = {"gen_workers": gen_workers} if gen_workers is not None else {}
     if trigger is not None:
-        params = {**params, "trigger": trigger}
-    pipe = make_pipeline(uc, params, records=spec, job=job)
+        over["params"] = {**workload.params, "trigger": trigger}
+    workload = dataclasses.replace(workload, **over)
+    pipe = make_pipeline(workload.uc, workload.params, records=workload.records, job=workload.job)
     metrics_endpoint()  # once the input is known to be good: a bad one is its error line alone
     out.print(pipe.describe())
 
@@ -104,9 +117,6 @@ def run_sut_cmd(
             out.print(f"  [{s.t_s:6.1f} s] consumer lag {s.lag:,} records")
 
     conn, props = external_kafka(bootstrap, kafka_property, kafka_config)
-    workload = Workload(
-        uc, params, sensors=sensors, rate=rate, records=spec, job=job, gen_workers=gen_workers, partitions=partitions
-    )
     context = Context(
         bootstrap=conn,
         properties=props,
@@ -136,15 +146,15 @@ def run_sut_cmd(
         out.print(f"wrote {out_dir}/summary.json, lag.csv, batches.csv")
 
 
-def _from_spec(spec_file: Path, uc, records, params: dict, out_dir):
-    """(sut, params, records, job setup, partitions) of a spec's benchmark section; -p over its params."""
+def _spec_workload(spec_file: Path, params: dict, rate: float, out_dir):
+    """The workload of a spec's job at ``rate`` records/s, from its plan (resolved once): its sut,
+    params (``-p`` over them), records or inputs, sink, generators' settings and partitions."""
+    from streamscale.benchmark.plan import resolve
     from streamscale.benchmark.spec import load_spec
 
-    if uc is not None or records is not None:
-        raise ConfigError("--spec names the job and its records: leave out SUT and --records")
-    bm = load_spec(spec_file).benchmark
-    sink_dir = str(out_dir / "sink") if out_dir else None
-    return bm.sut, {**bm.params, **params}, bm.feed(), bm.job_setup(sink_dir), bm.topics.partitions
+    plan = resolve(load_spec(spec_file))
+    sut, spec_params = plan.spec.sut_of(""), plan.spec.benchmark.params
+    return plan.workload(sut, {**spec_params, **params}, 1, rate, str(out_dir / "sink") if out_dir else None)
 
 
 @bench_app.command("reference")

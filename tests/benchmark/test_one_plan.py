@@ -79,3 +79,45 @@ def test_benchmark_run_with_confirm_resolves_its_spec_once(monkeypatch, tmp_path
     assert long.spec.execution.duration_s == 300 and long.load is search.load  # the plan's own, derived
     assert "held ~" in r.output and (out / "report.html").is_file()
     assert Path(out / "summary.json").is_file()
+
+
+def test_run_sut_with_a_spec_resolves_it_once_into_the_runs_workload(monkeypatch, tmp_path):
+    """`run-sut --spec` runs the workload its spec's plan gives: the spec's job, its parameters with
+    -p over them, its generators' settings and partitions (the run itself is not started here)."""
+    from typer.testing import CliRunner
+
+    import streamscale.broker.access as access
+    import streamscale.experiment.sut as sut
+    from streamscale.cli.main import root
+    from streamscale.errors import ConfigError
+
+    spec = {
+        "name": "one-plan",
+        "benchmark": {
+            "sut": "uc2",
+            "params": {"window_s": 10, "lateness_s": 2},
+            "topics": {"partitions": 3},
+            "loadgen": {"workers": 2, "period_s": 0.5, "distribution": "uniform:0,10"},
+        },
+        "execution": {"load": {"type": "rate", "values": [1000]}, "resources": {"type": "cores", "values": [1]}},
+    }
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    calls, ran = _count_resolves(monkeypatch), []
+
+    def fake_run(workload, placement, policy, context):
+        ran.append(workload)
+        raise ConfigError("stopped before any load")
+
+    monkeypatch.setattr(sut, "run_sut", fake_run)
+    monkeypatch.setattr(access, "ensure_reachable", lambda *a, **k: None)  # no broker is asked
+    monkeypatch.setenv("STREAMSCALE_METRICS_PORT", "0")
+    args = ["run-sut", "--spec", str(tmp_path / "spec.yaml"), "--rate", "4000", "-p", "window_s=5", "-b", "x:9"]
+    r = CliRunner().invoke(root, args)
+    assert str(r.exception) == "stopped before any load", r.output  # main() makes it its error line
+    assert len(calls) == 1
+    (w,) = ran
+    assert (w.uc, w.rate, w.partitions) == ("uc2", 4000, 3)
+    assert w.params == {"window_s": 5, "lateness_s": 2}
+    assert (w.gen_workers, w.period_s, w.distribution) == (2, 0.5, "uniform:0,10")
+    r = CliRunner().invoke(root, [*args, "--gen-workers", "1"])
+    assert ran[-1].gen_workers == 1  # the option over the spec's
