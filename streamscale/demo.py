@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import functools
-import tempfile
+import itertools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +20,11 @@ from pathlib import Path
 from streamscale import terminal
 from streamscale.benchmark.bracket import RUN_OVERHEAD_S
 from streamscale.benchmark.units import round_significant
-from streamscale.errors import SparkError
 
 console = terminal.console()
+
+
+DRAIN_S = 30.0  # the source demo's query reads to the end of its input for at most this long
 
 
 @dataclass(frozen=True)
@@ -285,117 +287,67 @@ def _say_answer(summary: dict, out_dir: Path, took_s: float) -> None:
 
 
 def run_source_demo(demo: SourceDemo, out_dir: Path) -> dict:
-    """Broker -> load generator -> the PySpark source (decode JSON, count per sensor), its rate
-    printed every micro-batch; demo-batches.csv and demo-rates.png in ``out_dir``."""
-    from streamscale.broker import BrokerAccess, EmbeddedBroker
-    from streamscale.loadgen import GeneratorConfig, LoadGenerator
-    from streamscale.pipelines.run import remove_checkpoint, remove_stopped_checkpoints
-    from streamscale.sparkio.session import build_session
+    """Broker -> load generator -> UC1 through the PySpark Kafka source (decode JSON, each reading
+    into Spark's noop sink), one run of :class:`~streamscale.experiment.sut.SutRun` with its rate
+    printed every micro-batch; demo-batches.csv and demo-rates.png in ``out_dir``, the run's
+    summary.json, lag.csv, batches.csv and logs in ``out_dir/source``."""
+    from streamscale.experiment.sut import Context, Placement, StopPolicy, Workload, run_sut
+    from streamscale.sparkio.address import driver_conf
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    with EmbeddedBroker(log_dir=out_dir / "logs") as broker, BrokerAccess(broker.bootstrap) as access:
-        console.print(f"[bold]1/4[/] embedded broker (Apache Kafka) at {broker.bootstrap}")
-        access.create_topic("input", demo.partitions)
-        console.print(f"[bold]2/4[/] Spark session on {demo.master} (the first micro-batch starts Python workers)")
-        spark = build_session(demo.master, "streamscale-demo", python_source=False)
-        if spark.streamscale_log:
-            console.print(f"    Spark's and Java's own log: {spark.streamscale_log}", highlight=False)
-        gen = query = ckpt = None
-        try:
-            cfg = GeneratorConfig(
-                broker.bootstrap, topic="input", sensors=demo.sensors, workers=2, duration_s=demo.seconds + 60
-            )
-            console.print(
-                f"[bold]3/4[/] load generator: {demo.sensors:,} sensors x 1 record/s "
-                f"= {cfg.target_rate:,.0f} records/s into 'input' ({demo.partitions} partitions)"
-            )
-            gen = LoadGenerator(cfg).start()
-            ckpt = tempfile.mkdtemp(prefix="streamscale-demo-ckpt-")
-            query = _counting_query(spark, broker.bootstrap, ckpt)
-            console.print(f"[bold]4/4[/] streaming query running for {demo.seconds:.0f} s")
-            rows = _follow(query, demo.seconds)
-        finally:
-            if query is not None:
-                query.stop()
-            result = gen.stop() if gen is not None else None
-            if ckpt is not None:
-                remove_checkpoint(ckpt)  # the demo's own: nothing left in $TMPDIR
-        total_read = spark.sql("select coalesce(sum(n), 0) as n from demo_counts").collect()[0]["n"]
-        spark.stop()
-        remove_stopped_checkpoints()  # what a state-store thread wrote into it until the session stopped
-    return _source_said(rows, cfg.target_rate, out_dir, result.delivered, result.achieved_rate, total_read)
+    console.print(
+        f"[bold]source demo[/]: {demo.sensors:,} sensors x 1 record/s into an embedded broker's topic of "
+        f"{demo.partitions} partitions; UC1 (decode JSON) through the PySpark Kafka source on {demo.master} "
+        f"for {demo.seconds:g} s"
+    )
+    rows: list[dict] = []
+    workload = Workload(
+        "uc1", {"connector": "python", "sink": "none"}, sensors=demo.sensors, gen_workers=2, partitions=demo.partitions
+    )
+    result = run_sut(
+        workload,
+        Placement(demo.master, driver_conf(demo.master)),
+        StopPolicy(demo.seconds, drain_s=DRAIN_S),  # the query reads what was sent
+        Context(out_dir=out_dir / "source", on_batch=functools.partial(_said_batch, rows)),
+    )
+    return _source_said(rows, result, out_dir)
 
 
-def _counting_query(spark, bootstrap, ckpt: str):
-    """Valid records counted per sensor, into the memory table ``demo_counts``, a batch a second."""
-    from pyspark.sql import functions as F
-
-    from streamscale.sparkio.io import read_records
-
-    df = read_records(spark, bootstrap, "input", starting_offsets="earliest")
-    counts = df.where(F.col("value_error").isNull()).groupBy("identifier").agg(F.count("*").alias("n"))
-    return (
-        counts.writeStream.format("memory")
-        .queryName("demo_counts")
-        .outputMode("complete")
-        .option("checkpointLocation", ckpt)
-        .trigger(processingTime="1 second")
-        .start()
+def _said_batch(rows: list[dict], b: dict) -> None:
+    """A micro-batch's row, kept and printed as it ends."""
+    row = {
+        "batch": b["batch_id"],
+        "input_rows": b["input_rows"],
+        "input_rate": round(b["input_rate"]),
+        "processed_rate": round(b["processed_rate"]),
+        "batch_s": b["batch_ms"] / 1000,
+    }
+    rows.append(row)
+    console.print(
+        f"  batch {row['batch']:>3}: {row['input_rows']:>8,} rows in {row['batch_s']:5.2f} s "
+        f"-> {row['processed_rate']:>9,} records/s processed"
     )
 
 
-def _follow(query, seconds: float) -> list[dict]:
-    """Each micro-batch's row, printed as it ends, for ``seconds`` after the cold first one."""
-    rows: list[dict] = []
-    seen: set = set()
-    t0 = time.monotonic()
-    warm_at = None  # the clock starts once the cold first micro-batch is done
-    while query.isActive and (warm_at is None or time.monotonic() - warm_at < seconds + 8):
-        if warm_at is None and time.monotonic() - t0 > 180:
-            raise SparkError("the first micro-batch did not finish within 180 s")
-        time.sleep(0.5)
-        for p in query.recentProgress:
-            if p["batchId"] in seen:
-                continue
-            seen.add(p["batchId"])
-            dur = p["durationMs"].get("triggerExecution", 0) / 1000
-            row = {
-                "batch": p["batchId"],
-                "t_s": round(time.monotonic() - t0, 1),
-                "input_rows": p["numInputRows"],
-                "input_rate": round(p.get("inputRowsPerSecond") or 0.0),
-                "processed_rate": round(p.get("processedRowsPerSecond") or 0.0),
-                "batch_s": dur,
-            }
-            rows.append(row)
-            if warm_at is None:
-                warm_at = time.monotonic()
-            console.print(
-                f"  batch {row['batch']:>3}: {row['input_rows']:>8,} rows in {dur:5.2f} s "
-                f"-> {row['processed_rate']:>9,} records/s processed"
-            )
-        if warm_at is not None and time.monotonic() - warm_at >= seconds:
-            break
-    if query.exception():
-        raise SparkError(str(query.exception()))
-    return rows
-
-
-def _source_said(rows: list[dict], target: float, out_dir: Path, delivered: int, achieved: float, read: int) -> dict:
-    steady = [r for r in rows[1:] if r["input_rows"] > 0]  # batch 0 pays the worker start-up
-    rate = (sum(r["input_rows"] for r in steady) / sum(r["batch_s"] for r in steady)) if steady else 0.0
+def _source_said(rows: list[dict], r, out_dir: Path) -> dict:
+    steady = [x for x in rows[1:] if x["input_rows"] > 0]  # batch 0 pays the worker start-up
+    busy = sum(x["batch_s"] for x in steady)
+    rate = sum(x["input_rows"] for x in steady) / busy if busy > 0 else 0.0
     csv_path = out_dir / "demo-batches.csv"
     with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["batch"])
         w.writeheader()
         w.writerows(rows)
-    png = _plot(rows, target, out_dir / "demo-rates.png")
-    console.print(f"\ngenerated {delivered:,} records at {achieved:,.0f} records/s; the query counted {read:,} of them")
+    png = _plot(rows, r.target_rate, out_dir / "demo-rates.png")
+    console.print(
+        f"\ngenerated {r.generated:,} records at {r.generator_rate:,.0f} records/s; the query read "
+        f"{r.processed_records:,} of them"
+    )
     console.print(
         f"[bold green]PySpark source processing rate: {rate:,.0f} records/s[/] (micro-batches after the first)"
     )
-    console.print(f"wrote {csv_path} and {png}")
-    return {"processed_rate": rate, "generated": delivered, "read": read}
+    console.print(f"wrote {csv_path} and {png}; the run's figures and logs in {out_dir / 'source'}")
+    return {"processed_rate": rate, "generated": r.generated, "read": r.processed_records}
 
 
 def _plot(rows: list[dict], target: float, path: Path) -> Path:
@@ -405,11 +357,11 @@ def _plot(rows: list[dict], target: float, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4))
-    t = [r["t_s"] for r in rows]
+    t = list(itertools.accumulate(r["batch_s"] for r in rows))  # each batch at its end
     ax.plot(t, [r["input_rate"] for r in rows], marker="o", label="input rate (records/s)")
     ax.plot(t, [r["processed_rate"] for r in rows], marker="s", label="processing rate (records/s)")
     ax.axhline(target, color="grey", linestyle="--", label=f"generated target {target:,.0f}/s")
-    ax.set_xlabel("time since query start (s)")
+    ax.set_xlabel("time in micro-batches (s)")
     ax.set_ylabel("records/s")
     ax.set_title("streamscale demo: PySpark Structured Streaming over the embedded broker")
     ax.legend()

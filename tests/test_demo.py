@@ -149,3 +149,30 @@ def test_the_demo_judges_its_search_as_a_benchmark_does_unless_its_runs_are_long
     short, long = (resolve(parse_spec(demo_spec(30_000, {}, b))) for b in (228, 578))
     assert short.search().spec.execution.slos.lag_trend_threshold == 0.0625 and short.ends_rejudged
     assert long.search().spec.execution.slos.lag_trend_threshold == 0.01 and not long.ends_rejudged
+
+
+def test_the_source_demo_is_one_run_of_the_python_source_and_says_its_batches(monkeypatch, tmp_path):
+    """`demo --source` runs UC1 through streamscale's Python source as any run is run (SutRun, here
+    faked), at its sensors' rate, and rates the batches after the first from what the run saw."""
+    from types import SimpleNamespace
+
+    import streamscale.experiment.sut as sut
+    from streamscale.demo import SourceDemo, run_source_demo
+
+    given = []
+
+    def fake_run(workload, placement, policy, context):
+        given.append((workload, placement, policy))
+        for i, (rows, ms) in enumerate([(0, 400), (3000, 1000), (6000, 500), (9000, 1000)]):
+            context.on_batch({"batch_id": i, "input_rows": rows, "input_rate": 0, "processed_rate": 0, "batch_ms": ms})
+        return SimpleNamespace(target_rate=9000.0, generated=18_000, generator_rate=8990.0, processed_records=18_000)
+
+    monkeypatch.setattr(sut, "run_sut", fake_run)
+    said = run_source_demo(SourceDemo(seconds=5, sensors=9000, master="local[1]", partitions=2), tmp_path)
+    ((w, placement, policy),) = given
+    assert (w.uc, w.params["connector"], w.sensors, w.partitions) == ("uc1", "python", 9000, 2)
+    assert placement.master == "local[1]" and policy.duration_s == 5 and policy.drain_s > 0
+    assert said == {"processed_rate": 18_000 / 2.5, "generated": 18_000, "read": 18_000}  # after batch 0
+    rows = list(csv.DictReader(open(tmp_path / "demo-batches.csv")))
+    assert [int(r["input_rows"]) for r in rows] == [0, 3000, 6000, 9000]
+    assert (tmp_path / "demo-rates.png").stat().st_size > 0
