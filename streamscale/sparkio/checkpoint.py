@@ -95,11 +95,6 @@ def _missing(filesystem, path: str) -> bool:
     return filesystem.get_file_info(path).type == fs.FileType.NotFound
 
 
-def watermark_for_offsets(checkpoint: str, end: dict) -> int:
-    """The eviction watermark (``batchWatermarkMs``) of the batch whose offsets are ``end``."""
-    return batch_watermark_ms(checkpoint, batch_for_offsets(checkpoint, end))
-
-
 def late_watermark_for_offsets(checkpoint: str, end: dict) -> int:
     """The late-events watermark of the batch whose offsets are ``end`` (see the module notes)."""
     return late_events_watermark_ms(checkpoint, batch_for_offsets(checkpoint, end))

@@ -64,18 +64,6 @@ def combined(outputs: dict):
     return reduce(lambda a, b: a.unionByName(b), parts)
 
 
-def exchange_count(df, run: bool = True) -> int:
-    """Distinct shuffles in the physical plan Spark finally ran (collects ``df``: use small data).
-
-    Adaptive execution decides the final plan while it runs, so the plan is read after running;
-    an exchange inside a cached (shared) stream is the same exchange in every branch that reads
-    it (same ``plan_id``), a ReusedExchange is no shuffle, and "Initial Plan" sections are skipped.
-    """
-    if run:
-        df.collect()
-    return count_distinct_exchanges(df._jdf.queryExecution().executedPlan().toString())
-
-
 def count_distinct_exchanges(plan: str) -> int:
     ids, plain = set(), 0
     skip_deeper_than = None

@@ -19,10 +19,24 @@ from streamscale.autoscaler.live.launch import parse_bytes, run_monitor, setup
 from streamscale.autoscaler.live.load import PartitionLoad
 from streamscale.autoscaler.live.monitor import WriteSpeedMonitor
 from streamscale.autoscaler.live.protocol import LiveConfig
-from streamscale.autoscaler.live.sink import FencingError, SQLiteSink, overlapping_readers
+from streamscale.autoscaler.live.sink import FencingError, SQLiteSink
 from streamscale.broker.log_dirs import LogDirsUnavailable
 from streamscale.errors import ConfigError
 from streamscale.waiting import wait_for
+
+
+def overlapping_readers(ownership: list[tuple[int, str, int, float, float | None]]) -> list[str]:
+    """Periods in which two consumers owned one partition at once (empty when hand-overs were clean)."""
+    problems = []
+    by_tp: dict[tuple[str, int], list[tuple[float, float, int]]] = {}
+    for c, t, p, start, stop in ownership:
+        by_tp.setdefault((t, p), []).append((start, stop if stop is not None else float("inf"), c))
+    for (t, p), spans in by_tp.items():
+        spans.sort()
+        for (_s1, e1, c1), (s2, _e2, c2) in zip(spans, spans[1:]):
+            if s2 < e1:
+                problems.append(f"{t}[{p}]: consumer {c2} started at {s2:.3f} before consumer {c1} stopped at {e1:.3f}")
+    return problems
 
 
 @pytest.fixture

@@ -8,11 +8,16 @@ import pytest
 
 from streamscale.errors import StreamscaleError
 from streamscale.sparkio.checkpoint import (
+    batch_for_offsets,
     batch_watermark_ms,
     late_events_watermark_ms,
     late_watermark_for_offsets,
-    watermark_for_offsets,
 )
+
+
+def watermark_for_offsets(checkpoint: str, end: dict) -> int:
+    """The eviction watermark of the batch whose offsets are ``end``."""
+    return batch_watermark_ms(checkpoint, batch_for_offsets(checkpoint, end))
 
 
 def write_batch(root, batch_id, watermark, *sources):

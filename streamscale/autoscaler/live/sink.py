@@ -177,17 +177,3 @@ class SQLiteSink:
         return self.db.execute(
             "SELECT consumer, topic, partition, started, stopped FROM _ownership ORDER BY topic, partition, started"
         ).fetchall()
-
-
-def overlapping_readers(ownership: list[tuple[int, str, int, float, float | None]]) -> list[str]:
-    """Periods in which two consumers owned one partition at once (empty when hand-overs were clean)."""
-    problems = []
-    by_tp: dict[tuple[str, int], list[tuple[float, float, int]]] = {}
-    for c, t, p, start, stop in ownership:
-        by_tp.setdefault((t, p), []).append((start, stop if stop is not None else float("inf"), c))
-    for (t, p), spans in by_tp.items():
-        spans.sort()
-        for (_s1, e1, c1), (s2, _e2, c2) in zip(spans, spans[1:]):
-            if s2 < e1:
-                problems.append(f"{t}[{p}]: consumer {c2} started at {s2:.3f} before consumer {c1} stopped at {e1:.3f}")
-    return problems
