@@ -162,8 +162,10 @@ def drain_of(result, round_: int, guess: float, records: int, batch: int) -> Dra
     largest = max((b["input_rows"] for b in result.batches), default=0)
     read = [b for b in result.batches if b["input_rows"]]
     # the first: the cold start; a first drain of many batches (a windowed job's) warms a fresh JVM
-    # in its first half and is rated by its second
+    # in its first half and is rated by its second (or from where its runner confined it)
     first = len(read) // 2 if round_ == 1 and warm_first(len(read)) else 1
+    if result.rated_from is not None:
+        first = max(1, result.rated_from)
     rated = [b for b in read[first:] if b["input_rows"] >= largest / 2]
     busy = sum(b["batch_ms"] for b in rated) / 1000
     return Drain(

@@ -38,6 +38,15 @@ class SparkSessions:
         """Whether a session lives on for the next use."""
         return self._spark is not None
 
+    @property
+    def cpus(self) -> int | None:
+        """The CPUs the current session is confined to (None: none, or no session)."""
+        return self._cpus
+
+    def would_start(self, master: str, conf: dict | None = None, cpus: int | None = None) -> bool:
+        """Whether :meth:`session` with these settings would start a session (none is kept for them)."""
+        return self._spark is None or _key(master, conf, cpus) != self._key
+
     def after_close(self, fn) -> None:
         """Run ``fn`` once the current session has stopped: e.g. delete the topics of a run whose
         stopped queries may still have a task reading them, which a deleted topic would keep
@@ -49,7 +58,7 @@ class SparkSessions:
         """A session on ``master`` with ``conf``, its application confined to ``cpus`` CPUs (None: not
         confined). Kept for the next use when ``keep`` and the block ended without an exception: a
         failed run leaves the session in a state nobody knows, so it is stopped."""
-        key = (master, tuple(sorted((str(k), str(v)) for k, v in (conf or {}).items())), cpus)
+        key = _key(master, conf, cpus)
         if self._spark is not None and key != self._key:
             self.close()
         if self._spark is None:
@@ -132,6 +141,10 @@ class SparkSessions:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _key(master: str, conf: dict | None, cpus: int | None) -> tuple:
+    return master, tuple(sorted((str(k), str(v)) for k, v in (conf or {}).items())), cpus
 
 
 JVM_EXIT_S = 10.0  # how long a JVM whose gateway failed while stopping may take to exit

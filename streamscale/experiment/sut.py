@@ -86,10 +86,14 @@ class SutResult:
     executors: list = field(default_factory=list)
     lag: list[LagSample] = field(default_factory=list)
     batches: list[dict] = field(default_factory=list)
+    # a drain's first batch (of those that read records) its rate may count, where its runner
+    # knows (a JVM confined to its CPUs only from then on); None: drainprobe.drain_of's own rule
+    rated_from: int | None = None
 
     def summary(self) -> dict:
         d = asdict(self)
         d.pop("lag")
+        d.pop("rated_from")
         d.pop("batches")
         return d
 

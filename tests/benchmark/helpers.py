@@ -96,7 +96,12 @@ def drained_job(fixed_s: float, per_record_s: float, cold_s: float = 5.0, calls=
         ms[0] += round(cold_s * 1000)
         batches = [{"input_rows": n, "batch_ms": t} for n, t in zip(sizes, ms, strict=True)]
         return SimpleNamespace(
-            batches=batches, processed_records=records, undrained=0, ran_s=sum(ms) / 1000, wall_s=sum(ms) / 1000 + 5
+            batches=batches,
+            processed_records=records,
+            undrained=0,
+            ran_s=sum(ms) / 1000,
+            wall_s=sum(ms) / 1000 + 5,
+            rated_from=None,
         )
 
     return run_drain

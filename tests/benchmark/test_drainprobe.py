@@ -6,6 +6,7 @@ resumed."""
 import dataclasses
 import json
 import math
+from types import SimpleNamespace
 
 from streamscale.benchmark import drainprobe as dp
 from streamscale.benchmark.bracket import FAIL, PASS, Settings, bracket_search
@@ -267,3 +268,62 @@ def test_a_first_drain_of_many_batches_is_rated_by_its_warm_second_half_and_may_
     found = dp.probe(job(0.5, 1e-5, calls=calls, cap=20_000), 30_000, resources=1, event_s=15.0)
     assert len(calls) == 1 and found.drains[0].warm and found.drains[0].batches == 12
     assert math.isclose(found.rate, 20_000 / 0.7, rel_tol=1e-3)
+
+
+@dataclasses.dataclass
+class _Drained:
+    rated_from: int | None = None
+
+
+class _Sessions:
+    """A session keeper that would start a session and records where it was confined."""
+
+    keep, kept, cpus = True, True, None
+
+    def __init__(self):
+        self.confined: list = []
+
+    def would_start(self, master, conf=None, cpus=None):
+        return True
+
+    def confine(self, cpus):
+        self.confined.append(cpus)
+        self.cpus = cpus
+
+
+def _warmed(tmp_path, sut: str, params: dict, closes_at: int | None) -> tuple:
+    """(where the drain was confined, the batch its rate counts from, the CPUs it started on) of a
+    fresh one-core drain of 12 batches of 100,000 records whose windows first close at batch
+    ``closes_at`` (1-based; None: never)."""
+    from streamscale.benchmark.experiment_runner import ExperimentRunner
+    from streamscale.benchmark.plan import resolve
+
+    d = spec_dict(load={"type": "rate", "values": [50_000]}, resources={"type": "cores", "values": [1]})
+    d["benchmark"] = {**d["benchmark"], "sut": sut, "params": params}
+    sessions, started = _Sessions(), []
+    runner = ExperimentRunner(resolve(parse_spec(d)), tmp_path, "127.0.0.1:9", sessions=sessions)
+
+    def sut_run(point, params, policy, on_lag, on_batch=None):
+        started.append(point.cpus)
+        for i in range(1, 13):
+            closed = closes_at is not None and i >= closes_at
+            on_batch({"batch_id": i, "input_rows": 100_000, "output_records": 500 if closed else 0})
+        return _Drained()
+
+    runner._sut = sut_run
+    result = runner.drain(50_000, 1, "", 1_200_000, 100_000)
+    return sessions.confined, result.rated_from, started
+
+
+def test_a_fresh_one_core_drain_warms_on_every_cpu_and_is_rated_once_confined(tmp_path):
+    window = {"window_s": 5, "emit": "final"}
+    # windowed: confined once half its batches are done and its windows closed once, rated after
+    assert _warmed(tmp_path, "uc2", window, closes_at=7) == ([1], 8, [None])
+    assert _warmed(tmp_path, "uc2", window, closes_at=2) == ([1], 6, [None])  # half of 12, less the one running
+    assert _warmed(tmp_path, "uc2", window, closes_at=None) == ([1], 10, [None])  # at the latest 3/4
+    assert _warmed(tmp_path, "uc1", {"sink": "none"}, closes_at=None) == ([1], 6, [None])  # no windows
+    # drain_of counts from there: the batches before it (5 s each, on every CPU while the JVM warmed) are left out
+    batches = [{"input_rows": 100_000, "batch_ms": 5000 if i < 7 else 2000} for i in range(12)]
+    run = {"batches": batches, "processed_records": 1_200_000, "undrained": 0, "ran_s": 39, "wall_s": 45}
+    assert dp.drain_of(SimpleNamespace(**run, rated_from=7), 1, 50_000, 1_200_000, 100_000).rate == 50_000
+    assert dp.drain_of(SimpleNamespace(**run, rated_from=None), 1, 50_000, 1_200_000, 100_000).rate < 50_000

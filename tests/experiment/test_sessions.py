@@ -70,8 +70,12 @@ def test_a_failure_inside_stops_the_kept_session(spark_log):
 
 def test_a_session_confined_later_is_kept_as_one_on_those_cpus(spark_log):
     with SparkSessions(keep=True) as s:
+        assert s.would_start("local[1]", cpus=1) and s.cpus is None
         with s.session("local[1]", "probe") as a:  # on every CPU first, to warm up
+            assert s.would_start("local[1]", cpus=1) and not s.would_start("local[1]")
             s.confine(1)
+        assert not s.would_start("local[1]", cpus=1) and s.cpus == 1
+        assert s.would_start("local[1]", {"spark.x": "1"}, cpus=1)  # other settings: another session
         with s.session("local[1]", "uc2", cpus=1) as b:
             pass
         assert a is b and s.started == 1 and ("confine", 1, a) in spark_log
