@@ -69,7 +69,7 @@ def run_demo(
 # latency; bounded, a core count has one capacity (BATCH / the time such a batch takes), its probe
 # measures it, and beyond it the lag grows.
 BATCH = 100_000
-WINDOW_S = 10.0
+WINDOW_S = 5.0
 SUT, PARAMS = "uc2", {"emit": "final", "window_s": WINDOW_S, "max_offsets_per_trigger": BATCH}
 # Where the first probe's backlog is sized from (records/s): a second's worth is a batch just over
 # the cap, so that one core's probe drains at the cap (and knows it: the job read less than asked),
@@ -89,7 +89,7 @@ GUESS = 1.1 * BATCH  # two significant digits, as the spec rounds its loads
 # decides a bounded lag and a load a step over the capacity (docs/benchmarking.md: 30 s of steady
 # span), and the budget, which plans every run at DURATION_S, holds two runs per core count.
 FACTOR, RESOLUTION, MAX_RUNS = 1.5, 0.25, 6
-DURATION_S, WARMUP_S, MIN_DURATION_S = 36.0, 5.0, 15.0
+DURATION_S, WARMUP_S, MIN_DURATION_S = 30.0, 5.0, 15.0
 
 # The whole demo, probe included, plans its runs to end within BUDGET_S on this machine kind (2
 # CPUs): the search is shared by the core counts and starts no run that would end after it, and the
