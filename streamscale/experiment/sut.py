@@ -13,6 +13,7 @@ import csv
 import functools
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 
 CHECK_EVERY_S = 2.0  # how often a judged run is looked at once it may stop
 BACKLOG_TIMEOUT_S = 300.0  # the most a drain probe's backlog may take to write
+BACKLOG_LEAD_MS = 100  # a backlog starts this long before a window ends
 
 
 @dataclass
@@ -329,6 +331,7 @@ class SutRun:
                 records_spec=feed.records,
                 refs=dict.fromkeys(feed.refs),  # bound as the generators start
                 records=feed.backlog(backlog) if backlog else None,
+                start_time_ms=backlog_start_ms(self.pipe.window_grid_ms()) if backlog else None,
             )
             configs.append((feed.name, config))
         return LoadGenerators(configs)
@@ -500,6 +503,18 @@ def percentiles(batches) -> dict:
 
     got = {f"p{round(q * 100)}": processing_percentile_ms(batches, q) for q in (0.5, 0.95, 0.99)}
     return {k: v for k, v in got.items() if v is not None}
+
+
+def backlog_start_ms(grid: tuple[int, int] | None, now_ms: int | None = None) -> int | None:
+    """A backlog's first event time for a pipeline whose windows are ``grid`` (size, slide, ms;
+    Spark's from epoch 0): just before the next window end, so that its first windows close a
+    lateness into the backlog instead of up to a window period later (a drain probe warms a JVM
+    until they have: streamscale.benchmark.experiment_runner); None without windows (now)."""
+    if grid is None:
+        return None
+    size, slide = grid
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    return size + slide * math.ceil((now - size) / slide) - BACKLOG_LEAD_MS
 
 
 def drain(run, access: BrokerAccess, topic: str, timeout_s: float, on_batch=None) -> int:

@@ -45,3 +45,13 @@ def test_several_inputs_are_feeds_of_their_share_in_start_order():
     assert not feeds["audit"].read and feeds["clicks"].read
     with pytest.raises(ConfigError, match=r"^input audit \(0.05 of 10 records/s\): rate must be at least 1"):
         feeds["audit"].shape(10, 1, 1.0)
+
+
+def test_a_windowed_backlog_starts_just_before_a_window_ends():
+    from streamscale.experiment.sut import BACKLOG_LEAD_MS, backlog_start_ms
+
+    assert backlog_start_ms(None, 12_345) is None  # no windows: now
+    assert backlog_start_ms((5000, 5000), 12_345) == 15_000 - BACKLOG_LEAD_MS  # tumbling 5 s: ends at 5 s steps
+    assert backlog_start_ms((5000, 5000), 15_000) == 15_000 - BACKLOG_LEAD_MS
+    assert backlog_start_ms((10_000, 4000), 12_345) == 14_000 - BACKLOG_LEAD_MS  # 10 s sliding by 4 s: ends at 10+4k
+    assert backlog_start_ms((60_000, 60_000), 61_000) == 120_000 - BACKLOG_LEAD_MS
