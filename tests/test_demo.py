@@ -131,11 +131,11 @@ def test_the_demo_fits_its_runs_to_its_budget():
     from streamscale.demo import DURATION_S, MIN_DURATION_S, demo_spec, run_seconds
 
     # the search's budget is shared by two core counts; a run costs 10 s beyond its own seconds
-    assert run_seconds(None) == DURATION_S == 36 and run_seconds(195) == 36
-    assert run_seconds(60) == 20 and run_seconds(80) == 30 and run_seconds(90) == 35 and run_seconds(92) == 36
+    assert run_seconds(None) == DURATION_S == 30 and run_seconds(195) == 30
+    assert run_seconds(60) == 20 and run_seconds(70) == 25 and run_seconds(80) == 30 == run_seconds(90)
     assert run_seconds(20) == MIN_DURATION_S == 15  # never shorter than the shortest judged run
     # a budget that holds two runs per core count of LONGEST_S (125 s) runs those
-    assert run_seconds(400) == 36 and run_seconds(540) == 125 == run_seconds(2_000)
+    assert run_seconds(400) == 30 and run_seconds(540) == 125 == run_seconds(2_000)
     assert demo_spec(30_000, {}, 60)["execution"]["duration_s"] == 20
 
 
