@@ -92,14 +92,7 @@ def test_an_error_raised_while_a_sigterm_ends_the_command_ends_it_as_the_sigterm
         if raised
         else "    raise SparkError('a query failed')\n"
     )
-    code = (
-        "import streamscale.cli.app as cli\n"
-        "from streamscale.errors import SparkError\n"
-        f"def root():\n{body}"
-        "cli.root = root\n"
-        "cli.app()\n"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    r = _app_running(body)
     assert (r.returncode, r.stderr) == expected, r.stderr
 
 
@@ -112,6 +105,13 @@ def test_an_error_raised_while_a_sigterm_ends_the_command_ends_it_as_the_sigterm
     ],
 )
 def test_ctrl_c_ends_the_command_with_one_word_and_130_whatever_its_clean_up_raised(body):
+    r = _app_running(body)
+    assert (r.returncode, r.stderr) == (130, "interrupted\n"), r.stderr
+
+
+def _app_running(body: str) -> subprocess.CompletedProcess:
+    """The CLI's entry point run in a fresh interpreter with ``body`` as its command (SparkError
+    in scope): its exit status and what it printed."""
     code = (
         "import streamscale.cli.app as cli\n"
         "from streamscale.errors import SparkError\n"
@@ -119,5 +119,4 @@ def test_ctrl_c_ends_the_command_with_one_word_and_130_whatever_its_clean_up_rai
         "cli.root = root\n"
         "cli.app()\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert (r.returncode, r.stderr) == (130, "interrupted\n"), r.stderr
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
