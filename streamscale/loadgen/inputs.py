@@ -52,9 +52,6 @@ class Input:
         """Its topic in a run whose input topics are named after ``base``."""
         return f"{base}.{self.name}"
 
-    def rate(self, total: float) -> float:
-        return total * self.share
-
 
 @dataclass(frozen=True)
 class Inputs:
@@ -71,16 +68,6 @@ class Inputs:
     @property
     def names(self) -> list[str]:
         return [i.name for i in self.items]
-
-    @property
-    def read(self) -> tuple[Input, ...]:
-        """The inputs the job reads (all but those the spec says it does not)."""
-        return tuple(i for i in self.items if not i.unread)
-
-    @property
-    def read_share(self) -> float:
-        """The part of the load the job reads."""
-        return sum(i.share for i in self.read)
 
     def refs_of(self, name: str) -> set[str]:
         """The inputs the records of input ``name`` refer to."""
