@@ -228,22 +228,25 @@ class ExperimentRunner:
         (its windows' first close) taking 5 s against 1.9."""
         import dataclasses
 
-        cpus, done, confined, inner = point.cpus, [], [], self.context.on_batch
+        cpus, inner = point.cpus, self.context.on_batch
+        done, closed, confined = 0, point.period_s is None, None  # batches that read records
 
         def on_batch(b: dict) -> None:
-            done.extend([b] if b["input_rows"] else [])
-            closed = point.period_s is None or any((x.get("output_records") or 0) > 0 for x in done)
-            ready = len(done) >= batches // 2 - 1 and closed
-            if not confined and (ready or len(done) >= batches * 3 // 4):
+            nonlocal done, closed, confined
+            if b["input_rows"]:
+                done += 1
+                closed = closed or (b.get("output_records") or 0) > 0
+            ready = done >= batches // 2 - 1 and closed
+            if confined is None and (ready or done >= batches * 3 // 4):
                 self.sessions.confine(cpus)
-                confined.append(len(done) + 1)  # the batch running now is left out
+                confined = done + 1  # the batch running now is left out
             if inner is not None:
                 inner(b)
 
         result = self._sut(dataclasses.replace(point, cpus=None), params, policy, None, on_batch)
         if self.sessions.kept and self.sessions.cpus != cpus:
             self.sessions.confine(cpus)  # fewer batches than planned: the session is kept as the point's
-        return dataclasses.replace(result, rated_from=confined[0] if confined else None)
+        return dataclasses.replace(result, rated_from=confined)
 
     def _sut(self, point: Point, params: dict, policy, on_lag, on_batch=None):
         """One SutRun of ``point`` with ``params`` under ``policy`` (``on_batch``: called with each
