@@ -300,7 +300,6 @@ def run_source_demo(demo: SourceDemo, out_dir: Path) -> dict:
         f"{demo.partitions} partitions; UC1 (decode JSON) through the PySpark Kafka source on {demo.master} "
         f"for {demo.seconds:g} s"
     )
-    rows: list[dict] = []
     workload = Workload(
         "uc1", {"connector": "python", "sink": "none"}, sensors=demo.sensors, gen_workers=2, partitions=demo.partitions
     )
@@ -308,21 +307,25 @@ def run_source_demo(demo: SourceDemo, out_dir: Path) -> dict:
         workload,
         Placement(demo.master, driver_conf(demo.master)),
         StopPolicy(demo.seconds, drain_s=DRAIN_S),  # the query reads what was sent
-        Context(out_dir=out_dir / "source", on_batch=functools.partial(_said_batch, rows)),
+        Context(out_dir=out_dir / "source", on_batch=_said_batch),
     )
-    return _source_said(rows, result, out_dir)
+    return _source_said([_row(b) for b in result.batches], result, out_dir)
 
 
-def _said_batch(rows: list[dict], b: dict) -> None:
-    """A micro-batch's row, kept and printed as it ends."""
-    row = {
+def _row(b: dict) -> dict:
+    """A micro-batch's row of demo-batches.csv."""
+    return {
         "batch": b["batch_id"],
         "input_rows": b["input_rows"],
         "input_rate": round(b["input_rate"]),
         "processed_rate": round(b["processed_rate"]),
         "batch_s": b["batch_ms"] / 1000,
     }
-    rows.append(row)
+
+
+def _said_batch(b: dict) -> None:
+    """A micro-batch, printed as it ends."""
+    row = _row(b)
     console.print(
         f"  batch {row['batch']:>3}: {row['input_rows']:>8,} rows in {row['batch_s']:5.2f} s "
         f"-> {row['processed_rate']:>9,} records/s processed"

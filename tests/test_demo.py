@@ -163,9 +163,15 @@ def test_the_source_demo_is_one_run_of_the_python_source_and_says_its_batches(mo
 
     def fake_run(workload, placement, policy, context):
         given.append((workload, placement, policy))
-        for i, (rows, ms) in enumerate([(0, 400), (3000, 1000), (6000, 500), (9000, 1000)]):
-            context.on_batch({"batch_id": i, "input_rows": rows, "input_rate": 0, "processed_rate": 0, "batch_ms": ms})
-        return SimpleNamespace(target_rate=9000.0, generated=18_000, generator_rate=8990.0, processed_records=18_000)
+        batches = [
+            {"batch_id": i, "input_rows": rows, "input_rate": 0, "processed_rate": 0, "batch_ms": ms}
+            for i, (rows, ms) in enumerate([(0, 400), (3000, 1000), (6000, 500), (9000, 1000)])
+        ]
+        for b in batches:  # each printed as it ends
+            context.on_batch(b)
+        return SimpleNamespace(
+            target_rate=9000.0, generated=18_000, generator_rate=8990.0, processed_records=18_000, batches=batches
+        )
 
     monkeypatch.setattr(sut, "run_sut", fake_run)
     said = run_source_demo(SourceDemo(seconds=5, sensors=9000, master="local[1]", partitions=2), tmp_path)
