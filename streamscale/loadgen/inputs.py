@@ -52,6 +52,9 @@ class Input:
         """Its topic in a run whose input topics are named after ``base``."""
         return f"{base}.{self.name}"
 
+    def rate(self, total: float) -> float:
+        return total * self.share
+
 
 @dataclass(frozen=True)
 class Inputs:

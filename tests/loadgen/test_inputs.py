@@ -70,7 +70,7 @@ def test_inputs_start_referenced_first_and_take_their_decode_default():
     d = specs()
     order = resolve_inputs({"click": d["click"], "imp": d["imp"]}, "raw")
     assert order.names == ["imp", "click"] and {i.decode for i in order} == {"raw"}
-    assert [f.shape(1000, 1, 1.0)[0] for f in order.feeds()] == [750, 250]  # the load split by shares
+    assert [i.rate(1000) for i in order] == [750, 250]
 
 
 @pytest.mark.parametrize(
