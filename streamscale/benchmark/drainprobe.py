@@ -14,7 +14,8 @@ processing-latency SLO's limit where that is shorter. The first drain's batches 
 about a second at a guess (the spec's first load on the first amount; the amount below's figure,
 scaled, on the others), and it warms a fresh JVM; a second drain (and more, up to :data:`ROUNDS`,
 while the batches took less than two thirds of the target) reads batches sized for the target at
-the figure so far. A windowed job's drains span its window period and lateness in event time, so
+the figure so far (at least half as large again as the first's, so that a batch's cost can be
+fitted). A windowed job's drains span its window period and lateness in event time, so
 that windows close in them as in a run (the first run after a probe whose windows closed nowhere
 paid for the JIT's first closes: a lag that rose for its first 24 s, failed at 72,000 records/s,
 where a 300 s run passed). The cost of a
@@ -50,6 +51,9 @@ ROUNDS = 5  # drains at most (each one's batches sized from the last: a job far 
 # the best rate a drain measured (a light job's 73,000-record batches took 1.0 s, and the line through
 # them read 673,000/s at 2.7 s, where the generator could not even produce 390,000)
 EXTRAPOLATION = 2.0
+# batches that took within this factor of the target read what a batch of the target does, whatever
+# the fixed part of their cost (an informed first drain's, sized for the target, need no second)
+AT_TARGET = 1.1
 NEAR = 1.5  # a drain whose batches took within this factor below the target needs no larger ones
 
 
@@ -256,6 +260,26 @@ def figure(
     return min(max(best, fitted), EXTRAPOLATION * best if bounded else math.inf), cost
 
 
+def unfitted(drains: list[Drain], batch_s: float) -> bool:
+    """Whether the next drain must read larger batches to fit their cost: none is fitted yet, the
+    job did not cap its batches, and the last ones took less than 1/AT_TARGET of ``batch_s`` (what
+    they read says little of a batch of ``batch_s`` while the fixed part of their cost is unknown)."""
+    last = drains[-1]
+    return not capped(last) and last.batch_s < batch_s / AT_TARGET and fitted_cost(drains) is None
+
+
+def wider(records: int, batch: int, largest: int) -> tuple[int, int]:
+    """(backlog, records per batch) of a drain whose batches read at least 1.5x the ``largest`` a
+    drain read so far, where no cost could be fitted yet: batches of about the same size cannot tell
+    what a batch costs whatever its size from what each record adds (an executor's batches of 16,000
+    and 22,010 records both took 1.8 s, and the probe read 12,100/s where runs held 88,000)."""
+    least = math.ceil(1.5 * largest)
+    if batch >= least:
+        return records, batch
+    batches = max(2, min(records // batch, MAX_RECORDS // least))
+    return least * batches, least
+
+
 def probe(
     run_drain: Callable[[float, int, int], object],
     guess: float,
@@ -271,12 +295,15 @@ def probe(
     ``guess`` (it warms a fresh JVM, and is rated by its second half where it is long), or for
     ``batch_s`` where the guess is ``informed`` (scaled from a probe of fewer resources: a second
     drain sized so would mostly repeat the first, ~20 s on 2 cores of UC2); the next
-    for ``batch_s`` at the figure so far, and so on up to ROUNDS while a drain's batches took less
-    than 1/NEAR of ``batch_s``, the job did not cap them, and larger ones fit the backlog."""
+    for ``batch_s`` at the figure so far (until a cost is fitted, at least 1.5x the largest batch
+    read: :func:`wider`), and so on up to ROUNDS while a drain's batches took less than 1/NEAR of
+    ``batch_s``, the job did not cap them, and larger ones fit the backlog."""
     drains: list[Drain] = []
     rate, size_s = guess, (batch_s if informed else min(FIRST_BATCH_S, batch_s))
     for round_ in range(1, ROUNDS + 1):
         records, batch = sizing(rate, size_s, event_s)
+        if drains and unfitted(drains, batch_s):
+            records, batch = wider(records, batch, drains[-1].largest)
         if len(drains) >= 2 and batch < 1.5 * drains[-1].largest:
             break  # no larger batch to learn from
         drains.append(drain_of(run_drain(rate, records, batch), round_, rate, records, batch))

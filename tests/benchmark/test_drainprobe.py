@@ -57,15 +57,32 @@ def test_a_batch_that_costs_seconds_whatever_its_size_is_drained_until_it_reads_
     assert math.isclose(found.rate, 73_375, rel_tol=1e-3)
 
 
-def test_a_job_slower_than_the_guess_is_drained_again_at_the_target_size_and_rated_by_that_drain():
+def test_a_job_slower_than_the_guess_is_drained_again_in_batches_large_enough_to_fit_their_cost():
     # 0.5 s + 150 us a record, guess 20,000/s: the first drain's batches of 20,000 take 3.5 s, 5,714/s
-    # (a first drain also warms a fresh JVM: a second one always runs); the second's batches are sized
-    # for 4 s at that: 22,857 records, which take 3.93 s, near 4 s: its rate, 22,857 / 3.9286 = 5,818/s
+    # (a first drain also warms a fresh JVM: a second one always runs); sized for 4 s at that, the
+    # second's would be 22,857 records, too alike to fit a cost, so it reads 1.5 x 20,000 = 30,000 in
+    # 5.0 s: the line through both sizes is 0.5 s + 150 us, by which a 4 s batch reads 23,333, and the
+    # 30,000 read are more than 1/1.5 of that: near; its rate, 30,000 / 5.0 = 6,000/s
     calls = []
     found = dp.probe(job(0.5, 1.5e-4, calls=calls), 20_000, resources=2, config="big")
-    assert [c[2] for c in calls] == [20_000, 22_857]
-    assert found.rate == 5_818 and found.note == ""
+    assert [c[2] for c in calls] == [20_000, 30_000]
+    assert [c[1] for c in calls] == [100_000, 150_000]
+    assert found.rate == 6_000 and found.note == ""
+    assert math.isclose(found.fixed_s, 0.5, abs_tol=2e-3) and math.isclose(found.per_record_us, 150, rel_tol=1e-3)
     assert (found.resources, found.config) == (2, "big")
+
+
+def test_an_executor_whose_batches_cost_nearly_the_same_at_two_alike_sizes_is_drained_until_a_cost_fits():
+    # 1.65 s a batch and 20 us a record (an executor: most of a batch is its fixed cost), guess
+    # 16,000/s: batches of 16,000 take 1.97 s, 8,122/s; sized for 2.7 s at that, the second drain's
+    # would be 21,929, within 1.5x of 16,000 and near 2.7 s by duration (2.09 s): rated so, 10,500/s.
+    # They read 1.5 x 16,000 = 24,000 instead (2.13 s): the line through both sizes (1.65 s + 20 us)
+    # says a 2.7 s batch reads 52,500 records, more than 1.5 x 24,000, so a third drain reads that:
+    # 52,500 / 2.7 = 19,444/s
+    calls = []
+    found = dp.probe(job(1.65, 2e-5, calls=calls), 16_000, resources=1, batch_s=2.7)
+    assert [c[2] for c in calls] == [16_000, 24_000, 52_500]
+    assert math.isclose(found.rate, 19_444, rel_tol=2e-3)
 
 
 def test_a_windowed_jobs_drains_span_its_window_period_and_lateness_in_event_time():
