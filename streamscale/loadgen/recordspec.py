@@ -17,6 +17,7 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_
 from streamscale.loadgen import avro
 from streamscale.loadgen import fields as gens
 from streamscale.loadgen.avro import AvroSchemaError
+from streamscale.loadgen.kinds import InputKind, kind_of
 from streamscale.loadgen.raw import RawSample
 from streamscale.loadgen.sample import Sample
 from streamscale.specs import StrictModel, base_dir, read_yaml, validate
@@ -57,8 +58,13 @@ class RecordsSpec(StrictModel):
         description="replay: the sample's keys, value bytes and headers as they are (a Parquet capture, "
         "streamscale capture); your job decodes them (benchmark.decode: raw)",
     )
+    kind: str | None = Field(
+        None, description="a registered kind of input (streamscale.loadgen.kinds) that makes the records"
+    )
+    options: dict = Field(default_factory=dict, description="kind: its settings")
     seed: int = Field(42, description="seed of the generators' draws (each worker its own stream from it)")
     _sample: Sample | None = PrivateAttr(None)
+    _kind: InputKind | None = PrivateAttr(None)  # pickled with the spec: its class by reference
 
     @field_validator("fields")
     @classmethod
@@ -72,8 +78,15 @@ class RecordsSpec(StrictModel):
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo):
+        if self.kind is not None:
+            return self._check_kind()
+        if self.options:
+            raise ValueError("options apply to a kind of input (kind: WORD)")
         if bool(self.fields) == bool(self.replay):
-            raise ValueError("give either fields (records described field by field) or replay (a sample file)")
+            raise ValueError(
+                "give either fields (records described field by field), replay (a sample file) or kind "
+                "(a registered kind of input)"
+            )
         if self.replay and self.encoding == "avro":
             raise ValueError("encoding avro describes records field by field: a replayed sample has its own bytes")
         if self.replay:
@@ -102,6 +115,14 @@ class RecordsSpec(StrictModel):
                 gens.parse(f.gen, f.type, self.text_encoding)
             except gens.GenError as exc:
                 raise ValueError(f"field '{name}' ({f.type}, gen '{f.gen}'): {exc}") from None
+        return self
+
+    def _check_kind(self):
+        given = [n for n in ("fields", "replay", "key", "event_time", "schema_file", "raw") if getattr(self, n)]
+        given += [n for n, dflt in (("wire", "plain"), ("schema_id", 1), ("key_copies", 1)) if getattr(self, n) != dflt]
+        if given:
+            raise ValueError(f"kind {self.kind} makes its own records: {', '.join(given)} do not apply")
+        self._kind = kind_of(self.kind, self.options, self.encoding)
         return self
 
     def _check_avro(self, info: ValidationInfo) -> None:
@@ -137,6 +158,8 @@ class RecordsSpec(StrictModel):
         """(name, type) of every field, in record order (a raw sample's: none, its bytes are the job's)."""
         if self.raw:
             return []
+        if self.kind is not None:
+            return self.kind_obj().columns()
         if self.replay:
             return self.sample().columns
         return [(n, f.type) for n, f in self.fields.items()]
@@ -150,7 +173,15 @@ class RecordsSpec(StrictModel):
         None when there is none."""
         if self.replay:
             return None if self.raw else self.event_time
+        if self.kind is not None:
+            return self.kind_obj().send_time_field()
         return next((n for n, f in self.fields.items() if f.gen.strip() == "now"), None)
+
+    def kind_obj(self) -> InputKind:
+        """The kind of input that makes the records (``kind``), with its options."""
+        if self._kind is None:  # built without validation
+            self._kind = kind_of(self.kind, self.options, self.encoding)
+        return self._kind
 
     def sample(self):
         if self._sample is None:  # a spec unpickled in a worker, or built without validation
@@ -172,6 +203,8 @@ class RecordsSpec(StrictModel):
         """``refs``: input -> its RefClock, for the ``ref:`` fields."""
         if self.raw:
             return self.sample().maker(worker, workers, self.key_copies)
+        if self.kind is not None:
+            return self.kind_obj().maker(self.encoding, self.seed, worker, workers)
         return RecordMaker(self, worker, workers, refs)
 
 
