@@ -223,19 +223,12 @@ class Plan:
 
 
 def check_trigger(pipe, master: str, spark_conf: dict, partitions: int) -> None:
-    """The pipeline's trigger can run a benchmark's run here (real-time mode's rules that need no
-    Spark: streamscale.pipelines.realtime; the rest when its run starts); TriggerError otherwise."""
+    """The pipeline's trigger can run a benchmark's run here (streamscale.pipelines.realtime.check_run);
+    TriggerError otherwise."""
     from streamscale.pipelines import realtime
-    from streamscale.pipelines.trigger import check_streams
 
     try:
-        trigger = pipe.trigger()
-        check_streams(trigger)
-        if trigger.real_time:
-            realtime.check_setup(pipe, spark_conf)
-            slots = realtime.slots_of(master, spark_conf)
-            if slots is not None:
-                realtime.check_slots(slots, partitions, trigger)
+        realtime.check_run(pipe, master, spark_conf, partitions)
     except ConfigError as exc:
         raise TriggerError(str(exc)) from None
 

@@ -68,7 +68,7 @@ def run_sut_cmd(
     from streamscale.experiment.sut import Context, Placement, StopPolicy, Workload, run_sut
     from streamscale.loadgen.inputs import Inputs
     from streamscale.loadgen.recordspec import load_records
-    from streamscale.pipelines import jobref, make_pipeline
+    from streamscale.pipelines import jobref, make_pipeline, realtime
     from streamscale.sparkio.address import driver_conf
 
     params = parse_params(param)
@@ -100,6 +100,8 @@ def run_sut_cmd(
         over["params"] = {**workload.params, "trigger": trigger}
     workload = dataclasses.replace(workload, **over)
     pipe = make_pipeline(workload.uc, workload.params, records=workload.records, job=workload.job)
+    placement = Placement(master, driver_conf(master))  # a cluster's executors reach the driver off loopback
+    realtime.check_run(pipe, master, placement.spark_conf, workload.partitions)  # before any load
     metrics_endpoint()  # once the input is known to be good: a bad one is its error line alone
     out.print(pipe.describe())
 
@@ -125,7 +127,6 @@ def run_sut_cmd(
         on_batch=on_batch,
         on_lag=on_lag,
     )
-    placement = Placement(master, driver_conf(master))  # a cluster's executors reach the driver off loopback
     r = run_sut(workload, placement, StopPolicy(duration, drain_s=drain_s), context)
     left = f"; [red]{r.undrained:,} input records not processed within {drain_s:g} s[/]" if r.undrained else ""
     out.print(

@@ -34,7 +34,6 @@ from streamscale.observe import prometheus
 from streamscale.pipelines import make_pipeline, realtime
 from streamscale.pipelines.base import Reading
 from streamscale.pipelines.run import remove_checkpoint, run_checkpoint
-from streamscale.pipelines.trigger import check_streams
 from streamscale.sparkio.executors import executor_list
 
 log = logging.getLogger(__name__)
@@ -277,9 +276,10 @@ class SutRun:
     def start(self, spark, own: bool) -> None:
         """Check the job builds, warm the session's workers once, start the load, the query, the
         lag sampler and the CPU meters."""
-        trigger = self.pipe.trigger()
-        check_streams(trigger)
-        realtime.check_slots(spark.sparkContext.defaultParallelism, sum(self.in_topics.values()), trigger)
+        trigger = self.pipe.trigger()  # checked with the plan (realtime.check_run), but for what only Spark knows
+        realtime.check_started(
+            spark, self.placement.master, self.placement.spark_conf, sum(self.in_topics.values()), trigger
+        )
         self.pipe.check(spark, self.bootstrap, self.input_topic)  # a user's job that does not build fails now
         for name, pipe, conf in self.ctx.preflight:
             try:

@@ -115,6 +115,28 @@ def sink_problem(pipe) -> str:
     return ""
 
 
+def check_run(pipe, master: str, spark_conf: dict, partitions: int) -> None:
+    """The pipeline's trigger can run here, checked before any load: a trigger a stream takes, real
+    time mode's setup, and its task slots where the master says them (a cluster's are known only
+    once its session runs: :func:`check_started`); ConfigError otherwise."""
+    from streamscale.pipelines.trigger import check_streams
+
+    trigger = pipe.trigger()
+    check_streams(trigger)
+    if trigger.real_time:
+        check_setup(pipe, spark_conf)
+        slots = slots_of(master, spark_conf)
+        if slots is not None:
+            check_slots(slots, partitions, trigger)
+
+
+def check_started(spark, master: str, spark_conf: dict, partitions: int, trigger) -> None:
+    """What :func:`check_run` could not check before the session ran: the task slots of a master
+    that does not say them (Spark's default parallelism once it runs)."""
+    if trigger.real_time and slots_of(master, spark_conf) is None:
+        check_slots(spark.sparkContext.defaultParallelism, partitions, trigger)
+
+
 def check_slots(slots: int, partitions: int, trigger) -> None:
     """At least one task slot per input partition: each partition's task runs for the whole interval."""
     if trigger.real_time and slots < partitions:

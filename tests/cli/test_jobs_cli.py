@@ -186,6 +186,13 @@ def test_run_sut_refuses_a_trigger_it_cannot_read(state):  # noqa: F811
     one_line_error(p, "real_time needs a duration")
 
 
+def test_run_sut_refuses_real_time_mode_with_fewer_slots_than_partitions_before_any_load(state):  # noqa: F811
+    args = ("run-sut", "uc1", "-p", "sink=kafka", "--trigger", "real_time:5 seconds", "--master", "local[1]")
+    p = run(*args, "--partitions", "2", "--rate", "100", env=state)
+    one_line_error(p, "1 slot(s) for 2 partitions")
+    assert "Source:" not in p.stdout  # refused before the job is described and any broker started
+
+
 INPUTS = """name: two
 benchmark:
   sut: {job}

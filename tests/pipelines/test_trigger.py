@@ -120,6 +120,21 @@ def test_a_task_slot_per_input_partition():
         realtime.check_slots(2, 4, rt)
 
 
+def test_a_masters_slots_are_checked_once_before_the_run_and_a_clusters_once_it_runs():
+    from types import SimpleNamespace
+
+    rt = {**RT, "sink": "kafka", "trigger": "real_time:5 seconds"}
+    pipe, conf = make_pipeline("uc1", rt), {realtime.MIN_BATCH_KEY: "5s"}
+    with pytest.raises(ConfigError, match=r"1 slot\(s\) for 2 partitions"):
+        realtime.check_run(pipe, "local[1]", conf, 2)
+    realtime.check_run(pipe, "spark://h:7077", conf, 2)  # a cluster's slots: not known yet
+    one_slot = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=1))
+    with pytest.raises(ConfigError, match=r"1 slot\(s\) for 2 partitions"):
+        realtime.check_started(one_slot, "spark://h:7077", conf, 2, pipe.trigger())
+    # a local master's were checked before the run: not again
+    realtime.check_started(one_slot, "local[1]", conf, 2, pipe.trigger())
+
+
 # Spark 4.2's explain of a Python UDF over Kafka records (ArrowEvalPython) and of a count by key
 PLAN_UDF = """== Physical Plan ==
 *(2) Project [key#71, pythonUDF0#80 AS value#79]
