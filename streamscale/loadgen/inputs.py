@@ -48,10 +48,6 @@ class Input:
     decode: str
     unread: bool = False  # generated, not read by the job: out of the lag (inputs.NAME.unread)
 
-    def topic(self, base: str) -> str:
-        """Its topic in a run whose input topics are named after ``base``."""
-        return f"{base}.{self.name}"
-
     def rate(self, total: float) -> float:
         return total * self.share
 

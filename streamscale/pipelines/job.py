@@ -196,18 +196,18 @@ class UserJob(Pipeline):
         read = topics_read(out) if self.inputs is not None else None
         if read is None:
             return
-        names = {i.topic(input_topic): i for i in self.inputs}
-        reads = sorted(names[t].name for t in read if t in names)
-        for i in self.inputs:
-            if i.unread and i.topic(input_topic) in read:
+        feeds = self.feeds()
+        reads = sorted(f.name for f in feeds if f.topic(input_topic) in read)
+        for f in feeds:
+            if not f.read and f.topic(input_topic) in read:
                 raise ConfigError(
-                    f"inputs.{i.name}.unread: true, but job {self.name} reads {i.name}: leave unread out, so that "
+                    f"inputs.{f.name}.unread: true, but job {self.name} reads {f.name}: leave unread out, so that "
                     "its lag is judged"
                 )
-            if not i.unread and i.topic(input_topic) not in read:
+            if f.read and f.topic(input_topic) not in read:
                 raise ConfigError(
-                    f"inputs.{i.name}: job {self.name} never reads it (its query reads {', '.join(reads) or 'none'}): "
-                    f"remove it from benchmark.inputs, or set inputs.{i.name}.unread: true to load it all the same"
+                    f"inputs.{f.name}: job {self.name} never reads it (its query reads {', '.join(reads) or 'none'}): "
+                    f"remove it from benchmark.inputs, or set inputs.{f.name}.unread: true to load it all the same"
                 )
 
     def _check_real_time(self, spark, out, mode: str, trigger) -> None:
@@ -245,7 +245,11 @@ class UserJob(Pipeline):
         a dict of them by name, each read from its own topic (:meth:`input_topics`)."""
         reading = Reading(starting_offsets, commit_group, kafka_impl)
         if self.inputs is not None:
-            return {i.name: self._read_input(spark, bootstrap, i, i.topic(input_topic), reading) for i in self.inputs}
+            feeds = self.inputs.feeds()
+            return {
+                i.name: self._read_input(spark, bootstrap, i, f.topic(input_topic), reading)
+                for i, f in zip(self.inputs, feeds, strict=True)
+            }
         if not self.raw:
             return super().read(spark, bootstrap, input_topic, starting_offsets, commit_group, kafka_impl, **kw)
         return read_raw(spark, bootstrap, input_topic, reading, self.params.max_offsets_per_trigger)
