@@ -1,7 +1,8 @@
 """How every benchmark script ends: Ctrl-C (a long capacity search stopped by hand) or one of
 streamscale's own errors is one line and the CLI's exit status, not a traceback; SIGTERM ends it
-as Ctrl-C does. The brokers, clusters and Spark sessions the script started are stopped by its
-context managers on the way out."""
+as Ctrl-C does; other libraries' log records go to the Spark log file, as the CLI's do. The
+brokers, clusters and Spark sessions the script started are stopped by its context managers on
+the way out."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from streamscale.processes import sigterm_ends_like_ctrl_c
 
 
 def run(main) -> None:
+    from streamscale.cli.app import route_logs
+
+    route_logs()  # py4j's and other libraries' log records to the Spark log file, as the CLI's
     previous = sigterm_ends_like_ctrl_c()
     try:
         main()

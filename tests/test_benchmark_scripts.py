@@ -1,6 +1,7 @@
 """The benchmark scripts end like the CLI: one line and an exit status, never a traceback."""
 
 import ast
+import os
 import signal
 import subprocess
 import sys
@@ -250,3 +251,17 @@ def test_lag_resolution_without_passed_runs_says_so(tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as e:
         lag_resolution.main()
     assert "no run that passed" in str(e.value.code)
+
+
+def test_a_scripts_library_log_records_go_to_the_spark_log_not_the_terminal(tmp_path):
+    script, log = tmp_path / "logs.py", tmp_path / "spark.log"
+    script.write_text(
+        "import logging, sys\n"
+        f"sys.path.insert(0, {str(BENCHMARKS)!r})\n"
+        "from _main import run\n"
+        "run(lambda: logging.getLogger('py4j.clientserver').error('Exception while sending command.'))\n"
+    )
+    env = {**os.environ, "STREAMSCALE_SPARK_LOG": str(log)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert "py4j.clientserver ERROR Exception while sending command." in log.read_text()
