@@ -1,7 +1,8 @@
 """Kinds of input a user adds: records made by code of their own, named in a spec by a word.
 
 Described records (``fields``) and replayed samples (``replay``) are the records section's own;
-another kind registers here once (:func:`register_kind`) and a spec then says
+another kind registers here once (:func:`register_kind`, or an installed package's entry point in
+the group ``streamscale.kinds``, loaded when a spec first names it) and a spec then says
 ``records: {kind: WORD, options: {...}}``. The generators, the decoding contract, the lag and the
 drain take it as they take the others: a kind says its columns (what the job's decoding reads),
 the field it stamps with each record's send time, and makes each worker's records.
@@ -18,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 KINDS: dict[str, type[InputKind]] = {}
+ENTRY_POINTS = "streamscale.kinds"  # where an installed package declares its kinds of input, by word
 
 # the types a kind's columns may have: a described field's (timestamps travel as epoch milliseconds)
 COLUMN_TYPES = ("string", "long", "int", "double", "boolean", "timestamp")
@@ -69,9 +71,25 @@ def register_kind(cls: type[InputKind]) -> type[InputKind]:
     return cls
 
 
+def _installed(word: str) -> type[InputKind] | None:
+    """The kind an installed package declares under ``word`` in the entry point group
+    ENTRY_POINTS (its import registers it; a package may also name the class itself there)."""
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=ENTRY_POINTS, name=word):
+        try:
+            found = point.load()
+        except Exception as exc:  # noqa: BLE001 - the package's code: its error, one line
+            raise ValueError(f"kind '{word}' ({point.value}) failed to import: {type(exc).__name__}: {exc}") from None
+        if isinstance(found, type) and issubclass(found, InputKind) and word not in KINDS:
+            register_kind(found)
+        return KINDS.get(word)
+    return None
+
+
 def kind_of(word: str, options: dict, encoding: str) -> InputKind:
     """The registered kind ``word`` with its ``options``, or a ValueError saying what is wrong."""
-    cls = KINDS.get(word)
+    cls = KINDS.get(word) or _installed(word)
     if cls is None:
         known = ", ".join(sorted(KINDS)) or "none registered"
         raise ValueError(f"kind '{word}' is not a registered kind of input ({known})")
@@ -81,7 +99,13 @@ def kind_of(word: str, options: dict, encoding: str) -> InputKind:
         kind = cls(options)
     except Exception as exc:  # noqa: BLE001 - the kind's own check of its options: its words, one line
         raise ValueError(f"kind '{word}', options: {exc}") from None
-    for name, type_ in kind.columns():
+    try:
+        columns = [(str(name), str(type_)) for name, type_ in kind.columns()]
+    except Exception as exc:  # noqa: BLE001 - the kind's code: its error, one line
+        raise ValueError(f"kind '{word}': its columns failed: {type(exc).__name__}: {exc}") from None
+    if not columns:
+        raise ValueError(f"kind '{word}' says no columns: a job decodes a record's value by them")
+    for name, type_ in columns:
         if type_ not in COLUMN_TYPES:
             raise ValueError(f"kind '{word}': column {name} has type {type_}, not one of {', '.join(COLUMN_TYPES)}")
     return kind

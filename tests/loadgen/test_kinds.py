@@ -104,3 +104,52 @@ def test_the_generators_spawned_workers_make_a_kinds_records_each_once(broker, t
     assert sorted(v["n"] for v in values) == list(range(0, 9_000, 3))
     assert all(m.key() == str(v["n"] % 10).encode() for m, v in zip(got, values, strict=True))
     assert all(t0 - 1000 <= v["sent"] <= time.time() * 1000 for v in values)
+
+
+class _Broken(InputKind):
+    word = "broken"
+
+    def columns(self):
+        return {"bad_type": [("n", "decimal")], "raises": None, "none": []}[self.options["how"]]
+
+
+@pytest.mark.parametrize(
+    ("how", "words"),
+    [
+        ("bad_type", "kind 'broken': column n has type decimal, not one of string, long"),
+        ("raises", "kind 'broken': its columns failed: TypeError"),
+        ("none", "kind 'broken' says no columns"),
+    ],
+)
+def test_a_kind_whose_columns_are_wrong_is_one_line(how, words):
+    register_kind(_Broken)
+    try:
+        with pytest.raises(ConfigError) as err:
+            _spec({"kind": "broken", "options": {"how": how}})
+    finally:
+        KINDS.pop("broken")
+    assert words in str(err.value) and "\n" not in str(err.value).strip()
+
+
+def test_an_installed_packages_kind_is_found_by_its_entry_point(tmp_path, monkeypatch):
+    # a package as pip installs it: its module and a dist-info declaring the kind's word
+    (tmp_path / "toykinds.py").write_text(
+        "from streamscale.loadgen.kinds import InputKind\n"
+        "class Pings(InputKind):\n"
+        "    word = 'pings'\n"
+        "    def columns(self):\n"
+        "        return [('ping', 'long')]\n"
+    )
+    info = tmp_path / "toykinds-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toykinds\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[streamscale.kinds]\npings = toykinds:Pings\nbad = toykinds:Nope\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        plan = resolve(_spec({"kind": "pings"}))
+        (feed,) = plan.pipeline(plan.point(1000, 1, "")).feeds()
+        assert feed.records.columns() == [("ping", "long")] and KINDS["pings"].__module__ == "toykinds"
+        with pytest.raises(ConfigError, match=r"kind 'bad' \(toykinds:Nope\) failed to import: AttributeError"):
+            _spec({"kind": "bad"})
+    finally:
+        KINDS.pop("pings", None)
