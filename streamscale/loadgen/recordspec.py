@@ -118,7 +118,8 @@ class RecordsSpec(StrictModel):
         return self
 
     def _check_kind(self):
-        given = [n for n in ("fields", "replay", "key", "event_time", "schema_file", "raw") if getattr(self, n)]
+        given = [n for n in ("fields", "replay", "key", "event_time", "raw") if getattr(self, n)]
+        given += ["schema"] if self.schema_file else []
         given += [n for n, dflt in (("wire", "plain"), ("schema_id", 1), ("key_copies", 1)) if getattr(self, n) != dflt]
         if given:
             raise ValueError(f"kind {self.kind} makes its own records: {', '.join(given)} do not apply")
