@@ -100,8 +100,11 @@ class _Refinement:
         if x not in self.runs:
             if self.added >= self.max_runs:
                 return None
+            v = self.long_verdict(x)
+            if v is None:  # the caller has no run left (its time budget)
+                return None
             self.added += 1
-            self.runs[x] = self.long_verdict(x)
+            self.runs[x] = v
         return self.runs[x]
 
     def held_end(self) -> float | None:
@@ -174,8 +177,9 @@ def confirm_bracket(
     b: dict, long_verdict: Callable[[float, str], str], resolution: float, max_runs: int, whole: bool = False
 ) -> dict:
     """``b`` (a bracket's dict, :meth:`~streamscale.benchmark.bracket.Bracket.as_dict`) with its ends
-    decided by long runs: ``long_verdict(load, end)`` runs one (``end``: "held", "failed" or "" for
-    a load between). Adds ``long`` (load -> long verdict) and ``long_confirmed`` (the search's ends
+    decided by long runs: ``long_verdict(load, end)`` runs one (``end``: "held", "failed", "" for a
+    load of a bracket decided anew, "between" for one halving ends that held: None where no run is
+    left for it). Adds ``long`` (load -> long verdict) and ``long_confirmed`` (the search's ends
     held over long runs as they were)."""
     first: dict[float, str] = {}
     for end in ("held", "failed"):
@@ -187,12 +191,32 @@ def confirm_bracket(
     higher = ok and failed == "pass" and bool(b.get("failed_undecided"))  # the capacity lies above
     # an upper end whose long run stayed undecided is no end: the next load upward gets its long run
     higher = higher or failed == "undecided"
+    middle = functools.partial(between, whole=whole)
     if ok and not higher:
         # an upper end the search left undecided and its long run failed is a failed end now
         undecided = bool(b.get("failed_undecided")) and failed != "fail"
-        return {**b, "long": first, "long_confirmed": True, "held_assumed": False, "failed_undecided": undecided}
-    r = refine(b, lambda x: long_verdict(x, ""), first, resolution, max_runs, functools.partial(between, whole=whole))
+        held_up = {**b, "long": first, "long_confirmed": True, "held_assumed": False, "failed_undecided": undecided}
+        return narrowed(held_up, lambda x: long_verdict(x, "between"), resolution, max_runs, middle)
+    r = refine(b, lambda x: long_verdict(x, ""), first, resolution, max_runs, middle)
     return {**b, **r, "long_confirmed": False, "held_assumed": False}
+
+
+def narrowed(b: dict, long_verdict, resolution: float, max_runs: int, between) -> dict:
+    """A bracket whose ends held (``b``, its long verdicts in ``long``) but lie more than
+    ``resolution`` apart (its search stepped past a load it could not decide, or the time budget
+    ended its steps): its middle run as its ends were, halving it until it is within
+    ``resolution``, at most ``max_runs`` more runs (``long_verdict`` None: no run is left)."""
+    if b.get("held") is None or b.get("failed") is None or b.get("failed_undecided"):
+        return b
+    ends = float(b["held"]), float(b["failed"])
+    if ends[1] / ends[0] - 1 <= resolution:
+        return b
+    r = _Refinement(b, long_verdict, dict(b["long"]), max_runs)
+    lo, hi = r.narrow(*ends, resolution, between)
+    if r.added == 0:
+        return b
+    runs = dict(sorted(r.runs.items()))
+    return {**b, "held": lo, "failed": hi, "width": hi / lo - 1, "long": runs, "long_confirmed": (lo, hi) == ends}
 
 
 def long_execution(spec):

@@ -205,7 +205,7 @@ class Execution:
         """A run of ``load`` on ``res`` that decides an end of a bracket (a long run, or one under
         the SLO): its verdict; ``end``: which end (held, failed, or "" for a load between them)."""
         runs = self.ends
-        what = f"{runs.word} of the {end} end" if end else f"{runs.word} between the ends"
+        what = f"{runs.word} of the {end} end" if end in ("held", "failed") else f"{runs.word} between the ends"
         return self._run_once(load, res, runs.rep, what, runs, end or "between").verdict
 
     def _run_once(
@@ -369,7 +369,14 @@ class Execution:
             return {**b, "ends_unchecked": "the time budget held no runs of them"}
         how = f"over {st.confirm_s:g} s each" if runs.rep == LONG_REP else "under the SLOs"
         console.print(f"  {res} x: the bracket's ends ({', '.join(ends)}) {how}")
-        out = confirm_bracket(b, lambda x, end: self.end_verdict(x, res, end), st.resolution, st.confirm_runs, whole)
+
+        def verdict(x, end: str) -> str | None:
+            # a load between held ends, run to narrow them, only within the search's time budget
+            if end == "between" and runs.rep == SLO_REP and self.deadline is not None and self._after_deadline(1):
+                return None
+            return self.end_verdict(x, res, end)
+
+        out = confirm_bracket(b, verdict, st.resolution, st.confirm_runs, whole)
         said = "the ends hold" if out["long_confirmed"] else "decided anew"
         held = "none" if out["held"] is None else f"{out['held']:,.0f}"
         upper = "none" if out["failed"] is None else f"{out['failed']:,.0f}"

@@ -2,6 +2,7 @@
 whose ends do not hold decided anew by long runs, for any SUT and configuration."""
 
 import dataclasses
+import math
 
 import pytest
 
@@ -195,8 +196,17 @@ def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
 def test_an_upper_end_the_search_left_undecided_that_fails_long_is_a_failed_end():
     # the search's runs at 76,000 stayed undecided; its 300 s run failed: the answer says failed
     b = {"resources": 1, "held": 32_000.0, "failed": 76_000.0, "failed_undecided": True, "verdicts": {}}
-    out = confirm_bracket(b, lambda x, end: "pass" if x <= 32_000 else "fail", 0.25, 4)
-    assert (out["held"], out["failed"], out["failed_undecided"], out["long_confirmed"]) == (32_000, 76_000, False, True)
+    ran = []
+
+    def verdict(x, end):
+        ran.append((x, end))
+        return "pass" if x <= 32_000 else "fail"
+
+    out = confirm_bracket(b, verdict, 0.25, 4)
+    assert out["failed_undecided"] is False and out["long"][76_000] == "fail"
+    # both ends held, 137 % apart: halved between them (49,000, then 40,000: 25 % over 32,000)
+    assert ran == [(32_000, "held"), (76_000, "failed"), (49_000, "between"), (40_000, "between")]
+    assert (out["held"], out["failed"], out["long_confirmed"]) == (32_000, 40_000, False)
     # one whose long run stayed undecided too stays undecided
     out = confirm_bracket(b, lambda x, end: "pass" if x <= 32_000 else "undecided", 0.25, 4)
     assert out["failed_undecided"] is True
@@ -287,3 +297,27 @@ def test_a_brackets_ends_run_under_the_slo_only_where_the_time_budget_holds_both
         assert summary["answer"]["sentence"].endswith(
             "(its ends not run under the SLOs: the time budget held no runs of them)"
         )
+
+
+def test_ends_that_hold_but_lie_wider_than_the_resolution_are_halved_by_runs_between_them():
+    # a search that stepped past 380,000 (a pass and, re-run, a fail): held 330,000, failed 430,000,
+    # 30 % apart; both hold under the SLO, so their middle, 380,000, is run as they were: it passes,
+    # and 380,000 / 430,000 is 13 %, within 15 %
+    b = {"resources": 1, "held": 330_000.0, "failed": 430_000.0, "verdicts": {"380000": "undecided"}}
+    ran = []
+
+    def verdict(x, end):
+        ran.append((x, end))
+        return "pass" if x <= 400_000 else "fail"
+
+    out = confirm_bracket(b, verdict, 0.15, 4)
+    assert ran == [(330_000, "held"), (430_000, "failed"), (380_000, "between")]
+    assert (out["held"], out["failed"], out["long_confirmed"]) == (380_000, 430_000, False)
+    assert math.isclose(out["width"], 430 / 380 - 1)
+    # no run left (the time budget): the bracket as its ends held
+    out = confirm_bracket(b, lambda x, end: None if end == "between" else verdict(x, end), 0.15, 4)
+    assert (out["held"], out["failed"], out["long_confirmed"]) == (330_000, 430_000, True)
+    # one within the resolution runs nothing between its ends
+    ran.clear()
+    confirm_bracket({**b, "held": 380_000.0}, verdict, 0.15, 4)
+    assert ran == [(380_000, "held"), (430_000, "failed")]
