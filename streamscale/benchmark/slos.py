@@ -161,16 +161,25 @@ class LagTrend:
                 f"ended after {obs.ran_s:.0f} s (no steady state seen; a longer run may see one)",
             )
             return SloVerdict(self.name, trend.slope, trend.low, trend.high, limit, "fail", (note,))
-        verdict, _, excuse = obs.slowdown_allowed(trend.verdict(limit, confidence))
+        tooth = 0.0 if self.at_end else self._tooth(obs)
+        verdict, _, excuse = obs.slowdown_allowed(trend.verdict(limit, confidence, tooth))
         notes = ((NOTE_EXCUSE, excuse),) if excuse else ()
         undecided = ""
         if verdict == "undecided" and not excuse:
-            undecided = (
-                f"lag still falling faster than the limit after {obs.ran_s:.0f} s (catching up, not steady)"
-                if trend.draining(limit)
-                else f"lag interval still straddles the limit after {obs.ran_s:.0f} s"
-            )
+            undecided = f"lag interval still straddles the limit after {obs.ran_s:.0f} s"
+            if trend.draining(limit):
+                undecided = f"lag still falling faster than the limit after {obs.ran_s:.0f} s (catching up, not steady)"
+            elif trend.verdict(limit, confidence) == "fail":
+                undecided = (
+                    f"lag grew {trend.grown():,.0f} records, less than a batch's {tooth:,.0f} (by which the lag after "
+                    f"each commit wanders), after {obs.ran_s:.0f} s"
+                )
         return SloVerdict(self.name, trend.slope, trend.low, trend.high, limit, verdict, notes, undecided)
+
+    def _tooth(self, obs: Observation) -> float:
+        """A look's: the records of a median batch since the warm-up, at the rate judged."""
+        rate = self.rate if self.rate is not None else obs.delivered
+        return rate * (obs.median_batch_ms or 0.0) / 1000
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,12 @@ span's start to its end, however it moved in between (``Trend.bounded``); the SL
 run 25 % over its capacity piles up a fifth of its load every second and leaves any such band
 at once; one 25 % under it keeps a band of about a batch's records.
 
+At a look, a lag that grew faster than the limit but by less than a batch's records over the fitted
+span is not failed yet: the troughs after each commit wander by about a batch's records (a batch
+that runs long leaves more behind it), and a 14 s span of a run whose 300 s run passed rose by
+0.23 s of input, less than a batch, fast enough to fail 1 % of its load. A load 25 % over its
+capacity rises by a batch's records within five batches.
+
 A lag that surely falls by more than the limit (the whole interval below minus the limit) is not a
 steady state either: the query is catching up after a slow batch, and the slope says how fast it
 drained, not whether it keeps up; such a trend is *undecided* (a run looked at goes on): a load
@@ -83,8 +89,10 @@ class Trend:
         half = t_quantile(self.df, confidence) * self.se
         return self.slope - half, self.slope + half
 
-    def verdict(self, limit: float, confidence: float = 0.95) -> str:
-        """pass, fail or undecided against ``limit`` at ``confidence`` (see the module notes)."""
+    def verdict(self, limit: float, confidence: float = 0.95, tooth: float = 0.0) -> str:
+        """pass, fail or undecided against ``limit`` at ``confidence`` (see the module notes); a
+        fail needs the fitted line to rise by at least ``tooth`` records over the fitted span (a
+        look's: a batch's records, by which the troughs after each commit wander)."""
         if not math.isfinite(self.slope):
             return "fail"  # no trend could be judged: not a pass
         low, high = self.interval(confidence)
@@ -92,13 +100,20 @@ class Trend:
             return "undecided"
         if self.bounded(limit):
             return "pass"
-        if self.grew(limit):
+        material = self.grown() >= tooth
+        if self.grew(limit) and material:
             return "fail"
         if high <= limit:
             return "pass"
-        if low > limit:
+        if low > limit and material:
             return "fail"
         return "undecided"
+
+    def grown(self) -> float:
+        """Records the fitted line rises by from the first commit fitted to the last (inf: not
+        fitted through commits)."""
+        kept = [t for t in self.commits[0] if t >= self.start_s] if math.isfinite(self.start_s) else []
+        return self.slope * (kept[-1] - kept[0]) if len(kept) >= 2 else math.inf
 
     def span(self) -> tuple[list[float], list[float]] | None:
         """(times, lags) after each commit over the fitted span; None where the trend is not fitted

@@ -82,3 +82,21 @@ def test_dropped_records_hold_up_to_their_share_of_the_generated_ones():
     assert verdict(101, 10_000) == "fail"
     assert verdict(0, 0) == "pass"  # nothing generated: nothing dropped
     assert verdict(10_000, 10_000, None) == "pass"  # no such limit
+
+
+def test_a_look_waits_for_a_lag_to_grow_by_a_batch_before_failing_it_and_the_runs_end_does_not():
+    # the 1 % SLO run of 4-round hashes at 220,000 records/s that failed at 24 s (its 300 s run passed):
+    # its lag after each commit from the warm-up's end rose 6,000/s, by less than a batch's records
+    import dataclasses
+
+    from streamscale.benchmark.slos import LagTrend, Observation
+    from streamscale.experiment.slo import fit_periodic
+
+    times = (11.355, 12.791, 14.293, 15.878, 17.474, 19.001, 20.818, 22.449)
+    lags = (311_835, 314_917, 331_520, 334_043, 325_944, 350_032, 391_319, 366_317)
+    trend = dataclasses.replace(fit_periodic(times, lags, 0.0, "batches"), commits=(times, lags), start_s=times[0])
+    obs = Observation(lag=[], batches=[], t0_wall=None, warmup_s=10.0, ran_s=24.5)
+    obs.__dict__.update(trend=trend, median_batch_ms=1_589.0, stall=None)  # what the run's samples gave
+    look = LagTrend(0.01, 220_000.0).check(obs, 0.95)
+    assert look.verdict == "undecided" and "less than a batch's 349,580" in look.undecided_note
+    assert LagTrend(0.01, 220_000.0, at_end=True).check(obs, 0.95).verdict == "fail"

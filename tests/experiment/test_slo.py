@@ -339,3 +339,20 @@ def test_a_band_needs_commits_over_a_span():
     assert _trend(t, y).band() is None and not _trend(t, y).bounded(1e9)
     seconds = dataclasses.replace(_trend(*_troughs(60, 10_000.0, 0.0)), basis="seconds")
     assert seconds.band() is None  # the once-a-second samples see the teeth, not the troughs
+
+
+# the lag after each commit of a 1 % SLO run at 220,000 records/s on 1 core (4-round hashes, batches
+# of 1.59 s) from the end of its 10 s warm-up: it failed at 24 s, and its 300 s run passed (53/s)
+TIMES_220K = (11.355, 12.791, 14.293, 15.878, 17.474, 19.001, 20.818, 22.449)
+LAGS_220K = (311_835, 314_917, 331_520, 334_043, 325_944, 350_032, 391_319, 366_317)
+
+
+def test_a_look_fails_no_lag_that_grew_by_less_than_a_batchs_records():
+    trend = _trend(np.array(TIMES_220K), np.array(LAGS_220K, dtype=float))
+    limit, tooth = 2_204.0, 220_000 * 1.589  # 1 % of the load; a median batch's records
+    assert trend.verdict(limit) == "fail"  # 6,000/s over 11 s: the interval and the quarters say so
+    assert 0 < trend.grown() < tooth and trend.verdict(limit, tooth=tooth) == "undecided"
+    # a load a quarter over its capacity, batches of 2 s: the lag rises by a batch within 15 s
+    for seed in range(5):
+        t, y = _troughs(15, 12_500.0, 0.2, seed=seed)
+        assert _trend(t, y).verdict(0.01 * 12_500, tooth=2 * 12_500) == "fail"
