@@ -59,7 +59,8 @@ def refine(
     search's short one at a load.
 
     ``first``: the long verdicts already taken (load -> verdict); ``long_verdict(load)`` runs one
-    more. The held end walks down the loads the search held until a long run passes there; the
+    more. The held end walks down the loads the search held until a long run passes there
+    (where none does, below the lowest that failed, a resolution's step at a time); the
     upper end is the lowest load above it whose long run did not pass (at a failed end that
     passed: the next load above that the search did not hold; where every load above passed, one a
     ``resolution`` higher, and so on, below any load the search's generator could not produce);
@@ -71,6 +72,7 @@ def refine(
     r = _Refinement(bracket, long_verdict, dict(first), max_runs)
     lo = r.held_end()
     lo, hi = r.upper_end(lo)
+    lo, hi = r.descend(lo, hi, resolution, between)
     lo, hi = r.climb(lo, hi, resolution, between)
     lo, hi = r.narrow(lo, hi, resolution, between)
     if hi is None:  # no long run above the held end failed: the lowest that stayed undecided, if any
@@ -142,6 +144,23 @@ class _Refinement:
             if v == "pass":
                 lo = x
         return lo, None
+
+    def descend(self, lo, hi, resolution: float, between) -> tuple[float | None, float | None]:
+        """No load the search held passed its long run, and one failed: the capacity lies lower, so
+        runs go down a resolution's step at a time from the lowest that failed, past any that stays
+        undecided, until one passes (a held end found, not "held none")."""
+        bottom = hi
+        while lo is None and bottom is not None:
+            x = between(bottom / (1 + resolution) ** 2, bottom)
+            v = None if x is None else self.verdict(x)
+            if v is None or v == "invalid":
+                break
+            if v == "pass":
+                lo = x
+            elif v == "fail":
+                hi = x
+            bottom = x
+        return lo, hi
 
     def climb(self, lo, hi, resolution: float, between) -> tuple[float | None, float | None]:
         """No load above the held end failed long (an upper end the search left undecided, a failed

@@ -186,11 +186,13 @@ def test_a_bracket_long_runs_contradict_is_decided_anew_by_long_runs():
     r = refine(search, long, {250_000.0: "pass", 280_000.0: "pass"}, 0.15, 3, between)
     assert tried == [320_000, 370_000] and (r["held"], r["failed"]) == (370_000, None)
 
-    # no load the search held passes a long run: nothing held, the lowest long failure is the upper end
+    # no load the search held passes a long run: long runs step down from the lowest that failed, a
+    # resolution's step at a time (43,000, 37,000, 32,000: all fail), until the runs are spent:
+    # nothing held, the lowest long failure is the upper end
     search = {"held": 50_000.0, "failed": 60_000.0, "verdicts": {"50000": "pass", "60000": "fail"}}
     long, tried = truth(10_000)
     r = refine(search, long, {50_000.0: "fail", 60_000.0: "fail"}, 0.15, 3, between)
-    assert tried == [] and (r["held"], r["failed"], r["width"]) == (None, 50_000, None)
+    assert tried == [43_000, 37_000, 32_000] and (r["held"], r["failed"], r["width"]) == (None, 32_000, None)
 
 
 def test_an_upper_end_the_search_left_undecided_that_fails_long_is_a_failed_end():
@@ -321,3 +323,23 @@ def test_ends_that_hold_but_lie_wider_than_the_resolution_are_halved_by_runs_bet
     ran.clear()
     confirm_bracket({**b, "held": 380_000.0}, verdict, 0.15, 4)
     assert ran == [(380_000, "held"), (430_000, "failed")]
+
+
+def test_a_held_end_that_fails_and_nothing_held_below_it_steps_down_until_a_load_passes():
+    # 1-round hashes: the search held 270,000 and failed 310,000; under the SLO both failed, and the
+    # search held nothing lower: a resolution's step down at a time (the middle of 270,000 / 1.15^2
+    # and 270,000: 230,000, fails; then 200,000, passes): held 200,000, failed 230,000 (15 %), not
+    # "held none"
+    b = {"resources": 1, "held": 270_000.0, "failed": 310_000.0, "verdicts": {"270000": "pass", "310000": "fail"}}
+    ran = []
+
+    def verdict(x, end):
+        ran.append((x, end))
+        return "pass" if x <= 225_000 else "fail"
+
+    out = confirm_bracket(b, verdict, 0.15, 4)
+    assert ran == [(270_000, "held"), (310_000, "failed"), (230_000, ""), (200_000, "")]
+    assert (out["held"], out["failed"], out["failed_undecided"]) == (200_000, 230_000, False)
+    # no run left: held none, as before
+    out = confirm_bracket(b, verdict, 0.15, 0)
+    assert (out["held"], out["failed"]) == (None, 270_000)
