@@ -277,9 +277,7 @@ class SutRun:
         """Check the job builds, warm the session's workers once, start the load, the query, the
         lag sampler and the CPU meters."""
         trigger = self.pipe.trigger()  # checked with the plan (realtime.check_run), but for what only Spark knows
-        realtime.check_started(
-            spark, self.placement.master, self.placement.spark_conf, sum(self.in_topics.values()), trigger
-        )
+        realtime.check_started(spark, self.placement.master, sum(self.in_topics.values()), trigger)
         self.pipe.check(spark, self.bootstrap, self.input_topic)  # a user's job that does not build fails now
         for name, pipe, conf in self.ctx.preflight:
             try:

@@ -130,10 +130,11 @@ def check_run(pipe, master: str, spark_conf: dict, partitions: int) -> None:
             check_slots(slots, partitions, trigger)
 
 
-def check_started(spark, master: str, spark_conf: dict, partitions: int, trigger) -> None:
-    """What :func:`check_run` could not check before the session ran: the task slots of a master
-    that does not say them (Spark's default parallelism once it runs)."""
-    if trigger.real_time and slots_of(master, spark_conf) is None:
+def check_started(spark, master: str, partitions: int, trigger) -> None:
+    """What :func:`check_run` could not know before the session ran: the task slots a cluster
+    master gave (Spark's default parallelism once it runs; the executors a spec asks for are a
+    request a cluster may not fill). A local master's, its URL says, were checked already."""
+    if trigger.real_time and slots_of(master, None) is None:
         check_slots(spark.sparkContext.defaultParallelism, partitions, trigger)
 
 

@@ -128,11 +128,13 @@ def test_a_masters_slots_are_checked_once_before_the_run_and_a_clusters_once_it_
     with pytest.raises(ConfigError, match=r"1 slot\(s\) for 2 partitions"):
         realtime.check_run(pipe, "local[1]", conf, 2)
     realtime.check_run(pipe, "spark://h:7077", conf, 2)  # a cluster's slots: not known yet
-    one_slot = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=1))
+    # executors asked for that would give enough pass before the run: a request a cluster may not fill
+    realtime.check_run(pipe, "spark://h:7077", {**conf, "spark.executor.instances": 2, "spark.executor.cores": 1}, 2)
+    one_slot = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=1))  # what the cluster gave
     with pytest.raises(ConfigError, match=r"1 slot\(s\) for 2 partitions"):
-        realtime.check_started(one_slot, "spark://h:7077", conf, 2, pipe.trigger())
+        realtime.check_started(one_slot, "spark://h:7077", 2, pipe.trigger())
     # a local master's were checked before the run: not again
-    realtime.check_started(one_slot, "local[1]", conf, 2, pipe.trigger())
+    realtime.check_started(one_slot, "local[1]", 2, pipe.trigger())
 
 
 # Spark 4.2's explain of a Python UDF over Kafka records (ArrowEvalPython) and of a count by key
