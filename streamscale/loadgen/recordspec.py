@@ -123,7 +123,7 @@ class RecordsSpec(StrictModel):
         given += [n for n, dflt in (("wire", "plain"), ("schema_id", 1), ("key_copies", 1)) if getattr(self, n) != dflt]
         if given:
             raise ValueError(f"kind {self.kind} makes its own records: {', '.join(given)} do not apply")
-        self._kind = kind_of(self.kind, self.options, self.encoding)
+        self.kind_obj()  # the kind, its options and its columns checked
         return self
 
     def _check_avro(self, info: ValidationInfo) -> None:
@@ -180,7 +180,7 @@ class RecordsSpec(StrictModel):
 
     def kind_obj(self) -> InputKind:
         """The kind of input that makes the records (``kind``), with its options."""
-        if self._kind is None:  # built without validation
+        if self._kind is None:  # at validation, or built without it
             self._kind = kind_of(self.kind, self.options, self.encoding)
         return self._kind
 
