@@ -173,7 +173,7 @@ def test_capacity_confirms_each_amounts_ends_with_whole_long_runs(capsys):
     # brackets it decides anew are tests/benchmark/test_confirm.py's, on the same hand-worked cases)
     import capacity
 
-    from streamscale.benchmark.confirm import long_execution
+    from streamscale.benchmark.plan import long_execution
 
     args = capacity.parse_args(["--uc", "uc2", "--confirm"])
     assert (args.confirm, args.confirm_warmup) == (300.0, 60.0)

@@ -236,20 +236,3 @@ def narrowed(b: dict, long_verdict, resolution: float, max_runs: int, between) -
         return b
     runs = dict(sorted(r.runs.items()))
     return {**b, "held": lo, "failed": hi, "width": hi / lo - 1, "long": runs, "long_confirmed": (lo, hi) == ends}
-
-
-def long_execution(spec):
-    """``spec`` (a :class:`~streamscale.benchmark.spec.Spec`) as its long runs run: each
-    ``confirm_s`` long after ``confirm_warmup_s``, whole (no early stop), once."""
-    st = spec.execution.strategy
-    ex = spec.execution.model_copy(
-        update={
-            "duration_s": st.confirm_s,
-            "max_duration_s": st.confirm_s,  # a long run is whole: its verdict at its end is its own
-            "warmup_s": st.confirm_warmup_s,
-            "min_duration_s": None,
-            "repetitions": 1,
-            "extra_repetitions": 0,
-        }
-    )
-    return spec.model_copy(update={"execution": ex})

@@ -357,7 +357,7 @@ class Probes:
 
     def _read_share(self, config: str, resources: int) -> float:
         """Of the load, what the job reads (the probe's figure counts only that)."""
-        point = self.plan.point(self.plan.spec.execution.load.values[0], resources, config)
+        point = self.plan.point(self.plan.runs.load_values[0], resources, config)
         return point.read_rate / point.rate if point.rate > 0 else 1.0
 
     def _guess(self, config: str, resources: int) -> tuple[float, bool]:
@@ -367,14 +367,14 @@ class Probes:
         if below:
             p = max(below, key=lambda p: p.resources)
             return p.rate * resources / p.resources, True
-        first = self.plan.spec.execution.load.values[0]
+        first = self.plan.runs.load_values[0]
         return self.plan.load.rate(first) * self._read_share(config, resources), False
 
     def _probe(self, config: str, resources: int) -> Probe:
         """Run the probe of ``resources`` under ``config`` and say its figure."""
         from streamscale.errors import SparkDied
 
-        point = self.plan.point(self.plan.spec.execution.load.values[0], resources, config)
+        point = self.plan.point(self.plan.runs.load_values[0], resources, config)
         console = terminal.console()
         if self.plan.pipeline(point).trigger().real_time:
             found = Probe(resources, config, None, (), "real-time mode reads no backlog in batches")

@@ -19,8 +19,9 @@ def _embedded_kafka() -> str:
         return "embedded Apache Kafka"
 
 
-def environment(spec=None, bootstrap: str | None = None, embedded_broker: bool = True) -> dict:
-    """Versions, machine and targets of an execution (written to environment.json when it starts)."""
+def environment(runs=None, bootstrap: str | None = None, embedded_broker: bool = True) -> dict:
+    """Versions, machine and targets of an execution (written to environment.json when it starts);
+    ``runs``: its plan's (streamscale.benchmark.plan.Runs), where the Spark master comes from."""
 
     def version(pkg: str) -> str:
         try:
@@ -51,11 +52,10 @@ def environment(spec=None, bootstrap: str | None = None, embedded_broker: bool =
     except Exception as exc:  # noqa: BLE001
         env["java"] = f"unavailable ({exc})"
     env["broker"] = (_embedded_kafka() if embedded_broker else "external") + (f" at {bootstrap}" if bootstrap else "")
-    if spec is not None:
-        ex = spec.execution
+    if runs is not None:
         env["spark_master"] = (
-            ex.master
-            if getattr(ex, "master", None)
-            else ("local[k] (k = cores under test)" if ex.resources.type == "cores" else "see spec")
+            runs.master
+            if runs.master
+            else ("local[k] (k = cores under test)" if runs.resource_type == "cores" else "see spec")
         )
     return env

@@ -36,7 +36,7 @@ from streamscale.benchmark.results import (
 )
 from streamscale.benchmark.runline import run_line
 from streamscale.benchmark.search import MetricSearch, Outcome, Search
-from streamscale.benchmark.setting import broker_change_note, embedded_kafka, short_for_windows, spec_connector
+from streamscale.benchmark.setting import broker_change_note, embedded_kafka, short_for_windows
 from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.verdict import majority_verdict
 from streamscale.broker.connection import KafkaConnection, build_connection, masked
@@ -102,8 +102,9 @@ class Execution:
         self.live = live  # streamscale.observe.live.LiveState, for `benchmark run --serve`
         self.extra = extra or dict  # what the caller adds to summary.json (the demo: its Spark sessions)
         self.plan = as_plan(plan)
-        self.spec = self.plan.spec
-        ex = self.spec.execution
+        self.spec = self.plan.spec  # written to spec.yaml, and compared with the one there
+        self.runs = self.plan.runs
+        ex = self.runs
         self.ends: EndRuns | None = None  # what decides a bracket's ends (None: the search's runs)
         if ex.strategy.confirm:
             long = long_experiment or run_experiment
@@ -165,8 +166,8 @@ class Execution:
         a strict majority of them deciding. Runs that disagree with no majority leave the point
         undecided, as does a run whose lag interval still straddled its limit at its longest;
         ``extra_repetitions`` (default the spec's) adds runs for such a run."""
-        reps = self.spec.execution.repetitions
-        extra_limit = self.spec.execution.extra_repetitions if extra_repetitions is None else extra_repetitions
+        reps = self.runs.repetitions
+        extra_limit = self.runs.extra_repetitions if extra_repetitions is None else extra_repetitions
         verdicts: list[str] = []
         extra = 0
         rep = -1
@@ -179,7 +180,7 @@ class Execution:
                 continue
             verdicts.append(r.verdict)
             decided = majority_verdict(verdicts, reps)
-            if decided is not None and (self.spec.execution.stop_at_majority or len(verdicts) >= reps):
+            if decided is not None and (self.runs.stop_at_majority or len(verdicts) >= reps):
                 return decided
         return majority_verdict(verdicts, reps, final=True)
 
@@ -247,21 +248,21 @@ class Execution:
         self.ran += 1
         self.done[key] = r
         self.results.append(r)
-        duration = ends.duration_s if ends is not None else self.spec.execution.duration_s
-        console.print(run_line(r, self.spec.execution.slos.latency_p95_ms, duration), highlight=False)
+        duration = ends.duration_s if ends is not None else self.runs.duration_s
+        console.print(run_line(r, self.runs.slos.latency_p95_ms, duration), highlight=False)
         return r
 
     def most_experiments(self) -> int:
         """The most experiments the spec's search can run: each point's repetitions with their extra
         ones; a bracket search at most ``max_runs`` points per resource amount and two ends run again."""
-        ex = self.spec.execution
+        ex = self.runs
         per_point = ex.repetitions + ex.extra_repetitions
         if ex.strategy.name == "bracket":
             per_amount = ex.strategy.max_runs * per_point + 2
             per_amount += 2 + ex.strategy.confirm_runs if self.ends is not None else 0
         else:
-            per_amount = len(ex.load.values) * per_point
-        return len(self.spec.config_names()) * len(ex.resources.values) * per_amount
+            per_amount = len(ex.load_values) * per_point
+        return len(self.plan.config_names) * len(ex.resource_values) * per_amount
 
     def _progress(self) -> str:
         """[k of at most n, elapsed, and the time left of a time budget]."""
@@ -274,9 +275,9 @@ class Execution:
     def run(self, search: Search | None = None) -> dict:
         """The spec's search (or ``search``, a :class:`~streamscale.benchmark.search.Search`) for
         each configuration in turn; then summary.csv, summary.json and the plot, once."""
-        st = self.spec.execution.strategy
+        st = self.runs.strategy
         self.deadline = time.monotonic() + st.time_budget_s if st.time_budget_s else None
-        names = self.spec.config_names()
+        names = self.plan.config_names
         outcomes = {}
         for i, name in enumerate(names, 1):
             self.config = name
@@ -290,17 +291,17 @@ class Execution:
         spec's execution has such runs: :class:`EndRuns`)."""
         from streamscale.benchmark.bracket import BracketSearch, EndsDecided, Settings
 
-        ex = self.spec.execution
-        st, values = ex.strategy, [float(v) for v in ex.load.values]
+        ex = self.runs
+        st, values = ex.strategy, [float(v) for v in ex.load_values]
         if st.name != "bracket":
-            return MetricSearch(ex.metric, tuple(values), tuple(ex.resources.values), st.name, st.lower_bound)
+            return MetricSearch(ex.metric, tuple(values), tuple(ex.resource_values), st.name, st.lower_bound)
         dim = self.plan.load
         low, high = dim.search_range(values)
         if self.probes is not None and len(values) == 1:  # the one value is a guess: each probe says where to look
             low, high = 1.0, math.inf
         settings = Settings(st.resolution, st.factor, low, high, st.max_runs, dim.whole, dim.rate)
         search = BracketSearch(
-            tuple(ex.resources.values),
+            tuple(ex.resource_values),
             values[0],
             settings,
             self.run_cost,
@@ -313,14 +314,14 @@ class Execution:
         undecided run goes on up to it) and the most a run took beyond its load so far."""
         from streamscale.benchmark.bracket import run_cost
 
-        ex = self.spec.execution
+        ex = self.runs
         return ex.repetitions * run_cost(ex.longest_s, self.overheads)
 
     def _write(self, outcomes: dict[str, Outcome]) -> dict:
         """summary.csv, summary.json and the metric's plot of every configuration's outcome."""
         from streamscale.benchmark.plots import plot_brackets, plot_config_brackets, plot_metric
 
-        ex, axes = self.spec.execution, self.plan.axes
+        ex, axes = self.runs, self.plan.axes
         plot = self.out_dir / ("demand.png" if ex.metric == "demand" else "capacity.png")
         if any(o.brackets is not None for o in outcomes.values()):
             table = [{**b, **({"config": n} if n else {})} for n, o in outcomes.items() for b in o.brackets]
@@ -340,7 +341,7 @@ class Execution:
                 ex.metric,
                 axes,
                 plot,
-                most_tested=max(ex.resources.values),
+                most_tested=max(ex.resource_values),
                 assumed=outcomes[""].assumed,
             )
         else:
@@ -357,7 +358,7 @@ class Execution:
         return summary
 
     def _keys(self) -> tuple[str, str]:
-        return ("load", "resources") if self.spec.execution.metric == "demand" else ("resources", "load")
+        return ("load", "resources") if self.runs.metric == "demand" else ("resources", "load")
 
     def ends_decided(self, b: dict, whole: bool) -> dict:
         """An amount's bracket with its ends decided by the runs that decide them (:class:`EndRuns`:
@@ -365,7 +366,7 @@ class Execution:
         (streamscale.benchmark.confirm)."""
         from streamscale.benchmark.confirm import confirm_bracket
 
-        st, runs, res = self.spec.execution.strategy, self.ends, b["resources"]
+        st, runs, res = self.runs.strategy, self.ends, b["resources"]
         ends = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None]
         if runs is None or not ends:
             return b
@@ -412,7 +413,7 @@ class Execution:
         return time.monotonic() + runs * self.run_cost() > self.deadline
 
     def _summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
-        ex = self.spec.execution
+        ex = self.runs
         kx, ky = self._keys()
         rows = [{kx: k, ky: v} for k, v in metric.items()]
         if brackets is not None:
@@ -421,21 +422,21 @@ class Execution:
             rows = [{k: b[k] for k in keys} for b in brackets]
         cpu = [r.sampler_cpu_pct for r in self.done.values()]
         axes = self.plan.axes
-        sut = display_name(self.spec.benchmark.sut)
+        sut = display_name(self.plan.sut)
         if brackets is not None:
             said = bracket_answer(brackets, axes, sut, list(self.done.values()))
         else:
-            said = answer(metric, ex.metric, axes, sut, max(ex.resources.values), assumed, self.done.values())
+            said = answer(metric, ex.metric, axes, sut, max(ex.resource_values), assumed, self.done.values())
         summary = {
-            "name": self.spec.name,
-            "sut": self.spec.benchmark.sut,
-            "connector": spec_connector(self.spec),
+            "name": self.plan.name,
+            "sut": self.plan.sut,
+            "connector": self.plan.connector,
             "metric": ex.metric,
             "answer": said,
             "load_label": axes.load_label,
             "resource_label": axes.resource_label,
-            "load_type": ex.load.type,
-            "resource_type": ex.resources.type,
+            "load_type": ex.load_type,
+            "resource_type": ex.resource_type,
             "strategy": ex.strategy.name,
             "lower_bound": ex.strategy.lower_bound,
             "results": rows,
@@ -446,8 +447,8 @@ class Execution:
             "drifted_experiments": sum(1 for r in self.done.values() if r.drifted),
             "max_sampler_cpu_pct": max(cpu) if cpu else None,
         }
-        if self.spec.execution.configs:
-            summary["configs"] = dict(self.spec.execution.configs)
+        if self.runs.configs:
+            summary["configs"] = dict(self.runs.configs)
         summary["fault_experiments"] = sorted(r.exp_id for r in self.done.values() if r.fault)
         said["sentence"] += self._fault_words()
         return summary
@@ -463,8 +464,8 @@ class Execution:
     def _config_summary(self, outcomes: dict[str, Outcome]) -> dict:
         """The summary of a linear, binary or full search run per configuration: the rows and the
         answer's capacity (or demand) entries carry their configuration's name."""
-        ex = self.spec.execution
-        axes, sut, most = self.plan.axes, display_name(self.spec.benchmark.sut), max(ex.resources.values)
+        ex = self.runs
+        axes, sut, most = self.plan.axes, display_name(self.plan.sut), max(ex.resource_values)
         rows, capacity, demand, parts = [], [], [], []
         kx, ky = self._keys()
         for name, o in outcomes.items():
@@ -484,7 +485,7 @@ def _ends_runner(plan: Plan, runner: ExperimentRunner) -> ExperimentRunner | Non
     """The runner of the runs that decide a bracket's ends: strategy.confirm's long runs, or runs
     under the SLO where the search's runs judged a looser lag threshold (None: neither); the same
     Kafka, sessions, broker processes and watch as the search's runner."""
-    if plan.spec.execution.strategy.confirm:
+    if plan.runs.strategy.confirm:
         ends = plan.long()
     elif plan.ends_rejudged:
         ends = plan
@@ -553,7 +554,7 @@ def run_execution(
         execution = Execution(
             plan, out_dir, runner, live=live, long_experiment=ends, extra=extra, slo_experiment=ends, drain=runner.drain
         )
-        env = _environment(spec, conn, embedded, runner.replication_factor)
+        env = _environment(plan, conn, embedded, runner.replication_factor)
         changed = broker_change_note(out_dir, env)
         if changed and execution.done:
             console.print(f"note: {changed}", highlight=False)
@@ -590,12 +591,13 @@ def _watch(hosts, broker):
     return BrokerWatch(broker) if broker is not None else None
 
 
-def _environment(spec: Spec, conn: KafkaConnection, embedded: bool, replication_factor: int) -> dict:
+def _environment(plan: Plan, conn: KafkaConnection, embedded: bool, replication_factor: int) -> dict:
     """What environment.json says of an execution: versions, machine, broker, topics, security."""
     from streamscale.benchmark.environment import environment
 
-    env = environment(spec, conn.bootstrap, embedded)
-    env["topics"] = f"{spec.benchmark.topics.partitions} partitions, replication factor {replication_factor}"
+    spec = plan.spec  # the environment it sets up: its broker and cluster sections
+    env = environment(plan.runs, conn.bootstrap, embedded)
+    env["topics"] = f"{plan.partitions} partitions, replication factor {replication_factor}"
     props = dict(conn.properties)
     protocol = props.get("security.protocol", "PLAINTEXT").upper()
     mechanism = props.get("sasl.mechanism") if "SASL" in protocol else None

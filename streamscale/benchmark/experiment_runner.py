@@ -68,18 +68,18 @@ class ExperimentRunner:
         from streamscale.experiment.sessions import SparkSessions
 
         self.plan = as_plan(plan)
-        spec = self.spec = self.plan.spec
+        self.runs = self.plan.runs
         self.out_dir, self.bootstrap = out_dir, bootstrap
         self.own_sessions = sessions is None
-        self.sessions = SparkSessions(keep=spec.execution.reuse_spark) if sessions is None else sessions
+        self.sessions = SparkSessions(keep=self.runs.reuse_spark) if sessions is None else sessions
         self.broker_pids = list(broker_pids or [])
-        self.replication_factor = replication_factor or spec.replication_factor(embedded=False)
+        self.replication_factor = replication_factor or self.plan.replication_factor(embedded=False)
         self.reference_speed: float | None = None  # the execution's first calibration
         self.context = Context(
             bootstrap=bootstrap,
             sessions=self.sessions,
             replication_factor=self.replication_factor,
-            topic_config=spec.benchmark.topics.config(),
+            topic_config=self.plan.topic_config,
             checkpoint_root=self.plan.checkpoint_root,
         )
         self.watch = None  # the embedded Kafka's BrokerWatch (streamscale.benchmark.faults), if embedded
@@ -99,10 +99,9 @@ class ExperimentRunner:
         from streamscale.experiment.sequential import Looks
         from streamscale.experiment.sut import CHECK_EVERY_S
 
-        ex = self.spec.execution
         # the looks are planned up to the longest a run may go on (an undecided one goes past duration_s)
-        self.looks = Looks(ex.longest_s, first_look_s(self.spec, point), CHECK_EVERY_S)
-        return looking(self.spec, point, self.looks)
+        self.looks = Looks(self.runs.longest_s, first_look_s(self.runs, point), CHECK_EVERY_S)
+        return looking(self.runs, point, self.looks)
 
     def __call__(
         self, load: float, resources: int, repetition: int, on_lag: Callable | None = None, config: str = ""
@@ -110,11 +109,11 @@ class ExperimentRunner:
         from streamscale.experiment.noise import calibration_speed
         from streamscale.observe import prometheus
 
-        spec = self.spec
+        runs = self.runs
         point = self.plan.point(load, resources, config)
         prometheus.experiment.info(
             {
-                "benchmark": spec.name,
+                "benchmark": self.plan.name,
                 "sut": point.sut,
                 "load": f"{load:g}",
                 "resources": str(resources),
@@ -123,7 +122,7 @@ class ExperimentRunner:
         )
         self.looks = None
         self._restore_broker()
-        if self.own_sessions and self.sessions.keep and not spec.execution.reuse_spark:
+        if self.own_sessions and self.sessions.keep and not runs.reuse_spark:
             self.sessions.keep = False  # a probe's session: each experiment starts afresh
             self.sessions.close()
         speed_before = calibration_speed()
@@ -135,7 +134,7 @@ class ExperimentRunner:
         except SparkDied as died:
             # a query whose batches outgrow the driver's memory ran out of it: the load was not
             # held; the next experiment starts a new JVM (experiment.sessions)
-            limit = lag_limit(point.read_rate, spec.execution.slos.lag_trend_threshold)
+            limit = lag_limit(point.read_rate, runs.slos.lag_trend_threshold)
             res = died_result(load, resources, repetition, point.rate, limit, str(died), time.monotonic() - t_run)
             res.config, res.exp_id = config, exp_id(load, resources, repetition, config)
             prometheus.experiments_total.labels("fail").inc()
@@ -147,7 +146,7 @@ class ExperimentRunner:
             or missing_executors(self.plan, point, ran)
         )
         speeds = Speeds(self.reference_speed, speed_before, calibration_speed())
-        res, obs = judged(spec, point, repetition, r, speeds, self._confidence(r.ran_s or spec.execution.duration_s))
+        res, obs = judged(runs, point, repetition, r, speeds, self._confidence(r.ran_s or runs.duration_s))
         res.executors = said(ran)
         if fault and self.recovery is not None and self.recovery.said():
             res.recovery_s, fault = self.recovery.recovery_s, f"{fault}; {self.recovery.said()}"
@@ -171,14 +170,14 @@ class ExperimentRunner:
         looks = self.looks
         if looks is None or not looks.taken:
             return 0.95
-        if ran_s < self.spec.execution.longest_s - 0.5:
+        if ran_s < self.runs.longest_s - 0.5:
             return 1 - looks.per_look()
         return looks.final_confidence()
 
     def _run_sut(self, point: Point, on_lag):
         from streamscale.experiment.sut import StopPolicy
 
-        ex = self.spec.execution
+        ex = self.runs
         judge = self.judge(point) if ex.judged_as_it_goes else None  # sets self.looks
         self.recovery = None
         if judge is not None and self.watch is not None and self.watch.recovers:
@@ -288,7 +287,7 @@ class ExperimentRunner:
         plot_lag(
             [x.t_s for x in lag],
             [x.lag for x in lag],
-            self.spec.execution.warmup_s,
+            self.runs.warmup_s,
             res,
             d / f"{res.exp_id}.png",
             trend=trend,

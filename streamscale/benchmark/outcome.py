@@ -1,4 +1,4 @@
-"""What one run comes to: its SLO checkers (from the spec and the experiment's plan), the run as
+"""What one run comes to: its SLO checkers (from the plan's runs and the experiment's point), the run as
 they observe it, and the typed result row their :func:`~streamscale.benchmark.slos.judge` gives.
 Pure: a finished run's figures in, an :class:`~streamscale.benchmark.results.ExperimentResult` out.
 """
@@ -9,11 +9,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from streamscale.benchmark.plan import Point
+from streamscale.benchmark.plan import Point, Runs
 from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.sloregistry import checkers
 from streamscale.benchmark.slos import Judgement, Observation, judge
-from streamscale.benchmark.spec import Spec
 from streamscale.experiment.noise import DRIFT_LIMIT, drift, slowdown
 from streamscale.experiment.processing import processing_percentile_ms
 
@@ -35,29 +34,28 @@ class Speeds:
         return drift(self.reference, self.before, self.after)
 
 
-def look_checkers(spec: Spec, point: Point) -> tuple:
+def look_checkers(runs: Runs, point: Point) -> tuple:
     """What a look judges: the registered SLOs that judge at looks (the lag trend first, on the
     rate the load sends)."""
-    return checkers(spec.execution.slos, point, at_end=False)
+    return checkers(runs.slos, point, at_end=False)
 
 
-def first_look_s(spec: Spec, point: Point) -> float:
+def first_look_s(runs: Runs, point: Point) -> float:
     """When a run is first looked at: ``min_duration_s``, or for a windowed pipeline (its window
     period) not before its fitted span holds two whole window periods (the fit that removes a
     window close's jump needs them) where the run is long enough for that."""
-    ex = spec.execution
-    first = ex.shortest_s if ex.shortest_s is not None else ex.duration_s
+    first = runs.shortest_s if runs.shortest_s is not None else runs.duration_s
     period = point.period_s
-    if period and ex.warmup_s + 2 * period <= ex.duration_s:
-        first = max(first, ex.warmup_s + 2 * period)
+    if period and runs.warmup_s + 2 * period <= runs.duration_s:
+        first = max(first, runs.warmup_s + 2 * period)
     return first
 
 
-def looking(spec: Spec, point: Point, looks) -> Callable[..., bool]:
+def looking(runs: Runs, point: Point, looks) -> Callable[..., bool]:
     """``decided(lag, batches, t0_wall, topic)``: whether a run so far is decided (sequential
     testing), by :func:`look_checkers` at the confidence each look may spend (``looks``: a
     :class:`~streamscale.experiment.sequential.Looks`)."""
-    checkers, warmup = look_checkers(spec, point), spec.execution.warmup_s
+    checkers, warmup = look_checkers(runs, point), runs.warmup_s
 
     def decided(lag, batches, t0_wall, topic) -> bool:
         obs = Observation(lag, batches, t0_wall, warmup, topic, point.period_s)
@@ -66,10 +64,10 @@ def looking(spec: Spec, point: Point, looks) -> Callable[..., bool]:
     return decided
 
 
-def final_checkers(spec: Spec, point: Point) -> tuple:
+def final_checkers(runs: Runs, point: Point) -> tuple:
     """What a finished run is judged by: every registered SLO that applies to it (dropped records
     only where the pipeline may drop some)."""
-    return checkers(spec.execution.slos, point, at_end=True)
+    return checkers(runs.slos, point, at_end=True)
 
 
 def observation(r, warmup_s: float, point: Point, ran_s: float, slowdown_: float = float("nan")) -> Observation:
@@ -96,12 +94,12 @@ def observation(r, warmup_s: float, point: Point, ran_s: float, slowdown_: float
 
 
 def judged(
-    spec: Spec, point: Point, repetition: int, r, speeds: Speeds, confidence: float = 0.95
+    runs: Runs, point: Point, repetition: int, r, speeds: Speeds, confidence: float = 0.95
 ) -> tuple[ExperimentResult, Observation]:
     """The result row of a finished run ``r`` of ``point``, and the observation it was judged on."""
-    ran = r.ran_s or spec.execution.duration_s
-    obs = observation(r, spec.execution.warmup_s, point, ran, speeds.slowdown)
-    verdict = judge(obs, final_checkers(spec, point), confidence)
+    ran = r.ran_s or runs.duration_s
+    obs = observation(r, runs.warmup_s, point, ran, speeds.slowdown)
+    verdict = judge(obs, final_checkers(runs, point), confidence)
     moved = speeds.drift
     notes = list(verdict.notes)
     if moved > DRIFT_LIMIT:

@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from streamscale.benchmark.spec import PROCESSING_P95_MAX_MS, PROCESSING_P95_TRIGGERS, Spec
+from streamscale.benchmark.spec import (
+    PROCESSING_P95_MAX_MS,
+    PROCESSING_P95_TRIGGERS,
+    ExecutionSpec,
+    SLOSpec,
+    Spec,
+    StrategySpec,
+)
 from streamscale.benchmark.units import (
     RESOURCES,
     Axes,
@@ -45,8 +52,56 @@ class Point:
 
 
 @dataclass(frozen=True)
+class Runs:
+    """How an execution's experiments run and are judged, resolved once from the spec: what the
+    execution, its runner, the SLOs' looks and the probes read."""
+
+    duration_s: float
+    warmup_s: float
+    longest_s: float  # how long a run still undecided may go on
+    shortest_s: float | None  # when a run may stop once decided (None: it lasts duration_s)
+    judged_as_it_goes: bool  # looked at as it goes: it may stop once decided, or go on past duration_s
+    repetitions: int
+    extra_repetitions: int
+    stop_at_majority: bool
+    metric: str  # capacity | demand
+    reuse_spark: bool
+    load_values: tuple[float, ...]
+    resource_values: tuple[int, ...]
+    strategy: StrategySpec
+    slos: SLOSpec
+    configs: dict  # name: its settings as the spec gives them (empty: the spec names none)
+    load_type: str
+    resource_type: str
+    master: str | None  # the spec's Spark master (None: as each resource amount places it)
+
+    @classmethod
+    def of(cls, ex: ExecutionSpec) -> Runs:
+        return cls(
+            duration_s=ex.duration_s,
+            warmup_s=ex.warmup_s,
+            longest_s=ex.longest_s,
+            shortest_s=ex.shortest_s,
+            judged_as_it_goes=ex.judged_as_it_goes,
+            repetitions=ex.repetitions,
+            extra_repetitions=ex.extra_repetitions,
+            stop_at_majority=ex.stop_at_majority,
+            metric=ex.metric,
+            reuse_spark=ex.reuse_spark,
+            load_values=tuple(float(v) for v in ex.load.values),
+            resource_values=tuple(int(v) for v in ex.resources.values),
+            strategy=ex.strategy,
+            slos=ex.slos,
+            configs=dict(ex.configs),
+            load_type=ex.load.type,
+            resource_type=ex.resources.type,
+            master=ex.master,
+        )
+
+
+@dataclass(frozen=True)
 class Plan:
-    """A spec resolved: :meth:`point` gives each experiment's settings."""
+    """A spec resolved: :meth:`point` gives each experiment's settings, :attr:`runs` how they run."""
 
     spec: Spec
     load: LoadDimension
@@ -54,6 +109,43 @@ class Plan:
     configs: dict[str, tuple[dict, dict]] = field(default_factory=dict)  # name: (Spark settings, parameters)
     _drivers: dict = field(default_factory=dict, compare=False, repr=False)  # master: its driver settings
     shared_checkpoints: str | None = None  # on a cluster of hosts: the folder every host mounts
+
+    @cached_property
+    def runs(self) -> Runs:
+        return Runs.of(self.spec.execution)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def sut(self) -> str:
+        """The benchmark's SUT (a configuration may run another: :attr:`Point.sut`)."""
+        return self.spec.benchmark.sut
+
+    @property
+    def config_names(self) -> list[str]:
+        """The configurations searched ("" alone: the spec names none)."""
+        return list(self.configs) or [""]
+
+    @property
+    def partitions(self) -> int:
+        return self.spec.benchmark.topics.partitions
+
+    @property
+    def topic_config(self) -> dict:
+        """The topics' own settings (retention and such)."""
+        return self.spec.benchmark.topics.config()
+
+    def replication_factor(self, embedded: bool) -> int:
+        return self.spec.replication_factor(embedded)
+
+    @property
+    def connector(self) -> str:
+        """The Kafka connector the runs use: the ``connector`` parameter, else the default."""
+        from streamscale.sparkio.io import kafka_impl
+
+        return kafka_impl(self.spec.benchmark.params.get("connector"))
 
     @property
     def checkpoint_root(self) -> str | None:
@@ -96,9 +188,7 @@ class Plan:
 
     def long(self) -> Plan:
         """The plan of its long runs (strategy.confirm): the same dimensions and configurations, the
-        execution as :func:`streamscale.benchmark.confirm.long_execution` says."""
-        from streamscale.benchmark.confirm import long_execution
-
+        execution as :func:`long_execution` says."""
         return replace(self, spec=long_execution(self.spec), _drivers={})
 
     def point(self, load: float, resources: int, config: str = "") -> Point:
@@ -240,6 +330,23 @@ class TriggerError(ConfigError):
 def as_plan(given: Plan | Spec) -> Plan:
     """``given`` if it is a plan, else its spec's: callers that resolved their spec pass the plan on."""
     return given if isinstance(given, Plan) else resolve(given)
+
+
+def long_execution(spec):
+    """``spec`` (a :class:`~streamscale.benchmark.spec.Spec`) as its long runs run: each
+    ``confirm_s`` long after ``confirm_warmup_s``, whole (no early stop), once."""
+    st = spec.execution.strategy
+    ex = spec.execution.model_copy(
+        update={
+            "duration_s": st.confirm_s,
+            "max_duration_s": st.confirm_s,  # a long run is whole: its verdict at its end is its own
+            "warmup_s": st.confirm_warmup_s,
+            "min_duration_s": None,
+            "repetitions": 1,
+            "extra_repetitions": 0,
+        }
+    )
+    return spec.model_copy(update={"execution": ex})
 
 
 def resolve(spec: Spec) -> Plan:

@@ -38,26 +38,18 @@ def broker_change_note(out_dir: Path, env: dict) -> str | None:
     )
 
 
-def spec_connector(spec: Spec) -> str:
-    """The Kafka connector the spec's runs use: its ``connector`` parameter, else the default."""
-    from streamscale.sparkio.io import kafka_impl
-
-    return kafka_impl(spec.benchmark.params.get("connector"))
-
-
 def short_for_windows(plan: Plan) -> str | None:
     """Why the runs are too short for their pipeline's windows, if they are: windows that close
     within a run make the lag jump once per window slide, which the trend fits out only over two
     whole periods after the warm-up (streamscale.experiment.slo.fit_periodic)."""
-    spec = plan.spec
-    ex = spec.execution
+    ex = plan.runs
     if plan.load.sets_window:
         return None  # the window is the load: one period per load, no single rule
     period = plan.window_period_s
     if not period or period > ex.duration_s or ex.duration_s - ex.warmup_s >= 2 * period:
         return None
     return (
-        f"{display_name(spec.benchmark.sut)}'s windows close every {period:g} s; {ex.duration_s:g} s runs with "
+        f"{display_name(plan.sut)}'s windows close every {period:g} s; {ex.duration_s:g} s runs with "
         f"{ex.warmup_s:g} s warm-up fit the lag trend over less than two of those periods, so a window "
         f"closing near a run's end can pass for growth: duration_s ≥ warmup_s + {2 * period:g} fits the "
         "jump out"

@@ -104,6 +104,7 @@ def run_sut_cmd(
     realtime.check_run(pipe, master, placement.spark_conf, workload.partitions)  # before any load
     metrics_endpoint()  # once the input is known to be good: a bad one is its error line alone
     out.print(pipe.describe())
+    workload = dataclasses.replace(workload, pipeline=pipe)  # the run runs the pipeline described
 
     def on_batch(b: dict) -> None:
         lat = f"  latency {b['avg_latency_ms'] / 1000:.1f} s" if b.get("avg_latency_ms") is not None else ""

@@ -132,6 +132,9 @@ class Workload:
     # the generators' producer settings over their defaults (streamscale.loadgen.config), e.g. a
     # linger.ms that sends records as they are due instead of in 200 ms batches
     producer_config: dict | None = None
+    # the pipeline of uc, params, records and job, where the caller built it (to describe and check
+    # it before any load); None: the run builds it
+    pipeline: object = None
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,9 @@ class SutRun:
 
     def __init__(self, workload: Workload, placement: Placement, policy: StopPolicy, context: Context):
         self.w, self.placement, self.policy, self.ctx = workload, placement, policy, context
-        self.pipe = make_pipeline(workload.uc, workload.params, records=workload.records, job=workload.job)
+        self.pipe = workload.pipeline
+        if self.pipe is None:
+            self.pipe = make_pipeline(workload.uc, workload.params, records=workload.records, job=workload.job)
         # each feed's (keys, period) at the load's rate: a rate it cannot send fails before any broker
         self.feeds = [(f, f.shape(workload.rate, workload.sensors, workload.period_s)) for f in self.pipe.feeds()]
         self.run_id = uuid.uuid4().hex[:8]

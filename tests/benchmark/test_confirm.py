@@ -8,8 +8,9 @@ import pytest
 
 from streamscale.benchmark.answer import bracket_answer
 from streamscale.benchmark.bracket import between
-from streamscale.benchmark.confirm import confirm_bracket, end_holds, long_execution, refine
+from streamscale.benchmark.confirm import confirm_bracket, end_holds, refine
 from streamscale.benchmark.execution import LONG_REP, Execution
+from streamscale.benchmark.plan import long_execution
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import with_confirm
 from streamscale.benchmark.units import Axes
@@ -276,8 +277,8 @@ def test_a_load_the_search_failed_is_not_passed_by_one_later_run_under_the_slo(t
     # passed (a faster minute), the bracket climbed to held 270,000, and 270,000 failed a 300 s
     # run. Here the search holds up to 60,000 and the runs under the SLO (no looser) up to 70,000.
     ran = []
-    ex = Execution(resolve(_spec(confirm=False)), tmp_path, runner(60_000, ran, "search"),
-                   slo_experiment=runner(70_000, ran, "slo"))  # fmt: skip
+    search, slo = runner(60_000, ran, "search"), runner(70_000, ran, "slo")
+    ex = Execution(resolve(_spec(confirm=False)), tmp_path, search, slo_experiment=slo)
     [b] = ex.run()["answer"]["brackets"]
     # only the held end is run under the SLO: 68,000 failed a rule looser than the SLO's
     assert [x[1:3] for x in ran if x[0] == "slo"] == [(57_000, SLO_REP)]

@@ -4,6 +4,7 @@ runs that plan. Counted where a resolve does its work: the load dimension it bui
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 import streamscale.benchmark.plan as plan_module
@@ -119,5 +120,29 @@ def test_run_sut_with_a_spec_resolves_it_once_into_the_runs_workload(monkeypatch
     assert (w.uc, w.rate, w.partitions) == ("uc2", 4000, 3)
     assert w.params == {"window_s": 5, "lateness_s": 2}
     assert (w.gen_workers, w.period_s, w.distribution) == (2, 0.5, "uniform:0,10")
+    # the pipeline the command described and checked is the one the run runs, not built again
+    assert w.pipeline is not None and w.pipeline.name == "uc2" and w.pipeline.params.window_s == 5
+    monkeypatch.setattr(sut, "make_pipeline", lambda *a, **k: pytest.fail("the run built its pipeline again"))
+    run = sut.SutRun(w, sut.Placement(), sut.StopPolicy(), sut.Context())
+    assert run.pipe is w.pipeline
     r = CliRunner().invoke(root, [*args, "--gen-workers", "1"])
     assert ran[-1].gen_workers == 1  # the option over the spec's
+
+
+def test_past_the_plan_nothing_reads_the_specs_execution_or_benchmark_sections():
+    """The execution, its runner, the probes, the SLOs' looks and the search read the plan (its
+    points, its runs, its facts), never the spec's sections: a field read past the plan is a
+    second place a new load type, SLO or kind of input would have to be written."""
+    import re
+
+    root = Path(plan_module.__file__).parents[1]
+    allowed = {root / "benchmark" / "plan.py", root / "benchmark" / "spec.py"}
+    reads = re.compile(r"\bspec\.(execution|benchmark)\b")
+    found = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.rglob("*.py"))
+        if path not in allowed and root / "cli" not in path.parents
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if reads.search(line.split("#", 1)[0])
+    ]
+    assert found == []

@@ -102,12 +102,13 @@ def test_an_slo_registered_judges_the_run_and_its_line_says_so(registered):
     spec = _spec(slos={"final_lag": 100})
     assert spec.execution.slos.others == {"final_lag": 100}
     point = resolve(spec).point(1000, 1)
-    assert "final_lag" in [c.name for c in final_checkers(spec, point)]
-    assert "final_lag" not in [c.name for c in look_checkers(spec, point)]  # it judges at the end only
+    runs = resolve(spec).runs
+    assert "final_lag" in [c.name for c in final_checkers(runs, point)]
+    assert "final_lag" not in [c.name for c in look_checkers(runs, point)]  # it judges at the end only
     lag = [SimpleNamespace(t_s=float(t), lag=50 * t, end_total=None, committed_total=None) for t in range(10)]
     obs = Observation(lag=lag, batches=[], t0_wall=None, warmup_s=0.0)
     said = judge(obs, [FinalLag(100)])
     assert said.verdict == "fail" and said.of("final_lag").value == 450
     row = replace(fake_result(1000, 1, 0, passed=False), verdict="fail", slo_verdicts="lag_trend=pass final_lag=fail")
     assert "final lag SLO fail" in run_line(row)
-    assert "final_lag" not in [c.name for c in final_checkers(_spec(), point)]  # not set: not judged
+    assert "final_lag" not in [c.name for c in final_checkers(resolve(_spec()).runs, point)]  # not set: not judged

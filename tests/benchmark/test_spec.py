@@ -53,7 +53,7 @@ def test_bad_specs_name_the_field(mutate, field):
 
 
 def test_a_run_may_go_on_to_300_s_or_its_duration_and_a_long_run_is_whole():
-    from streamscale.benchmark.confirm import long_execution
+    from streamscale.benchmark.plan import long_execution
 
     d = base()
     d["execution"].update(duration_s=40, warmup_s=10)

@@ -72,7 +72,7 @@ def test_a_windowed_run_is_first_looked_at_once_two_window_periods_are_fitted():
                 },
             }
         )
-        return first_look_s(spec, resolve(spec).point(1000, 1))
+        return first_look_s(resolve(spec).runs, resolve(spec).point(1000, 1))
 
     # min_duration_s auto: 10 + (60 - 10) / 4 = 22.5 s
     assert first("uc1", {}) == 22.5
@@ -124,8 +124,8 @@ def _looking(spec, point):
     from streamscale.experiment.sequential import Looks
     from streamscale.experiment.sut import CHECK_EVERY_S
 
-    ex = spec.execution
-    return looking(spec, point, Looks(ex.duration_s, first_look_s(spec, point), CHECK_EVERY_S))
+    runs = resolve(spec).runs
+    return looking(runs, point, Looks(runs.duration_s, first_look_s(runs, point), CHECK_EVERY_S))
 
 
 def test_a_look_at_a_held_lag_goes_on_while_the_p95_bounds_hold_the_limit():
@@ -209,7 +209,7 @@ def _judge_synthetic(
         spark_cpu_pct=100.0, sampler_cpu_s=0.1, wall_s=float(seconds), generator_cpu_s=1.0, machine_cpu_pct=90.0,
         broker_cpu_pct=20.0, steal_pct=0.0,
     )  # fmt: skip
-    res, _ = judged(spec, point, 1, r, Speeds(*speeds))
+    res, _ = judged(resolve(spec).runs, point, 1, r, Speeds(*speeds))
     return _looking(spec, point), point, lag, batches, t0, res
 
 

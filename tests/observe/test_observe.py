@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streamscale.benchmark.environment import environment
 from streamscale.benchmark.execution import Execution
+from streamscale.benchmark.plan import resolve
 from streamscale.benchmark.report import write_report
 from streamscale.benchmark.results import ExperimentResult
 from streamscale.benchmark.spec import parse_spec
@@ -74,7 +75,7 @@ def _fake_runner(out_dir):
 def test_report_renders_every_plot_and_table(tmp_path, chromium):
     spec = _spec()
     Execution(spec, tmp_path, _fake_runner(tmp_path)).run()
-    (tmp_path / "environment.json").write_text(json.dumps(environment(spec, "127.0.0.1:9092")))
+    (tmp_path / "environment.json").write_text(json.dumps(environment(resolve(spec).runs, "127.0.0.1:9092")))
     page = write_report(tmp_path)
     text = page.read_text()
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text  # self-contained
