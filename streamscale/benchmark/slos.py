@@ -11,7 +11,9 @@ fails the lag trend, said so; at a look it only lets the run go on.
 Each checker's :meth:`check` gives an :class:`SloVerdict` (name, value, bounds, limit, verdict,
 notes). A run is invalid when its validity fails, else it fails when any SLO failed, else it is
 undecided while any is, else it passes. At a look the lag trend leads: a failed trend decides the
-run, an undecided one lets it go on, a held one decides it once no other SLO is undecided.
+run, an undecided one lets it go on (unless another SLO surely fails: a processing p95 that the
+records still to come by the run's longest cannot bring back within its limit), a held one
+decides it once no other SLO is undecided.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from streamscale.benchmark.verdict import (
     run_validity,
     worst,
 )
-from streamscale.experiment.processing import processing_bounds, processing_trend
+from streamscale.experiment.processing import processing_bounds, processing_trend, records_over
 from streamscale.experiment.slo import lag_limit, lag_trend_estimate, latency_percentile_ms, median_batch_ms, stall
 
 # The order a run's notes are said in, whichever SLO said them.
@@ -58,6 +60,12 @@ class Observation:
     generated: int = 0
     dropped_late: int = 0
     slowdown: float = float("nan")  # the machine slower than at the execution's start (NaN: unknown)
+    longest_s: float | None = None  # at a look: when the load stops whatever the looks say
+
+    @property
+    def now_s(self) -> float:
+        """How far the run got: its length when over, else its last lag sample's time."""
+        return self.ran_s or (self.lag[-1].t_s if self.lag else 0.0)
 
     @cached_property
     def trend(self):
@@ -113,6 +121,7 @@ class SloVerdict:
     verdict: str  # pass | fail | undecided | invalid
     notes: tuple[tuple[int, str], ...] = ()  # (order, text): said whatever the run's verdict
     undecided_note: str = ""  # said when the run is undecided and so is this SLO
+    sure: bool = False  # a look's fail that the rest of the run cannot undo (it decides the look)
 
 
 @dataclass(frozen=True)
@@ -221,9 +230,13 @@ class OutputLatency:
 @dataclass(frozen=True)
 class ProcessingLatency:
     """Every record's processing latency (Kafka timestamp to its batch's commit): its p95 within
-    ``limit_ms``."""
+    ``limit_ms``. At a look (``rate``: the records/s the load sends), a p95 is surely over its
+    limit when more than 5 % of the records the run would have by its longest (those so far and
+    ``rate`` a second until then) already took longer: no records to come can bring it back, so
+    it decides the look whatever the lag trend says."""
 
     limit_ms: float | None = None
+    rate: float | None = None
     name = "processing_latency"
 
     def check(self, obs: Observation, confidence: float) -> SloVerdict:
@@ -231,7 +244,15 @@ class ProcessingLatency:
         verdict = bounds_verdict(bounds, self.limit_ms)
         low, high = bounds if bounds is not None else (None, None)
         why = _between("processing", low, high) if verdict == "undecided" else ""
-        return SloVerdict(self.name, high, low, high, self.limit_ms, verdict, (), why)
+        sure = verdict == "fail" and self._surely_over(obs)
+        return SloVerdict(self.name, high, low, high, self.limit_ms, verdict, (), why, sure)
+
+    def _surely_over(self, obs: Observation) -> bool:
+        if self.rate is None or obs.longest_s is None or self.limit_ms is None:
+            return False
+        over, counted = records_over(obs.batches, self.limit_ms, obs.t0_wall or None, obs.steady_s)
+        to_come = self.rate * max(0.0, obs.longest_s - obs.now_s)
+        return over > 0.05 * (counted + to_come)
 
 
 @dataclass(frozen=True)
@@ -265,10 +286,10 @@ def judge(obs: Observation, checkers: Sequence, confidence: float = 0.95, look: 
     for i, checker in enumerate(checkers):
         v = checker.check(obs, confidence)
         slos.append(v)
-        if look and i == 0 and v.verdict == "fail":
+        if look and (i == 0 or v.sure) and v.verdict == "fail":
             return Judgement("fail", tuple(slos), True)
         if look and v.verdict == "undecided":
-            return Judgement("undecided", tuple(slos), False)
+            return _undecided_unless_surely_failed(obs, checkers[i + 1 :], confidence, slos)
     valid = all(v.verdict != "invalid" for v in slos)
     verdict = "invalid" if not valid else worst(*(v.verdict for v in slos))
     notes = sorted((n for v in slos for n in v.notes), key=lambda n: n[0])
@@ -276,6 +297,16 @@ def judge(obs: Observation, checkers: Sequence, confidence: float = 0.95, look: 
     if verdict == "undecided":
         said += [v.undecided_note for v in slos if v.verdict == "undecided" and v.undecided_note]
     return Judgement(verdict, tuple(slos), look or verdict != "undecided", tuple(said))
+
+
+def _undecided_unless_surely_failed(obs: Observation, rest: Sequence, confidence: float, slos: list) -> Judgement:
+    """A look with an undecided SLO: undecided, unless one of the ``rest`` surely fails (a
+    verdict the rest of the run cannot undo), which decides it."""
+    for checker in rest:
+        v = checker.check(obs, confidence)
+        if v.sure and v.verdict == "fail":
+            return Judgement("fail", (*slos, v), True)
+    return Judgement("undecided", tuple(slos), False)
 
 
 # The built-in SLOs, in the order a run is judged by them (a look's are led by the lag trend).
@@ -300,7 +331,8 @@ register_slo(
 register_slo(
     SloKind(
         "processing_latency",
-        lambda slos, point, at_end: ProcessingLatency(point.processing_limit_ms),
+        # at a look on the rate the load sends: what says a p95 is surely over its limit
+        lambda slos, point, at_end: ProcessingLatency(point.processing_limit_ms, None if at_end else point.read_rate),
         at_look=True,
         builtin=True,
     )

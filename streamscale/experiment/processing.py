@@ -43,6 +43,17 @@ def processing_bounds(
     return weighted_quantile(a[:, 0], a[:, 2], q), weighted_quantile(a[:, 1], a[:, 2], q)
 
 
+def records_over(batches, limit_ms: float, t0_wall: float | None = None, warmup_s: float = 0.0) -> tuple[int, int]:
+    """(records whose processing latency surely exceeded ``limit_ms``: their bin's low bound at or
+    above it, records counted) over the batches that ended after the warm-up."""
+    over = counted = 0
+    for b in after_warmup(batches, t0_wall, warmup_s):
+        for low, _, n in progress_field(b, "processing_latency") or ():
+            counted += int(n)
+            over += int(n) if low >= limit_ms else 0
+    return over, counted
+
+
 def processing_percentile_ms(batches, q: float = 0.95, t0_wall: float | None = None, warmup_s: float = 0.0):
     """The run's q-quantile of every record's processing latency after the warm-up, at its high
     bound (never below the true value); None: no records."""

@@ -54,7 +54,16 @@ def test_a_look_stops_checking_once_its_fate_is_known():
             raise AssertionError("checked after the look was decided")
 
     assert judge(NO_RUN, [Fixed("lag_trend", "fail"), Exploding()], look=True).decided
-    assert not judge(NO_RUN, [Fixed("lag_trend", "undecided"), Exploding()], look=True).decided
+    # after an undecided lag trend the others are asked only whether they surely fail
+    asked = []
+
+    class Asked(Fixed):
+        def check(self, obs, confidence):
+            asked.append(self.name)
+            return super().check(obs, confidence)
+
+    assert not judge(NO_RUN, [Fixed("lag_trend", "undecided"), Asked("p95", "fail")], look=True).decided
+    assert asked == ["p95"]
 
 
 def test_notes_come_in_one_order_and_undecided_ones_only_for_an_undecided_run():
@@ -100,3 +109,35 @@ def test_a_look_waits_for_a_lag_to_grow_by_a_batch_before_failing_it_and_the_run
     look = LagTrend(0.01, 220_000.0).check(obs, 0.95)
     assert look.verdict == "undecided" and "less than a batch's 349,580" in look.undecided_note
     assert LagTrend(0.01, 220_000.0, at_end=True).check(obs, 0.95).verdict == "fail"
+
+
+def _latencies(over: int, within: int, longest_s: float | None = 300.0) -> Observation:
+    """A look at 60 s whose records so far took 8,000-8,050 ms (``over``) or 2,000-2,050 ms."""
+    from types import SimpleNamespace
+
+    batch = {"processing_latency": [(8_000.0, 8_050.0, over), (2_000.0, 2_050.0, within)]}
+    lag = [SimpleNamespace(t_s=float(t)) for t in range(61)]
+    obs = Observation(lag=lag, batches=[batch], t0_wall=None, warmup_s=0.0, longest_s=longest_s)
+    obs.__dict__.update(steady_s=0.0)  # the span judged: the whole run so far
+    return obs
+
+
+def test_a_look_fails_a_processing_p95_that_the_records_to_come_cannot_bring_back_whatever_the_lag():
+    from streamscale.benchmark.slos import ProcessingLatency
+
+    # At 60 s of a run whose longest is 300 s, 10,000 records/s to come: 2,400,000 more. With
+    # 500,000 so far, the p95 stays over 8,000 ms for good once more than 5 % of 2,900,000
+    # (145,000) already took longer: 150,000 do, 140,000 do not (the p95 so far fails either way).
+    check = ProcessingLatency(8_000.0, 10_000.0)
+    sure, unsure = check.check(_latencies(150_000, 350_000), 0.95), check.check(_latencies(140_000, 360_000), 0.95)
+    assert (sure.verdict, sure.sure) == ("fail", True)
+    assert (unsure.verdict, unsure.sure) == ("fail", False)
+    # at a run's end (no rate) and without a longest, nothing is called sure
+    assert not ProcessingLatency(8_000.0).check(_latencies(150_000, 350_000), 0.95).sure
+    assert not check.check(_latencies(150_000, 350_000, None), 0.95).sure
+    # a look whose lag trend is undecided: a sure latency failure decides it, an unsure one does not
+    lag = Fixed("lag_trend", "undecided")
+    decided = judge(_latencies(150_000, 350_000), [lag, check], look=True)
+    assert (decided.verdict, decided.decided) == ("fail", True)
+    going_on = judge(_latencies(140_000, 360_000), [lag, check], look=True)
+    assert (going_on.verdict, going_on.decided) == ("undecided", False)
