@@ -292,7 +292,7 @@ class Execution:
         from streamscale.benchmark.bracket import BracketSearch, EndsDecided, Settings
 
         ex = self.runs
-        st, values = ex.strategy, [float(v) for v in ex.load_values]
+        st, values = ex.strategy, list(ex.load_values)
         if st.name != "bracket":
             return MetricSearch(ex.metric, tuple(values), tuple(ex.resource_values), st.name, st.lower_bound)
         dim = self.plan.load

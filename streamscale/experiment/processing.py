@@ -32,9 +32,7 @@ def processing_bounds(
 ) -> tuple[float, float] | None:
     """The run's q-quantile of every record's processing latency lies above the first and at most
     at the second (ms); batches ending before the warm-up are left out. None: no records."""
-    spans = [
-        s for b in after_warmup(batches, t0_wall, warmup_s) for s in (progress_field(b, "processing_latency") or ())
-    ]
+    spans = latency_bins(batches, t0_wall, warmup_s)
     if not spans:
         return None
     a = np.asarray(spans, dtype=float)
@@ -46,12 +44,15 @@ def processing_bounds(
 def records_over(batches, limit_ms: float, t0_wall: float | None = None, warmup_s: float = 0.0) -> tuple[int, int]:
     """(records whose processing latency surely exceeded ``limit_ms``: their bin's low bound at or
     above it, records counted) over the batches that ended after the warm-up."""
-    over = counted = 0
-    for b in after_warmup(batches, t0_wall, warmup_s):
-        for low, _, n in progress_field(b, "processing_latency") or ():
-            counted += int(n)
-            over += int(n) if low >= limit_ms else 0
-    return over, counted
+    bins = latency_bins(batches, t0_wall, warmup_s)
+    return sum(int(n) for low, _, n in bins if low >= limit_ms), sum(int(n) for _, _, n in bins)
+
+
+def latency_bins(batches, t0_wall: float | None = None, warmup_s: float = 0.0) -> list:
+    """Every ``(low, high, records)`` bin of the batches that ended after the warm-up."""
+    return [
+        s for b in after_warmup(batches, t0_wall, warmup_s) for s in (progress_field(b, "processing_latency") or ())
+    ]
 
 
 def processing_percentile_ms(batches, q: float = 0.95, t0_wall: float | None = None, warmup_s: float = 0.0):
