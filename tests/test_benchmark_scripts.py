@@ -265,3 +265,19 @@ def test_a_scripts_library_log_records_go_to_the_spark_log_not_the_terminal(tmp_
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     assert "py4j.clientserver ERROR Exception while sending command." in log.read_text()
+
+
+def test_answer_truth_counts_an_end_only_when_its_long_runs_agree():
+    from answer_truth import end_settled, try_settled
+
+    assert end_settled(["pass", "pass"], "pass") == "holds"
+    assert end_settled(["fail", "fail"], "pass") == "wrong"
+    assert end_settled(["pass", "undecided"], "pass") == "unsettled"
+    assert end_settled(["undecided"], "fail") == "wrong"  # an undecided failed end claims no failure
+    assert end_settled([], "fail") == "unrun"
+    bracket = {"held": 200_000, "failed": 220_000, "long": {200_000.0: ["pass", "fail"], 220_000.0: ["fail", "fail"]}}
+    assert try_settled(bracket) == "unsettled"
+    assert try_settled({**bracket, "long": {200_000.0: ["pass"] * 2, 220_000.0: ["fail"] * 2}}) == "holds"
+    # the 4-round try whose single long runs came out the other way round: wrong, not unsettled
+    assert try_settled({**bracket, "long": {200_000.0: ["fail"], 220_000.0: ["pass"]}}) == "wrong"
+    assert try_settled({**bracket, "failed": None}) == "wrong"
