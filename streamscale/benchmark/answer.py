@@ -273,11 +273,12 @@ def _long_words(row: dict) -> str:
 
 def _undecided_between(row: dict, axes: Axes) -> str:
     """The loads between a bracket's ends whose runs stayed undecided ("" where none did): the
-    search stepped past them, and the capacity may lie anywhere among them."""
+    search, or the runs that decided its ends (under the SLOs, or long ones), stepped past them,
+    and the capacity may lie anywhere among them. Where such a run decided a load, its verdict
+    stands over the search's."""
     held, failed = float(row["held"]), float(row["failed"])
-    inside = sorted(
-        float(k) for k, v in (row.get("verdicts") or {}).items() if v == "undecided" and held < float(k) < failed
-    )
+    verdicts = {float(k): v for key in ("verdicts", "slo_runs", "long") for k, v in (row.get(key) or {}).items()}
+    inside = sorted(x for x, v in verdicts.items() if v == "undecided" and held < x < failed)
     if not inside:
         return ""
     if len(inside) == 1:

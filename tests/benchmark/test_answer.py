@@ -336,3 +336,33 @@ def test_an_answer_on_executors_says_which_hosts_ran_them_and_their_cores():
     sentence = bracket_answer(brackets, axes, "uc1", rows)["sentence"]
     assert "1 executor (on 10.9.8.12, 1 core each) held" in sentence
     assert "2 executors (on 10.9.8.12 and 10.9.8.13, 1 core each) held" in sentence
+
+
+def test_the_sentence_names_every_load_between_the_ends_left_undecided_by_any_run():
+    # a 1-round hashes search: 180,000 undecided in the search, then under the SLOs 180,000, 210,000
+    # and 240,000 stayed undecided for 300 s each before 280,000 failed
+    from streamscale.benchmark.answer import bracket_answer
+
+    b = {
+        "resources": 1,
+        "held": 160_000.0,
+        "failed": 280_000.0,
+        "held_assumed": False,
+        "failed_undecided": False,
+        "verdicts": {"140000": "pass", "160000": "pass", "180000": "undecided"},
+        "slo_runs": {
+            "160000": "pass",
+            "180000": "undecided",
+            "210000": "undecided",
+            "240000": "undecided",
+            "280000": "fail",
+        },
+    }
+    sentence = bracket_answer([b], Axes(), "uc2")["sentence"]
+    assert sentence.endswith(
+        "held ~160,000 records/s and failed ~280,000 records/s "
+        "(undecided from ~180,000 records/s to ~240,000 records/s)"
+    )
+    # without runs of their own, the search's verdicts alone name the undecided loads
+    alone = {k: v for k, v in b.items() if k != "slo_runs"}
+    assert bracket_answer([alone], Axes(), "uc2")["sentence"].endswith("(undecided at ~180,000 records/s)")
