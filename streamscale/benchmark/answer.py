@@ -291,7 +291,9 @@ def _slo_words(row: dict) -> str:
     the held end passed, the upper one failed, as held and failed say)."""
     held, failed, held_ok, failed_verdict = _end_verdicts(row, "slo_runs")
     said = []
-    if held is not None and not held_ok:
+    if held is not None and row.get("held_unchecked"):
+        said.append("the held end not run under the SLOs: the time budget ended their runs")
+    elif held is not None and not held_ok:
         said.append("the held end not decided under the SLOs")
     if failed is not None and failed_verdict not in (None, "fail"):
         said.append("the upper end undecided under the SLOs")

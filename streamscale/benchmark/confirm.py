@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable
 
 from streamscale.benchmark.bracket import between, lowest_undecided_above
@@ -218,6 +219,35 @@ def confirm_bracket(
         return narrowed(held_up, lambda x: long_verdict(x, "between"), resolution, max_runs, middle)
     r = refine(b, lambda x: long_verdict(x, ""), first, resolution, max_runs, middle)
     return {**b, **r, "long_confirmed": False, "held_assumed": False}
+
+
+def held_unchecked(search: dict, out: dict) -> dict:
+    """``out``, a bracket decided anew from ``search``'s (both as dicts) whose runs the time budget
+    ended before a held end passed one: its held end is the highest load the search held below
+    every load those runs did not pass, itself not run again (``held_unchecked``), and its upper
+    end the search's where those runs found none. A held end those runs passed stands."""
+    if out.get("held") is not None:
+        return out
+    judged = {float(k): v for k, v in (out.get("long") or {}).items()}
+    below = min([x for x, v in judged.items() if v != "pass"], default=math.inf)
+    held_by_search = {float(k) for k, v in (search.get("verdicts") or {}).items() if v == "pass"}
+    if search.get("held") is not None and not search.get("held_assumed"):
+        held_by_search.add(float(search["held"]))
+    held = max((x for x in held_by_search if x < below and x not in judged), default=None)
+    if held is None:
+        return out
+    failed, undecided = out.get("failed"), out.get("failed_undecided", False)
+    if failed is None and search.get("failed") is not None:
+        failed, undecided = float(search["failed"]), bool(search.get("failed_undecided"))
+    width = None if failed is None else failed / held - 1
+    return {
+        **out,
+        "held": held,
+        "failed": failed,
+        "failed_undecided": undecided,
+        "width": width,
+        "held_unchecked": True,
+    }
 
 
 def narrowed(b: dict, long_verdict, resolution: float, max_runs: int, between) -> dict:

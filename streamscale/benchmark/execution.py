@@ -364,7 +364,7 @@ class Execution:
         """An amount's bracket with its ends decided by the runs that decide them (:class:`EndRuns`:
         strategy.confirm's long runs, or runs under the SLO), refined where they do not hold
         (streamscale.benchmark.confirm)."""
-        from streamscale.benchmark.confirm import confirm_bracket
+        from streamscale.benchmark.confirm import confirm_bracket, held_unchecked
 
         st, runs, res = self.runs.strategy, self.ends, b["resources"]
         ends = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None]
@@ -376,7 +376,7 @@ class Execution:
         # that one pass over the search's failures would put the held end where runs disagree.
         failed = failed_by_search(b) if runs.rep == SLO_REP else set()
         to_run = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None and float(b[k]) not in failed]
-        if runs.rep == SLO_REP and self.deadline is not None and self._after_deadline(len(to_run)):
+        if runs.rep == SLO_REP and self._after_deadline(len(to_run)):
             return {**b, "ends_unchecked": "the time budget held no runs of them"}
         how = f"over {st.confirm_s:g} s each" if runs.rep == LONG_REP else "under the SLOs"
         if to_run:
@@ -387,15 +387,22 @@ class Execution:
                 f"  {res} x: failed {b['failed']:g} stands (it failed the search's looser rule)", highlight=False
             )
 
+        refused = []
+
         def verdict(x, end: str) -> str | None:
             if x in failed:
                 return "fail"
-            # a load between held ends, run to narrow them, only within the search's time budget
-            if end == "between" and runs.rep == SLO_REP and self.deadline is not None and self._after_deadline(1):
+            # a load other than the ends (one that narrows them, or one of a bracket decided anew)
+            # is run under the SLO only within the search's time budget
+            if end not in ("held", "failed") and runs.rep == SLO_REP and self._after_deadline(1):
+                refused.append(x)
                 return None
             return self.end_verdict(x, res, end)
 
         out = confirm_bracket(b, verdict, st.resolution, st.confirm_runs, whole)
+        if refused:
+            console.print(f"  {res} x: the time budget ended the runs under the SLOs", highlight=False)
+            out = held_unchecked(b, out)
         said = "the ends hold" if out["long_confirmed"] else "decided anew"
         held = "none" if out["held"] is None else f"{out['held']:,.0f}"
         upper = "none" if out["failed"] is None else f"{out['failed']:,.0f}"
@@ -409,8 +416,8 @@ class Execution:
         return {**out, "slo_runs": verdicts, **({"slo_runs_from_search": taken} if taken else {})}
 
     def _after_deadline(self, runs: int) -> bool:
-        """Whether ``runs`` more runs would end after the time budget."""
-        return time.monotonic() + runs * self.run_cost() > self.deadline
+        """Whether ``runs`` more runs would end after the time budget (never without one)."""
+        return self.deadline is not None and time.monotonic() + runs * self.run_cost() > self.deadline
 
     def _summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
         ex = self.runs

@@ -321,6 +321,59 @@ def test_a_brackets_ends_run_under_the_slo_only_where_the_time_budget_holds_them
         )
 
 
+def test_the_time_budget_ends_the_runs_that_decide_a_bracket_anew_and_the_answer_says_so(tmp_path, monkeypatch):
+    # Found in a demo: its held end stayed undecided under the SLO with 37 s of its budget left, and
+    # four more runs below it (each a load of the bracket decided anew) ran past the budget, the
+    # demo taking 353 s of its 240. Here runs take 30 s of a fake clock, planned at 310 s: the
+    # search's five end at 150 s, the held end (57,000) under the SLO fits the 470 s budget and
+    # fails (the SLO holds up to 50,000); a run at 40,000 would end at 490 s: none is run.
+    import streamscale.benchmark.execution as execution
+    from streamscale.benchmark.plan import resolve
+
+    clock, ran = [0.0], []
+    monkeypatch.setattr(execution.time, "monotonic", lambda: clock[0])
+
+    def timed(capacity, kind):
+        inner = runner(capacity, ran, kind)
+
+        def run(*args, **kwargs):
+            clock[0] += 30
+            return inner(*args, **kwargs)
+
+        return run
+
+    plan = resolve(_spec(confirm=False, time_budget_s=470))
+    summary = Execution(plan, tmp_path, timed(60_000, "search"), slo_experiment=timed(50_000, "slo")).run()
+    [b] = summary["answer"]["brackets"]
+    assert [x[1] for x in ran if x[0] == "slo"] == [57_000]
+    # the held end failed under the SLO; below it, the highest load the search held, not run again
+    assert (b["held"], b["failed"], b["held_unchecked"]) == (40_000, 57_000, True)
+    assert b["slo_runs"] == {"57000": "fail", "68000": "fail"}
+    assert summary["answer"]["sentence"].endswith(
+        "1 core held ~40,000 records/s and failed ~57,000 records/s "
+        "(the held end not run under the SLOs: the time budget ended their runs)"
+    )
+
+
+def test_a_bracket_the_time_budget_ended_keeps_the_search_held_end_below_those_not_passed():
+    from streamscale.benchmark.confirm import held_unchecked
+
+    # the demo's: 57,000 held by the search and undecided under the SLO, 71,000 failed by the search
+    search = {"resources": 1, "held": 57_000.0, "failed": 71_000.0, "failed_undecided": False,
+              "held_assumed": False, "verdicts": {"46000": "pass", "57000": "pass", "71000": "fail"}}  # fmt: skip
+    out = {**search, "held": None, "long": {57_000.0: "undecided", 71_000.0: "fail"}}
+    got = held_unchecked(search, out)
+    assert (got["held"], got["failed"], got["held_unchecked"]) == (46_000.0, 71_000.0, True)
+    assert math.isclose(got["width"], 71 / 46 - 1)
+    # a held end the runs under the SLO passed stands
+    passed = {**out, "held": 40_000.0, "long": {**out["long"], 40_000.0: "pass"}}
+    assert held_unchecked(search, passed) is passed
+    # nothing the search held below what the runs did not pass: held none, as they found
+    assert held_unchecked(search, {**out, "long": {46_000.0: "fail", 57_000.0: "fail"}})["held"] is None
+    # no upper end found by those runs: the search's
+    assert held_unchecked(search, {**out, "failed": None})["failed"] == 71_000.0
+
+
 def test_ends_that_hold_but_lie_wider_than_the_resolution_are_halved_by_runs_between_them():
     # a search that stepped past 380,000 (a pass and, re-run, a fail): held 330,000, failed 430,000,
     # 30 % apart; both hold under the SLO, so their middle, 380,000, is run as they were: it passes,
