@@ -62,6 +62,8 @@ FAULT_REP = 200
 LONG_REP = 300
 # the repetition number of a bracket end's run under the SLO (a search judged at a looser lag threshold)
 SLO_REP = 400
+# a run that decides an end, ended undecided before its longest, runs again once as its own rep + RERUN
+RERUN = 1
 
 
 def failed_by_search(b: dict) -> set[float]:
@@ -79,6 +81,13 @@ class EndRuns:
     rep: int
     duration_s: float
     word: str
+    longest_s: float = math.inf  # how long one may go on while undecided
+
+    def cut_short(self, r: ExperimentResult) -> bool:
+        """Whether ``r`` ended undecided well before its longest: a look stopped it on a verdict
+        the end did not keep (a failure a slowdown of the machine then excused), and more of it
+        could have decided it."""
+        return r.verdict == "undecided" and math.isfinite(r.ran_s) and r.ran_s < 0.9 * self.longest_s
 
 
 class Execution:
@@ -108,9 +117,10 @@ class Execution:
         self.ends: EndRuns | None = None  # what decides a bracket's ends (None: the search's runs)
         if ex.strategy.confirm:
             long = long_experiment or run_experiment
-            self.ends = EndRuns(long, LONG_REP, ex.strategy.confirm_s, f"{ex.strategy.confirm_s:g} s run")
+            confirm_s = ex.strategy.confirm_s
+            self.ends = EndRuns(long, LONG_REP, confirm_s, f"{confirm_s:g} s run", confirm_s)
         elif self.plan.ends_rejudged and slo_experiment is not None:
-            self.ends = EndRuns(slo_experiment, SLO_REP, ex.duration_s, "run under the SLOs")
+            self.ends = EndRuns(slo_experiment, SLO_REP, ex.duration_s, "run under the SLOs", ex.longest_s)
         self.out_dir = out_dir
         self.run_experiment = run_experiment
         self.results = ResultsFile(out_dir)
@@ -213,7 +223,12 @@ class Execution:
         the SLO): its verdict; ``end``: which end (held, failed, or "" for a load between them)."""
         runs = self.ends
         what = f"{runs.word} of the {end} end" if end in ("held", "failed") else f"{runs.word} between the ends"
-        return self._run_once(load, res, runs.rep, what, runs, end or "between").verdict
+        r = self._run_once(load, res, runs.rep, what, runs, end or "between")
+        if not runs.cut_short(r) or (runs.rep == SLO_REP and self._after_deadline(1)):
+            return r.verdict
+        if (float(load), int(res), runs.rep + RERUN, self.config) not in self.done:  # recalled: not said again
+            console.print(f"  undecided after {r.ran_s:.0f} s of its {runs.longest_s:g}: load {load:g} run again")
+        return self._run_once(load, res, runs.rep + RERUN, f"{what}, run again", runs, end or "between").verdict
 
     def _run_once(
         self, load, res, rep: int, label: str, ends: EndRuns | None = None, confirms: str = ""
@@ -259,7 +274,8 @@ class Execution:
         per_point = ex.repetitions + ex.extra_repetitions
         if ex.strategy.name == "bracket":
             per_amount = ex.strategy.max_runs * per_point + 2
-            per_amount += 2 + ex.strategy.confirm_runs if self.ends is not None else 0
+            if self.ends is not None:  # the ends, the runs deciding anew, and under the SLOs ends run again
+                per_amount += 2 + ex.strategy.confirm_runs + (2 if self.ends.rep == SLO_REP else 0)
         else:
             per_amount = len(ex.load_values) * per_point
         return len(self.plan.config_names) * len(ex.resource_values) * per_amount

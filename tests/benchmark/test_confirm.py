@@ -286,6 +286,37 @@ def test_a_load_the_search_failed_is_not_passed_by_one_later_run_under_the_slo(t
     assert b["slo_runs"] == {"57000": "pass", "68000": "fail"} and b["slo_runs_from_search"] == ["68000"]
 
 
+def test_an_end_run_under_the_slo_that_ended_undecided_early_runs_again(tmp_path):
+    from streamscale.benchmark.execution import SLO_REP
+    from streamscale.benchmark.plan import resolve
+
+    # Found on 1 round of hashes: a look failed the failed end's run under the SLO at 38 s, then the
+    # machine's slowdown, measured after it, excused the failure; the run ended undecided with 262 s
+    # of its 300 unused, and the bracket climbed past it as if it had stayed undecided at its
+    # longest. Here the held end (57,000) ends so once: it runs again and passes.
+    ran = []
+    slo = runner(60_000, ran, "slo")
+
+    def excused_once(load, res, rep, on_lag=None, config=""):
+        r = slo(load, res, rep, on_lag, config)
+        if (load, rep) == (57_000, SLO_REP):
+            return dataclasses.replace(r, verdict="undecided", passed=False, ran_s=38.0)
+        return dataclasses.replace(r, ran_s=300.0 if load == 68_000 else 120.0)
+
+    ex = Execution(resolve(_spec(confirm=False)), tmp_path, runner(60_000, ran, "search"), slo_experiment=excused_once)
+    [b] = ex.run()["answer"]["brackets"]
+    assert [x[1:3] for x in ran if x[0] == "slo"] == [(57_000, SLO_REP), (57_000, SLO_REP + 1)]
+    assert (b["held"], b["failed"], b["slo_runs"]["57000"]) == (57_000, 68_000, "pass")
+    # one that stayed undecided to its longest (300 s of 300) is not run again
+    ran.clear()
+    ends = ex.ends
+    assert ends.longest_s == 300.0
+    assert not ends.cut_short(
+        dataclasses.replace(fake_result(68_000, 1, SLO_REP, False), verdict="undecided", ran_s=300.4)
+    )
+    assert not ends.cut_short(dataclasses.replace(fake_result(68_000, 1, SLO_REP, False), ran_s=38.0))  # decided
+
+
 @pytest.mark.parametrize("budget_s, rejudged", [(450, False), (500, True)])
 def test_a_brackets_ends_run_under_the_slo_only_where_the_time_budget_holds_them(
     tmp_path, monkeypatch, budget_s, rejudged
