@@ -81,7 +81,7 @@ class EndRuns:
     rep: int
     duration_s: float
     word: str
-    longest_s: float = math.inf  # how long one may go on while undecided
+    longest_s: float  # how long one may go on while undecided
 
     def cut_short(self, r: ExperimentResult) -> bool:
         """Whether ``r`` ended undecided well before its longest: a look stopped it on a verdict
@@ -201,7 +201,7 @@ class Execution:
 
     def confirm(self, load, res) -> str:
         """One more run of a bracket's end, as repetition CONFIRM_REP (recalled when resumed)."""
-        if (float(load), int(res), CONFIRM_REP, self.config) not in self.done:  # recalled: not said again
+        if not self._recalled(load, res, CONFIRM_REP):  # recalled: not said again
             console.print(f"  an end of the bracket was decided on a drifting machine: load {load:g} run again")
         return self._run(load, res, CONFIRM_REP, None).verdict
 
@@ -210,7 +210,7 @@ class Execution:
         that a broker fault made invalid runs once more, on the nodes started again."""
         r = self._run_once(load, res, rep, "run again" if of is None else f"repetition {rep + 1}/{of}")
         if r.fault and rep < FAULT_REP:
-            if (float(load), int(res), FAULT_REP + rep, self.config) not in self.done:
+            if not self._recalled(load, res, FAULT_REP + rep):
                 watch = getattr(self.run_experiment, "watch", None)  # a runner's (faults.BrokerWatch)
                 console.print(
                     f"  {watch.kind if watch else 'a broker'} fault made it invalid: run again once every node is up"
@@ -224,16 +224,16 @@ class Execution:
         runs = self.ends
         what = f"{runs.word} of the {end} end" if end in ("held", "failed") else f"{runs.word} between the ends"
         r = self._run_once(load, res, runs.rep, what, runs, end or "between")
-        if not runs.cut_short(r) or (runs.rep == SLO_REP and self._after_deadline(1)):
+        if not runs.cut_short(r) or self._budget_refuses(1):
             return r.verdict
-        if (float(load), int(res), runs.rep + RERUN, self.config) not in self.done:  # recalled: not said again
+        if not self._recalled(load, res, runs.rep + RERUN):  # recalled: not said again
             console.print(f"  undecided after {r.ran_s:.0f} s of its {runs.longest_s:g}: load {load:g} run again")
         return self._run_once(load, res, runs.rep + RERUN, f"{what}, run again", runs, end or "between").verdict
 
     def _run_once(
         self, load, res, rep: int, label: str, ends: EndRuns | None = None, confirms: str = ""
     ) -> ExperimentResult:
-        key = (float(load), int(res), rep, self.config)
+        key = self._key(load, res, rep)
         r = self.done.get(key)
         if r is not None:
             self.resumed += 1
@@ -392,7 +392,7 @@ class Execution:
         # that one pass over the search's failures would put the held end where runs disagree.
         failed = failed_by_search(b) if runs.rep == SLO_REP else set()
         to_run = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None and float(b[k]) not in failed]
-        if runs.rep == SLO_REP and self._after_deadline(len(to_run)):
+        if self._budget_refuses(len(to_run)):
             return {**b, "ends_unchecked": "the time budget held no runs of them"}
         how = f"over {st.confirm_s:g} s each" if runs.rep == LONG_REP else "under the SLOs"
         if to_run:
@@ -410,7 +410,7 @@ class Execution:
                 return "fail"
             # a load other than the ends (one that narrows them, or one of a bracket decided anew)
             # is run under the SLO only within the search's time budget
-            if end not in ("held", "failed") and runs.rep == SLO_REP and self._after_deadline(1):
+            if end not in ("held", "failed") and self._budget_refuses(1):
                 refused.append(x)
                 return None
             return self.end_verdict(x, res, end)
@@ -430,6 +430,19 @@ class Execution:
         # the loads whose verdict under the SLO is the search's failure, not a run of their own
         taken = sorted(f"{x:g}" for x in failed if f"{x:g}" in verdicts)
         return {**out, "slo_runs": verdicts, **({"slo_runs_from_search": taken} if taken else {})}
+
+    def _key(self, load, res, rep: int) -> tuple[float, int, int, str]:
+        """A run's key among those done (ExperimentResult.key), in the configuration searched."""
+        return float(load), int(res), rep, self.config
+
+    def _recalled(self, load, res, rep: int) -> bool:
+        """Whether that run is done already (run before, or read back on resume)."""
+        return self._key(load, res, rep) in self.done
+
+    def _budget_refuses(self, runs: int) -> bool:
+        """Whether the time budget refuses ``runs`` more runs that decide ends: it bounds the runs
+        under the SLOs, not strategy.confirm's long runs."""
+        return self.ends is not None and self.ends.rep == SLO_REP and self._after_deadline(runs)
 
     def _after_deadline(self, runs: int) -> bool:
         """Whether ``runs`` more runs would end after the time budget (never without one)."""
