@@ -62,7 +62,8 @@ FAULT_REP = 200
 LONG_REP = 300
 # the repetition number of a bracket end's run under the SLO (a search judged at a looser lag threshold)
 SLO_REP = 400
-# a run that decides an end, ended undecided before its longest, runs again once as its own rep + RERUN
+# a run that decides an end and ended early, undecided or failed in a slow phase of the machine, runs
+# again once as its own rep + RERUN
 RERUN = 1
 
 
@@ -87,7 +88,22 @@ class EndRuns:
         """Whether ``r`` ended undecided well before its longest: a look stopped it on a verdict
         the end did not keep (a failure a slowdown of the machine then excused), and more of it
         could have decided it."""
-        return r.verdict == "undecided" and math.isfinite(r.ran_s) and r.ran_s < 0.9 * self.longest_s
+        return r.verdict == "undecided" and self._early(r)
+
+    def failed_slow(self, r: ExperimentResult, fastest: float) -> float | None:
+        """How much slower than ``fastest`` (the fastest calibration the execution has read) the
+        machine was around ``r``, when ``r`` failed well before its longest in a slow phase of the
+        machine (streamscale.experiment.noise.SLOW_PHASE); else None. A look fails a load within
+        a minute, inside one phase, while a pass takes minutes of commits and spans phases: such a
+        failure says what the load does in the machine's slow minutes only, and a run taken later
+        (the 300 s runs that check an answer among them) may hold it."""
+        from streamscale.experiment.noise import SLOW_PHASE, slowdown
+
+        slower = slowdown(fastest, r.speed_before, r.speed_after)
+        return slower if r.verdict == "fail" and self._early(r) and slower > SLOW_PHASE else None
+
+    def _early(self, r: ExperimentResult) -> bool:
+        return math.isfinite(r.ran_s) and r.ran_s < 0.9 * self.longest_s
 
 
 class Execution:
@@ -224,11 +240,20 @@ class Execution:
         runs = self.ends
         what = f"{runs.word} of the {end} end" if end in ("held", "failed") else f"{runs.word} between the ends"
         r = self._run_once(load, res, runs.rep, what, runs, end or "between")
-        if not runs.cut_short(r) or self._budget_refuses(1):
+        slower = runs.failed_slow(r, self.fastest_speed())
+        if not (runs.cut_short(r) or slower is not None) or self._budget_refuses(1):
             return r.verdict
         if not self._recalled(load, res, runs.rep + RERUN):  # recalled: not said again
-            console.print(f"  undecided after {r.ran_s:.0f} s of its {runs.longest_s:g}: load {load:g} run again")
+            why = f"undecided after {r.ran_s:.0f} s of its {runs.longest_s:g}"
+            if slower is not None:
+                why = f"failed after {r.ran_s:.0f} s on a machine {slower:.0%} slower than its fastest here"
+            console.print(f"  {why}: load {load:g} run again")
         return self._run_once(load, res, runs.rep + RERUN, f"{what}, run again", runs, end or "between").verdict
+
+    def fastest_speed(self) -> float:
+        """The fastest calibration of the machine among this execution's runs (NaN: none read)."""
+        speeds = [s for r in self.done.values() for s in (r.speed_before, r.speed_after) if s > 0]
+        return max(speeds, default=float("nan"))
 
     def _run_once(
         self, load, res, rep: int, label: str, ends: EndRuns | None = None, confirms: str = ""

@@ -24,6 +24,10 @@ from dataclasses import dataclass
 from streamscale.experiment.cpus import process_tree
 
 DRIFT_LIMIT = 0.1  # relative change of the calibration loop's speed that marks a run as drifted
+# A run whose slower reading is this much below the fastest the execution has read ran in one of the
+# machine's slow phases: on this machine kind the loop reads ~12-15 million loops/s in them and
+# ~18-22 million otherwise, each phase lasting minutes.
+SLOW_PHASE = 0.25
 _LOOP = 200_000  # iterations of the calibration loop: ~10-20 ms on this kind of machine
 
 

@@ -317,6 +317,50 @@ def test_an_end_run_under_the_slo_that_ended_undecided_early_runs_again(tmp_path
     assert not ends.cut_short(dataclasses.replace(fake_result(68_000, 1, SLO_REP, False), ran_s=38.0))  # decided
 
 
+def test_an_end_run_that_failed_early_in_a_slow_phase_of_the_machine_runs_again(tmp_path):
+    from streamscale.benchmark.execution import SLO_REP
+    from streamscale.benchmark.plan import resolve
+
+    # Found on hashes: the failed end's run under the SLOs failed at 74 s with the machine's loop at
+    # 13.0 and 12.1 million/s, against 22.0 million read earlier in the execution; both later 300 s
+    # runs of that load passed. Here the held end (57,000) fails so (12 of 20 million: 40 % slower):
+    # it runs again, on the machine at its speed, and passes; the failed end (68,000), failed at
+    # 18 of 20 million (10 % slower), is not run again.
+    ran = []
+    slo = runner(60_000, ran, "slo")
+
+    def fast(r, before=20e6, after=20e6):
+        return dataclasses.replace(r, speed_before=before, speed_after=after, ran_s=120.0)
+
+    def slow_once(load, res, rep, on_lag=None, config=""):
+        r = fast(slo(load, res, rep, on_lag, config))
+        if (load, rep) == (57_000, SLO_REP):
+            return dataclasses.replace(r, verdict="fail", passed=False, ran_s=74.0, speed_after=12e6)
+        return dataclasses.replace(r, speed_before=18e6) if load == 68_000 else r
+
+    def search(load, res, rep, on_lag=None, config=""):
+        return fast(runner(60_000, ran, "search")(load, res, rep, on_lag, config))
+
+    # the search's failed end is run under the SLOs: its search run left it undecided
+    def undecided_68k(load, res, rep, on_lag=None, config=""):
+        r = search(load, res, rep, on_lag, config)
+        return dataclasses.replace(r, verdict="undecided") if load == 68_000 else r
+
+    ex = Execution(resolve(_spec(confirm=False)), tmp_path, undecided_68k, slo_experiment=slow_once)
+    [b] = ex.run()["answer"]["brackets"]
+    slo_runs = [x[1:3] for x in ran if x[0] == "slo"]
+    assert slo_runs == [(57_000, SLO_REP), (57_000, SLO_REP + 1), (68_000, SLO_REP)], slo_runs
+    assert (b["held"], b["failed"], b["slo_runs"]["57000"]) == (57_000, 68_000, "pass")
+    # the rule alone: a failure late in its run, or on a machine at most 25 % slower, stands
+    ends, r = ex.ends, fake_result(68_000, 1, SLO_REP, False)
+    assert ends.failed_slow(dataclasses.replace(r, ran_s=74.0, speed_before=12e6, speed_after=20e6), 20e6) == 0.4
+    assert ends.failed_slow(dataclasses.replace(r, ran_s=74.0, speed_before=15.2e6, speed_after=20e6), 20e6) is None
+    assert ends.failed_slow(dataclasses.replace(r, ran_s=290.0, speed_before=12e6, speed_after=12e6), 20e6) is None
+    assert ends.failed_slow(dataclasses.replace(r, ran_s=74.0), 20e6) is None  # no readings
+    passed = dataclasses.replace(fake_result(57_000, 1, SLO_REP, True), ran_s=74.0, speed_before=12e6)
+    assert ends.failed_slow(dataclasses.replace(passed, speed_after=12e6), 20e6) is None
+
+
 @pytest.mark.parametrize("budget_s, rejudged", [(450, False), (500, True)])
 def test_a_brackets_ends_run_under_the_slo_only_where_the_time_budget_holds_them(
     tmp_path, monkeypatch, budget_s, rejudged
