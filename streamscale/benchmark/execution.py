@@ -299,8 +299,9 @@ class Execution:
         per_point = ex.repetitions + ex.extra_repetitions
         if ex.strategy.name == "bracket":
             per_amount = ex.strategy.max_runs * per_point + 2
-            if self.ends is not None:  # the ends, the runs deciding anew, and under the SLOs ends run again
-                per_amount += 2 + ex.strategy.confirm_runs + (2 if self.ends.rep == SLO_REP else 0)
+            if self.ends is not None:  # the ends and the runs deciding anew; under the SLOs, each run again
+                deciding = 2 + ex.strategy.confirm_runs
+                per_amount += deciding * (2 if self.ends.rep == SLO_REP else 1)
         else:
             per_amount = len(ex.load_values) * per_point
         return len(self.plan.config_names) * len(ex.resource_values) * per_amount
