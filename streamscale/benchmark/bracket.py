@@ -30,6 +30,7 @@ undecided); with no load held left, the search goes on below the lowest load tri
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -361,10 +362,20 @@ def _inside(b: Bracket, resolution: float, whole: bool) -> float | None:
     if not undecided:
         mid = between(b.held, b.failed, whole)
         return None if mid in b.verdicts else mid
+    middle = functools.partial(between, whole=whole)
+    return around_undecided(b.held, b.failed, b.verdicts, resolution, middle, b.rate)
+
+
+def around_undecided(held, failed, verdicts: dict, resolution: float, middle, rate=float) -> float | None:
+    """The next load between ``held`` and ``failed`` where loads between them stayed undecided:
+    the ``middle`` of the highest of those and ``failed``, then of ``held`` and the lowest of
+    those, while that side is wider than ``resolution`` (in ``rate``s) and its middle untried; None
+    when neither is."""
+    undecided = [x for x, v in verdicts.items() if v == UNDECIDED and held < x < failed]
     low, high = min(undecided), max(undecided)
-    sides = [(high, b.failed), (b.held, low)]
-    for x in (between(lo, hi, whole) for lo, hi in sides if b.rate(hi) / b.rate(lo) - 1 > resolution):
-        if x is not None and x not in b.verdicts:
+    sides = [(high, failed), (held, low)]
+    for x in (middle(lo, hi) for lo, hi in sides if rate(hi) / rate(lo) - 1 > resolution):
+        if x is not None and x not in verdicts:
             return x
     return None
 

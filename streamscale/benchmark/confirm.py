@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Callable
 
-from streamscale.benchmark.bracket import between, lowest_undecided_above
+from streamscale.benchmark.bracket import around_undecided, between, lowest_undecided_above
 
 
 def long_spec(spec: dict, resources: int, loads: list[float], seconds: float, warmup: float, name: str) -> dict:
@@ -182,14 +182,18 @@ class _Refinement:
         return lo, hi
 
     def narrow(self, lo, hi, resolution: float, between) -> tuple[float | None, float | None]:
-        """Halve the bracket (at ``between``'s middle) until it is within ``resolution``; a middle
-        whose long run stays undecided ends it there, its ends a decided pass and a decided fail."""
+        """Halve the bracket (at ``between``'s middle) until it is within ``resolution``, its ends
+        a decided pass and a decided fail; around a middle whose long run stays undecided as the
+        search does (:func:`~streamscale.benchmark.bracket.around_undecided`: the side above it
+        first, where a load over the capacity fails within a minute), until neither side is wider."""
         while lo is not None and hi is not None and hi / lo - 1 > resolution:
-            mid = between(lo, hi)
+            stuck = any(v == "undecided" and lo < x < hi for x, v in self.runs.items())
+            mid = around_undecided(lo, hi, self.runs, resolution, between) if stuck else between(lo, hi)
             v = None if mid is None else self.verdict(mid)
-            if v is None or v == "undecided":
+            if v is None:
                 break
-            lo, hi = (mid, hi) if v == "pass" else (lo, mid)
+            if v != "undecided":
+                lo, hi = (mid, hi) if v == "pass" else (lo, mid)
         return lo, hi
 
 

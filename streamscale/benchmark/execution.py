@@ -88,7 +88,7 @@ class EndRuns:
         """Whether ``r`` ended undecided well before its longest: a look stopped it on a verdict
         the end did not keep (a failure a slowdown of the machine then excused), and more of it
         could have decided it."""
-        return r.verdict == "undecided" and self._early(r)
+        return r.verdict == "undecided" and self.early(r)
 
     def failed_slow(self, r: ExperimentResult, fastest: float) -> float | None:
         """How much slower than ``fastest`` (the fastest calibration the execution has read) the
@@ -100,9 +100,10 @@ class EndRuns:
         from streamscale.experiment.noise import SLOW_PHASE, slowdown
 
         slower = slowdown(fastest, r.speed_before, r.speed_after)
-        return slower if r.verdict == "fail" and self._early(r) and slower > SLOW_PHASE else None
+        return slower if r.verdict == "fail" and self.early(r) and slower > SLOW_PHASE else None
 
-    def _early(self, r: ExperimentResult) -> bool:
+    def early(self, r: ExperimentResult) -> bool:
+        """Whether ``r`` ended well before its longest (before 90 % of it)."""
         return math.isfinite(r.ran_s) and r.ran_s < 0.9 * self.longest_s
 
 
@@ -234,21 +235,36 @@ class Execution:
             return self._run_once(load, res, FAULT_REP + rep, "run again")
         return r
 
-    def end_verdict(self, load, res, end: str) -> str:
+    def end_verdict(self, load, res, end: str, search_held: bool = False) -> str:
         """A run of ``load`` on ``res`` that decides an end of a bracket (a long run, or one under
-        the SLO): its verdict; ``end``: which end (held, failed, or "" for a load between them)."""
+        the SLO): its verdict; ``end``: which end (held, failed, or "" for a load between them);
+        ``search_held``: the search's runs held the load. A run that ended early on evidence other
+        runs contradict runs once more, and that run's verdict decides (:meth:`_again`)."""
         runs = self.ends
         what = f"{runs.word} of the {end} end" if end in ("held", "failed") else f"{runs.word} between the ends"
         r = self._run_once(load, res, runs.rep, what, runs, end or "between")
-        slower = runs.failed_slow(r, self.fastest_speed())
-        if not (runs.cut_short(r) or slower is not None) or self._budget_refuses(1):
+        why = self._again(r, search_held)
+        if not why or self._budget_refuses(1):
             return r.verdict
         if not self._recalled(load, res, runs.rep + RERUN):  # recalled: not said again
-            why = f"undecided after {r.ran_s:.0f} s of its {runs.longest_s:g}"
-            if slower is not None:
-                why = f"failed after {r.ran_s:.0f} s on a machine {slower:.0%} slower than its fastest here"
             console.print(f"  {why}: load {load:g} run again")
         return self._run_once(load, res, runs.rep + RERUN, f"{what}, run again", runs, end or "between").verdict
+
+    def _again(self, r: ExperimentResult, search_held: bool) -> str:
+        """Why a run that decides an end runs again once ("": it does not): it ended undecided well
+        before its longest; or it failed early (a look fails a load within a minute, inside one of
+        the machine's phases) in a slow phase of the machine, or where the search's runs held the
+        load: one run's failure does not undo two (a load near the capacity fails some minutes and
+        holds others; 300 s runs taken later held such loads)."""
+        runs = self.ends
+        if runs.cut_short(r):
+            return f"undecided after {r.ran_s:.0f} s of its {runs.longest_s:g}"
+        slower = runs.failed_slow(r, self.fastest_speed())
+        if slower is not None:
+            return f"failed after {r.ran_s:.0f} s on a machine {slower:.0%} slower than its fastest here"
+        if search_held and r.verdict == "fail" and runs.early(r):
+            return f"failed after {r.ran_s:.0f} s a load the search held"
+        return ""
 
     def fastest_speed(self) -> float:
         """The fastest calibration of the machine among this execution's runs (NaN: none read)."""
@@ -417,6 +433,7 @@ class Execution:
         # again. Run again, a load near capacity on a drifting machine may pass once, and taking
         # that one pass over the search's failures would put the held end where runs disagree.
         failed = failed_by_search(b) if runs.rep == SLO_REP else set()
+        held = {float(k) for k, v in (b.get("verdicts") or {}).items() if v == "pass"}
         to_run = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None and float(b[k]) not in failed]
         if self._budget_refuses(len(to_run)):
             return {**b, "ends_unchecked": "the time budget held no runs of them"}
@@ -439,7 +456,7 @@ class Execution:
             if end not in ("held", "failed") and self._budget_refuses(1):
                 refused.append(x)
                 return None
-            return self.end_verdict(x, res, end)
+            return self.end_verdict(x, res, end, x in held)
 
         out = confirm_bracket(b, verdict, st.resolution, st.confirm_runs, whole)
         if refused:

@@ -317,48 +317,82 @@ def test_an_end_run_under_the_slo_that_ended_undecided_early_runs_again(tmp_path
     assert not ends.cut_short(dataclasses.replace(fake_result(68_000, 1, SLO_REP, False), ran_s=38.0))  # decided
 
 
+def _speeds(r, before=20e6, after=20e6, ran_s=120.0):
+    return dataclasses.replace(r, speed_before=before, speed_after=after, ran_s=ran_s)
+
+
 def test_an_end_run_that_failed_early_in_a_slow_phase_of_the_machine_runs_again(tmp_path):
     from streamscale.benchmark.execution import SLO_REP
     from streamscale.benchmark.plan import resolve
 
     # Found on hashes: the failed end's run under the SLOs failed at 74 s with the machine's loop at
     # 13.0 and 12.1 million/s, against 22.0 million read earlier in the execution; both later 300 s
-    # runs of that load passed. Here the held end (57,000) fails so (12 of 20 million: 40 % slower):
-    # it runs again, on the machine at its speed, and passes; the failed end (68,000), failed at
-    # 18 of 20 million (10 % slower), is not run again.
+    # runs of that load passed. Here the search left 68,000 undecided (no run of it held or failed
+    # it) and its run under the SLOs fails at 74 s at 12 of 20 million (40 % slower): it runs again,
+    # on the machine at its speed, and passes; 80,000 above it, which the search failed, stands.
+    ran = []
+    slo = runner(80_000, ran, "slo")
+
+    def slow_once(load, res, rep, on_lag=None, config=""):
+        r = _speeds(slo(load, res, rep, on_lag, config))
+        if (load, rep) == (68_000, SLO_REP):
+            return dataclasses.replace(r, verdict="fail", passed=False, ran_s=74.0, speed_after=12e6)
+        return r
+
+    def search(load, res, rep, on_lag=None, config=""):
+        r = _speeds(runner(60_000, ran, "search")(load, res, rep, on_lag, config))
+        return dataclasses.replace(r, verdict="undecided") if load == 68_000 else r
+
+    ex = Execution(resolve(_spec(confirm=False)), tmp_path, search, slo_experiment=slow_once)
+    [b] = ex.run()["answer"]["brackets"]
+    slo_runs = [x[1:3] for x in ran if x[0] == "slo"]
+    assert slo_runs == [(57_000, SLO_REP), (68_000, SLO_REP), (68_000, SLO_REP + 1)], slo_runs
+    assert (b["held"], b["failed"], b["failed_undecided"]) == (68_000, 80_000, False)
+    # the rule alone: a failure late in its run, or on a machine at most 25 % slower, stands
+    ends, r = ex.ends, fake_result(68_000, 1, SLO_REP, False)
+    assert ends.failed_slow(_speeds(r, 12e6, 20e6, 74.0), 20e6) == 0.4
+    assert ends.failed_slow(_speeds(r, 15.2e6, 20e6, 74.0), 20e6) is None
+    assert ends.failed_slow(_speeds(r, 12e6, 12e6, 290.0), 20e6) is None
+    assert ends.failed_slow(dataclasses.replace(r, ran_s=74.0), 20e6) is None  # no readings
+    assert ends.failed_slow(_speeds(fake_result(57_000, 1, SLO_REP, True), 12e6, 12e6, 74.0), 20e6) is None
+
+
+def test_an_end_run_that_failed_early_a_load_the_search_held_runs_again(tmp_path):
+    from streamscale.benchmark.execution import SLO_REP
+    from streamscale.benchmark.plan import resolve
+
+    # Found on 1 round of hashes: the search held 290,000 twice; under the SLOs it failed at 60 s on
+    # a steady machine, and the answer's failed end became 290,000, which both 300 s runs then held
+    # (one undecided, p95 7.9 s of 8). Here the held end (57,000), held by the search, fails at 60 s
+    # on a steady machine: it runs again and passes. One run's failure does not undo the search's.
     ran = []
     slo = runner(60_000, ran, "slo")
 
-    def fast(r, before=20e6, after=20e6):
-        return dataclasses.replace(r, speed_before=before, speed_after=after, ran_s=120.0)
-
-    def slow_once(load, res, rep, on_lag=None, config=""):
-        r = fast(slo(load, res, rep, on_lag, config))
-        if (load, rep) == (57_000, SLO_REP):
-            return dataclasses.replace(r, verdict="fail", passed=False, ran_s=74.0, speed_after=12e6)
-        return dataclasses.replace(r, speed_before=18e6) if load == 68_000 else r
+    def fails_once(load, res, rep, on_lag=None, config=""):
+        r = _speeds(slo(load, res, rep, on_lag, config))
+        return (
+            dataclasses.replace(r, verdict="fail", passed=False, ran_s=60.0) if (load, rep) == (57_000, SLO_REP) else r
+        )
 
     def search(load, res, rep, on_lag=None, config=""):
-        return fast(runner(60_000, ran, "search")(load, res, rep, on_lag, config))
+        return _speeds(runner(60_000, ran, "search")(load, res, rep, on_lag, config))
 
-    # the search's failed end is run under the SLOs: its search run left it undecided
-    def undecided_68k(load, res, rep, on_lag=None, config=""):
-        r = search(load, res, rep, on_lag, config)
-        return dataclasses.replace(r, verdict="undecided") if load == 68_000 else r
-
-    ex = Execution(resolve(_spec(confirm=False)), tmp_path, undecided_68k, slo_experiment=slow_once)
+    ex = Execution(resolve(_spec(confirm=False)), tmp_path, search, slo_experiment=fails_once)
     [b] = ex.run()["answer"]["brackets"]
-    slo_runs = [x[1:3] for x in ran if x[0] == "slo"]
-    assert slo_runs == [(57_000, SLO_REP), (57_000, SLO_REP + 1), (68_000, SLO_REP)], slo_runs
+    assert [x[1:3] for x in ran if x[0] == "slo"] == [(57_000, SLO_REP), (57_000, SLO_REP + 1)]
     assert (b["held"], b["failed"], b["slo_runs"]["57000"]) == (57_000, 68_000, "pass")
-    # the rule alone: a failure late in its run, or on a machine at most 25 % slower, stands
-    ends, r = ex.ends, fake_result(68_000, 1, SLO_REP, False)
-    assert ends.failed_slow(dataclasses.replace(r, ran_s=74.0, speed_before=12e6, speed_after=20e6), 20e6) == 0.4
-    assert ends.failed_slow(dataclasses.replace(r, ran_s=74.0, speed_before=15.2e6, speed_after=20e6), 20e6) is None
-    assert ends.failed_slow(dataclasses.replace(r, ran_s=290.0, speed_before=12e6, speed_after=12e6), 20e6) is None
-    assert ends.failed_slow(dataclasses.replace(r, ran_s=74.0), 20e6) is None  # no readings
-    passed = dataclasses.replace(fake_result(57_000, 1, SLO_REP, True), ran_s=74.0, speed_before=12e6)
-    assert ends.failed_slow(dataclasses.replace(passed, speed_after=12e6), 20e6) is None
+    # a failure at its longest stands, not run again: the held end walks down the search's held loads
+    ran.clear()
+
+    def fails_whole(load, res, rep, on_lag=None, config=""):
+        r = fails_once(load, res, rep, on_lag, config)
+        return dataclasses.replace(r, ran_s=300.0) if load == 57_000 else r
+
+    [b] = Execution(resolve(_spec(confirm=False)), tmp_path / "b", search, slo_experiment=fails_whole).run()["answer"][
+        "brackets"
+    ]
+    assert [x[1:3] for x in ran if x[0] == "slo"][:2] == [(57_000, SLO_REP), (40_000, SLO_REP)]
+    assert (b["held"], b["failed"]) == (48_000, 57_000)  # 40,000 passes, then their middle
 
 
 @pytest.mark.parametrize("budget_s, rejudged", [(450, False), (500, True)])
@@ -471,6 +505,26 @@ def test_ends_that_hold_but_lie_wider_than_the_resolution_are_halved_by_runs_bet
     ran.clear()
     confirm_bracket({**b, "held": 380_000.0}, verdict, 0.15, 4)
     assert ran == [(380_000, "held"), (430_000, "failed")]
+
+
+def test_a_middle_that_stays_undecided_is_stepped_around_until_neither_side_is_wider_than_the_resolution():
+    # Found on 1 round of hashes: the search held 290,000 and failed 330,000; under the SLOs 290,000
+    # failed, 250,000 stayed undecided for 300 s, 220,000 passed. The middle of 220,000 and 290,000
+    # is 250,000 again: the bracket stopped 32 % wide. Now the side above it is halved as the search
+    # does: 270,000 (the middle of 250,000 and 290,000, 16 % apart) fails, and 220,000 / 270,000 is
+    # 23 %; neither side of 250,000 is wider than 15 % (270/250: 8 %, 250/220: 14 %), so it ends.
+    held = {str(x): "pass" for x in (190_000, 220_000, 250_000, 290_000)}
+    b = {"resources": 1, "held": 290_000.0, "failed": 330_000.0, "verdicts": {**held, "330000": "fail"}}
+    ran = []
+
+    def verdict(x, end):
+        ran.append((x, end))
+        return "pass" if x <= 220_000 else "undecided" if x == 250_000 else "fail"
+
+    out = confirm_bracket(b, verdict, 0.15, 4)
+    assert ran == [(290_000, "held"), (330_000, "failed"), (250_000, ""), (220_000, ""), (270_000, "")]
+    assert (out["held"], out["failed"], out["failed_undecided"]) == (220_000, 270_000, False)
+    assert math.isclose(out["width"], 270 / 220 - 1)
 
 
 def test_a_held_end_that_fails_and_nothing_held_below_it_steps_down_until_a_load_passes():
