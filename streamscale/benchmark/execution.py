@@ -62,8 +62,8 @@ FAULT_REP = 200
 LONG_REP = 300
 # the repetition number of a bracket end's run under the SLO (a search judged at a looser lag threshold)
 SLO_REP = 400
-# a run that decides an end and ended early, undecided or failed in a slow phase of the machine, runs
-# again once as its own rep + RERUN
+# a run that decides an end and ended early, undecided, or failed in a slow phase of the machine or at
+# a load the search held, runs again once as its own rep + RERUN (Execution._again)
 RERUN = 1
 
 
