@@ -225,6 +225,12 @@ def confirm_bracket(
     return {**b, **r, "long_confirmed": False, "held_assumed": False}
 
 
+def search_loads(b: dict, verdict: str) -> set[float]:
+    """The loads a bracket's search gave ``verdict`` (``b``: Bracket.as_dict; a confirming run that
+    passed a failed end left it undecided there)."""
+    return {float(k) for k, v in (b.get("verdicts") or {}).items() if v == verdict}
+
+
 def held_unchecked(search: dict, out: dict) -> dict:
     """``out``, a bracket decided anew from ``search``'s (both as dicts) whose runs the time budget
     ended before a held end passed one: its held end is the highest load the search held below
@@ -234,7 +240,7 @@ def held_unchecked(search: dict, out: dict) -> dict:
         return out
     judged = {float(k): v for k, v in (out.get("long") or {}).items()}
     below = min([x for x, v in judged.items() if v != "pass"], default=math.inf)
-    held_by_search = {float(k) for k, v in (search.get("verdicts") or {}).items() if v == "pass"}
+    held_by_search = search_loads(search, "pass")
     if search.get("held") is not None and not search.get("held_assumed"):
         held_by_search.add(float(search["held"]))
     held = max((x for x in held_by_search if x < below and x not in judged), default=None)

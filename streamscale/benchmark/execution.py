@@ -67,12 +67,6 @@ SLO_REP = 400
 RERUN = 1
 
 
-def failed_by_search(b: dict) -> set[float]:
-    """The loads a bracket's search failed (``b``: Bracket.as_dict; a confirming run that passed a
-    failed end left it undecided there)."""
-    return {float(k) for k, v in (b.get("verdicts") or {}).items() if v == "fail"}
-
-
 @dataclass(frozen=True)
 class EndRuns:
     """The runs that decide a bracket's ends: their runner, repetition number, length (their
@@ -422,7 +416,7 @@ class Execution:
         """An amount's bracket with its ends decided by the runs that decide them (:class:`EndRuns`:
         strategy.confirm's long runs, or runs under the SLO), refined where they do not hold
         (streamscale.benchmark.confirm)."""
-        from streamscale.benchmark.confirm import confirm_bracket, held_unchecked
+        from streamscale.benchmark.confirm import confirm_bracket, held_unchecked, search_loads
 
         st, runs, res = self.runs.strategy, self.ends, b["resources"]
         ends = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None]
@@ -432,8 +426,8 @@ class Execution:
         # runs' figures otherwise: a load the search failed fails under the SLO too, and is not run
         # again. Run again, a load near capacity on a drifting machine may pass once, and taking
         # that one pass over the search's failures would put the held end where runs disagree.
-        failed = failed_by_search(b) if runs.rep == SLO_REP else set()
-        held = {float(k) for k, v in (b.get("verdicts") or {}).items() if v == "pass"}
+        failed = search_loads(b, "fail") if runs.rep == SLO_REP else set()
+        held = search_loads(b, "pass")
         to_run = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None and float(b[k]) not in failed]
         if self._budget_refuses(len(to_run)):
             return {**b, "ends_unchecked": "the time budget held no runs of them"}
