@@ -297,6 +297,9 @@ def _slo_words(row: dict) -> str:
         said.append("the held end not decided under the SLOs")
     if failed is not None and failed_verdict not in (None, "fail"):
         said.append("the upper end undecided under the SLOs")
+    # an end still at a load where runs disagreed (the run past it did not agree, or none was left)
+    disputed = set(row.get("disputed") or ())
+    said += [f"runs at the {end} end disagreed" for end, x in (("held", held), ("upper", failed)) if x in disputed]
     return f" ({', '.join(said)})" if said else ""
 
 

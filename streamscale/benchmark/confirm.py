@@ -225,6 +225,37 @@ def confirm_bracket(
     return {**b, **r, "long_confirmed": False, "held_assumed": False}
 
 
+def past_disputed(b: dict, disputed: Callable[[float, str], bool], verdict, step: float, between) -> dict:
+    """``b`` (a bracket's dict, its ends decided) with each end where the runs at it disagreed
+    (``disputed(load, end)``: some held the load, some failed it) moved outward past it, to the
+    load ``step`` beyond (``between``'s middle of the end and one a step squared away), when a run
+    there (``verdict(load, end)``; None: no run is left) gives what that end claims. Runs that
+    disagree put a load within the machine's noise of the capacity: any later run there, a 300 s
+    one that checks the answer among them, may go either way. Adds ``disputed`` (each end's
+    load where runs disagreed, moved past or not) and the runs to ``long`` (load -> verdict)."""
+    out, found = {**b, "long": dict(b.get("long") or {})}, []
+    outward = {
+        "held": ("pass", lambda x: between(x / (1 + step) ** 2, x)),
+        "failed": ("fail", lambda x: between(x, x * (1 + step) ** 2)),
+    }
+    for end, (claim, beyond) in outward.items():
+        x = out.get(end)
+        if x is None or (end == "failed" and out.get("failed_undecided")) or not disputed(float(x), end):
+            continue
+        found.append(float(x))
+        y = beyond(float(x))
+        v = None if y is None else verdict(y, end)
+        if v is not None:
+            out["long"][y] = v
+        if v == claim:
+            out[end] = y
+    if not found:
+        return b
+    if out.get("held") is not None and out.get("failed") is not None:
+        out["width"] = float(out["failed"]) / float(out["held"]) - 1
+    return {**out, "disputed": found}
+
+
 def search_loads(b: dict, verdict: str) -> set[float]:
     """The loads a bracket's search gave ``verdict`` (``b``: Bracket.as_dict; a confirming run that
     passed a failed end left it undecided there)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import json
 import math
 import time
@@ -311,7 +312,9 @@ class Execution:
             per_amount = ex.strategy.max_runs * per_point + 2
             if self.ends is not None:  # the ends and the runs deciding anew; under the SLOs, each run again
                 deciding = 2 + ex.strategy.confirm_runs
-                per_amount += deciding * (2 if self.ends.rep == SLO_REP else 1)
+                if self.ends.rep == SLO_REP:  # each run again, and an end past each one runs disagreed at
+                    deciding = 2 * (deciding + 2)
+                per_amount += deciding
         else:
             per_amount = len(ex.load_values) * per_point
         return len(self.plan.config_names) * len(ex.resource_values) * per_amount
@@ -456,6 +459,8 @@ class Execution:
         if refused:
             console.print(f"  {res} x: the time budget ended the runs under the SLOs", highlight=False)
             out = held_unchecked(b, out)
+        if runs.rep == SLO_REP:
+            out = self._past_disputed(out, res, verdict, whole)
         said = "the ends hold" if out["long_confirmed"] else "decided anew"
         held = "none" if out["held"] is None else f"{out['held']:,.0f}"
         upper = "none" if out["failed"] is None else f"{out['failed']:,.0f}"
@@ -467,6 +472,30 @@ class Execution:
         # the loads whose verdict under the SLO is the search's failure, not a run of their own
         taken = sorted(f"{x:g}" for x in failed if f"{x:g}" in verdicts)
         return {**out, "slo_runs": verdicts, **({"slo_runs_from_search": taken} if taken else {})}
+
+    def _past_disputed(self, out: dict, res, verdict, whole: bool) -> dict:
+        """``out``, a bracket whose ends runs under the SLOs decided, with each end where this
+        execution's runs at it disagreed moved past it half a resolution outward, where a run there
+        (within the time budget) agrees (streamscale.benchmark.confirm.past_disputed)."""
+        from streamscale.benchmark.bracket import between
+        from streamscale.benchmark.confirm import past_disputed
+
+        def disputed(x: float, end: str) -> bool:
+            said = [r.verdict for (load, n, _, c), r in self.done.items() if (load, n, c) == (x, int(res), self.config)]
+            held, failed = said.count("pass"), said.count("fail")
+            if held and failed:
+                console.print(
+                    f"  {res} x: of the runs at {x:,.0f}, {held} held it and {failed} failed it: "
+                    f"the {end} end moves past it",
+                    highlight=False,
+                )
+            return bool(held and failed)
+
+        def run(x: float, end: str) -> str | None:
+            return None if self._budget_refuses(1) else verdict(x, end)
+
+        middle = functools.partial(between, whole=whole)
+        return past_disputed(out, disputed, run, self.runs.strategy.resolution / 2, middle)
 
     def _key(self, load, res, rep: int) -> tuple[float, int, int, str]:
         """A run's key among those done (ExperimentResult.key), in the configuration searched."""

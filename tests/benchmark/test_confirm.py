@@ -253,13 +253,15 @@ def test_a_search_judged_at_a_looser_lag_threshold_has_its_ends_run_under_the_sl
     summary = ex.run()
     [b] = summary["answer"]["brackets"]
     # the held end run under the SLO; the failed end (68,000) failed the search's looser rule, so it
-    # fails the SLO's too and is not run again; the held end fails and the refinement goes below it
-    assert [x[1:3] for x in ran if x[0] == "slo"] == [(57_000, SLO_REP), (40_000, SLO_REP), (48_000, SLO_REP)]
-    assert (b["held"], b["failed"], b["slo_runs"]["48000"]) == (48_000, 57_000, "pass")
+    # fails the SLO's too and is not run again; the held end fails and the refinement goes below it;
+    # 57,000, held by the search and failed under the SLO, is passed by half the resolution (63,000)
+    slo_runs = [(57_000, SLO_REP), (40_000, SLO_REP), (48_000, SLO_REP), (63_000, SLO_REP)]
+    assert [x[1:3] for x in ran if x[0] == "slo"] == slo_runs
+    assert (b["held"], b["failed"], b["slo_runs"]["48000"], b["slo_runs"]["63000"]) == (48_000, 63_000, "pass", "fail")
     assert b["slo_runs"]["68000"] == "fail" and b["slo_runs_from_search"] == ["68000"]
-    assert summary["answer"]["sentence"].endswith("1 core held ~48,000 records/s and failed ~57,000 records/s")
+    assert summary["answer"]["sentence"].endswith("1 core held ~48,000 records/s and failed ~63,000 records/s")
     # an upper end the runs under the SLO leave undecided is named
-    row = {**b, "slo_runs": {**b["slo_runs"], "57000": "undecided"}}
+    row = {**b, "slo_runs": {**b["slo_runs"], "63000": "undecided"}}
     assert bracket_answer([row], Axes(), "job")["sentence"].endswith("(the upper end undecided under the SLOs)")
     # the strategy's own threshold, or none: the SLO's (no ends run again)
     assert not resolve(_spec(confirm=False, search_lag_threshold=None)).ends_rejudged
@@ -346,8 +348,10 @@ def test_an_end_run_that_failed_early_in_a_slow_phase_of_the_machine_runs_again(
     ex = Execution(resolve(_spec(confirm=False)), tmp_path, search, slo_experiment=slow_once)
     [b] = ex.run()["answer"]["brackets"]
     slo_runs = [x[1:3] for x in ran if x[0] == "slo"]
-    assert slo_runs == [(57_000, SLO_REP), (68_000, SLO_REP), (68_000, SLO_REP + 1)], slo_runs
-    assert (b["held"], b["failed"], b["failed_undecided"]) == (68_000, 80_000, False)
+    # the runs at 68,000 then disagree (one failed, one held): the held end moves past it, half the
+    # resolution (10 %) down, to 62,000, which holds
+    assert slo_runs == [(57_000, SLO_REP), (68_000, SLO_REP), (68_000, SLO_REP + 1), (62_000, SLO_REP)], slo_runs
+    assert (b["held"], b["failed"], b["failed_undecided"], b["disputed"]) == (62_000, 80_000, False, [68_000])
     # the rule alone: a failure late in its run, or on a machine at most 25 % slower, stands
     ends, r = ex.ends, fake_result(68_000, 1, SLO_REP, False)
     assert ends.failed_slow(_speeds(r, 12e6, 20e6, 74.0), 20e6) == 0.4
@@ -379,8 +383,9 @@ def test_an_end_run_that_failed_early_a_load_the_search_held_runs_again(tmp_path
 
     ex = Execution(resolve(_spec(confirm=False)), tmp_path, search, slo_experiment=fails_once)
     [b] = ex.run()["answer"]["brackets"]
-    assert [x[1:3] for x in ran if x[0] == "slo"] == [(57_000, SLO_REP), (57_000, SLO_REP + 1)]
-    assert (b["held"], b["failed"], b["slo_runs"]["57000"]) == (57_000, 68_000, "pass")
+    # the runs at 57,000 disagree (two held it, one failed it): the held end moves past it, to 52,000
+    assert [x[1:3] for x in ran if x[0] == "slo"] == [(57_000, SLO_REP), (57_000, SLO_REP + 1), (52_000, SLO_REP)]
+    assert (b["held"], b["failed"], b["slo_runs"]["57000"], b["slo_runs"]["52000"]) == (52_000, 68_000, "pass", "pass")
     # a failure at its longest stands, not run again: the held end walks down the search's held loads
     ran.clear()
 
@@ -392,7 +397,9 @@ def test_an_end_run_that_failed_early_a_load_the_search_held_runs_again(tmp_path
         "brackets"
     ]
     assert [x[1:3] for x in ran if x[0] == "slo"][:2] == [(57_000, SLO_REP), (40_000, SLO_REP)]
-    assert (b["held"], b["failed"]) == (48_000, 57_000)  # 40,000 passes, then their middle
+    # 40,000 passes, then their middle; the search held 57,000, the SLO failed it: the failed end
+    # moves past it, to 63,000, which fails
+    assert (b["held"], b["failed"], b["disputed"]) == (48_000, 63_000, [57_000])
 
 
 @pytest.mark.parametrize("budget_s, rejudged", [(450, False), (500, True)])
@@ -458,9 +465,11 @@ def test_the_time_budget_ends_the_runs_that_decide_a_bracket_anew_and_the_answer
     # the held end failed under the SLO; below it, the highest load the search held, not run again
     assert (b["held"], b["failed"], b["held_unchecked"]) == (40_000, 57_000, True)
     assert b["slo_runs"] == {"57000": "fail", "68000": "fail"}
+    # the search held 57,000 and the SLO failed it: no run is left to pass it, and the answer says so
+    assert b["disputed"] == [57_000]
     assert summary["answer"]["sentence"].endswith(
         "1 core held ~40,000 records/s and failed ~57,000 records/s "
-        "(the held end not run under the SLOs: the time budget ended their runs)"
+        "(the held end not run under the SLOs: the time budget ended their runs, runs at the upper end disagreed)"
     )
 
 
@@ -545,3 +554,46 @@ def test_a_held_end_that_fails_and_nothing_held_below_it_steps_down_until_a_load
     # no run left: held none, as before
     out = confirm_bracket(b, verdict, 0.15, 0)
     assert (out["held"], out["failed"]) == (None, 270_000)
+
+
+def test_an_end_where_runs_disagreed_moves_past_it_half_a_resolution_where_a_run_there_agrees():
+    import functools
+
+    from streamscale.benchmark.bracket import between
+    from streamscale.benchmark.confirm import past_disputed
+
+    # 1 round of hashes, resolution 15 %: the search failed 270,000 and then held it (a confirming
+    # run), the SLO failed it at 171 s, and both 300 s runs after the answer held it. Half the
+    # resolution past it: the middle of 270,000 and 270,000 x 1.075^2 = 312,019 is 290,250, two
+    # digits 290,000; below 240,000 the middle of 207,680 and 240,000 is 223,256, so 220,000.
+    middle = functools.partial(between, whole=False)
+    b = {"held": 240_000.0, "failed": 270_000.0, "failed_undecided": False, "width": 0.125, "long": {}}
+    ran = []
+
+    def verdict_of(verdicts):
+        def verdict(x, end):
+            ran.append((x, end))
+            return verdicts.get(x)
+
+        return verdict
+
+    out = past_disputed(b, lambda x, end: x == 270_000, verdict_of({290_000: "fail"}), 0.075, middle)
+    assert ran == [(290_000, "failed")]
+    assert (out["held"], out["failed"], out["disputed"]) == (240_000, 290_000, [270_000])
+    assert out["long"] == {290_000: "fail"}  # the run past it, among the ends' verdicts
+    assert out["width"] == pytest.approx(290 / 240 - 1)
+    # a run past it that does not agree, or none left (None), leaves the end where it was, said disputed
+    for v in ("pass", "undecided", None):
+        out = past_disputed(b, lambda x, end: x == 270_000, verdict_of({290_000: v}), 0.075, middle)
+        assert (out["held"], out["failed"], out["disputed"]) == (240_000, 270_000, [270_000])
+    # a disputed held end moves down when the load below holds; both ends may move
+    ran.clear()
+    out = past_disputed(b, lambda x, end: True, verdict_of({220_000: "pass", 290_000: "fail"}), 0.075, middle)
+    assert ran == [(220_000, "held"), (290_000, "failed")]
+    assert (out["held"], out["failed"], out["disputed"]) == (220_000, 290_000, [240_000, 270_000])
+    # nothing disputed: the bracket as it was, no run; an upper end left undecided claims no failure
+    ran.clear()
+    assert past_disputed(b, lambda x, end: False, verdict_of({}), 0.075, middle) is b
+    undecided = {**b, "failed_undecided": True}
+    assert past_disputed(undecided, lambda x, end: end == "failed", verdict_of({}), 0.075, middle) is undecided
+    assert ran == []

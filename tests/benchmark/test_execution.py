@@ -403,10 +403,11 @@ def test_every_experiment_says_which_of_at_most_how_many_it_is_and_the_time(tmp_
     confirmed = {**strategy, "confirm": True, "confirm_runs": 4}
     spec = parse_spec(spec_dict(repetitions=1, strategy=confirmed, metric="capacity"))
     assert Execution(spec, tmp_path / "c", run).most_experiments() == 2 * (3 + 2 + 2 + 4)  # and the long runs
-    # under the SLOs (a search at a looser lag threshold), each run that decides an end may run again once
+    # under the SLOs (a search at a looser lag threshold), each run that decides an end may run again
+    # once, and each end past a load where runs disagreed
     under = {**strategy, "search_lag_threshold": 0.05, "confirm_runs": 4}
     spec = parse_spec(spec_dict(repetitions=1, strategy=under, metric="capacity"))
-    assert Execution(spec, tmp_path / "d", run, slo_experiment=run).most_experiments() == 2 * (3 + 2 + 2 * (2 + 4))
+    assert Execution(spec, tmp_path / "d", run, slo_experiment=run).most_experiments() == 2 * (3 + 2 + 2 * (2 + 4 + 2))
     ex.run()
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("experiment ")]
     assert lines[0].endswith("[1 of at most 10, 0 s elapsed, 10 min 00 s of the time budget left]")
