@@ -492,7 +492,10 @@ class Execution:
             return bool(held and failed)
 
         def run(x: float, end: str) -> str | None:
-            return None if self._budget_refuses(1) else verdict(x, end)
+            if self._budget_refuses(1):
+                console.print(f"  {res} x: the time budget held no run past it", highlight=False)
+                return None
+            return verdict(x, end)
 
         middle = functools.partial(between, whole=whole)
         return past_disputed(out, disputed, run, self.runs.strategy.resolution / 2, middle)
