@@ -208,8 +208,12 @@ class Execution:
 
     def drifted(self, load, res) -> bool:
         """Whether a run at this point (this configuration) was taken on a drifting machine."""
+        return any(r.drifted for r in self._runs_at(load, res))
+
+    def _runs_at(self, load, res) -> list[ExperimentResult]:
+        """Every run done at this point in the configuration searched, whatever its repetition."""
         point = (float(load), int(res), self.config)
-        return any(r.drifted for (x, n, _, c), r in self.done.items() if (x, n, c) == point)
+        return [r for (x, n, _, c), r in self.done.items() if (x, n, c) == point]
 
     def confirm(self, load, res) -> str:
         """One more run of a bracket's end, as repetition CONFIRM_REP (recalled when resumed)."""
@@ -481,7 +485,7 @@ class Execution:
         from streamscale.benchmark.confirm import past_disputed
 
         def disputed(x: float, end: str) -> bool:
-            said = [r.verdict for (load, n, _, c), r in self.done.items() if (load, n, c) == (x, int(res), self.config)]
+            said = [r.verdict for r in self._runs_at(x, res)]
             held, failed = said.count("pass"), said.count("fail")
             if held and failed:
                 console.print(
