@@ -459,7 +459,9 @@ class Execution:
                 return None
             return self.end_verdict(x, res, end, x in held)
 
-        out = confirm_bracket(b, verdict, st.resolution, st.confirm_runs, whole)
+        # under the SLOs, an end where runs disagreed moves past that load afterwards (_past_disputed)
+        step = st.resolution / 2 if runs.rep == SLO_REP else None
+        out = confirm_bracket(b, verdict, st.resolution, st.confirm_runs, whole, step)
         if refused:
             console.print(f"  {res} x: the time budget ended the runs under the SLOs", highlight=False)
             out = held_unchecked(b, out)

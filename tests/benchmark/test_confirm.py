@@ -516,6 +516,37 @@ def test_ends_that_hold_but_lie_wider_than_the_resolution_are_halved_by_runs_bet
     assert ran == [(380_000, "held"), (430_000, "failed")]
 
 
+def test_under_the_slos_no_run_is_taken_at_a_load_the_search_left_undecided_where_it_would_decide_nothing():
+    # Found on 1 round of hashes: the search held 250,000, failed 290,000 (16 %, over 15 %) and left
+    # 270,000 undecided (held, then failed). Narrowing under the SLOs ran 270,000 for 280 s; it failed,
+    # and the failed end, where runs disagreed, then moved half a resolution (7.5 %) past it: back to
+    # 290,000. Whichever way such a run goes, its end moves past it: 270,000 / 1.075 is 251,000,
+    # rounded 250,000, the held end, and 270,000 x 1.075 is 290,000, the failed end. So no run.
+    verdicts = {"220000": "pass", "250000": "pass", "270000": "undecided", "290000": "fail"}
+    b = {"resources": 1, "held": 250_000.0, "failed": 290_000.0, "verdicts": verdicts}
+    ran = []
+
+    def verdict(x, end):
+        ran.append((x, end))
+        return "pass" if x <= 260_000 else "fail"
+
+    out = confirm_bracket(b, verdict, 0.15, 4, past_step=0.075)
+    assert ran == [(250_000, "held"), (290_000, "failed")]
+    assert (out["held"], out["failed"], out["long_confirmed"]) == (250_000, 290_000, True)
+    # under strategy.confirm's long runs no end moves afterwards: the 300 s run there decides it
+    ran.clear()
+    out = confirm_bracket(b, verdict, 0.15, 4)
+    assert ran == [(250_000, "held"), (290_000, "failed"), (270_000, "between")]
+    assert (out["held"], out["failed"]) == (250_000, 270_000)
+    # where an end it gives could move to a load inside the bracket, it is run: held 230,000, 260,000
+    # undecided; 260,000 / 1.075 is 242,000, rounded 240,000, above 230,000
+    ran.clear()
+    b = {**b, "held": 230_000.0, "verdicts": {"230000": "pass", "260000": "undecided", "290000": "fail"}}
+    out = confirm_bracket(b, verdict, 0.15, 4, past_step=0.075)
+    assert ran == [(230_000, "held"), (290_000, "failed"), (260_000, "between")]
+    assert (out["held"], out["failed"]) == (260_000, 290_000)
+
+
 def test_a_middle_that_stays_undecided_is_stepped_around_until_neither_side_is_wider_than_the_resolution():
     # Found on 1 round of hashes: the search held 290,000 and failed 330,000; under the SLOs 290,000
     # failed, 250,000 stayed undecided for 300 s, 220,000 passed. The middle of 220,000 and 290,000
@@ -568,6 +599,7 @@ def test_an_end_where_runs_disagreed_moves_past_it_half_a_resolution_where_a_run
     # digits 290,000; below 240,000 the middle of 207,680 and 240,000 is 223,256, so 220,000.
     middle = functools.partial(between, whole=False)
     b = {"held": 240_000.0, "failed": 270_000.0, "failed_undecided": False, "width": 0.125, "long": {}}
+    b["long_confirmed"] = True
     ran = []
 
     def verdict_of(verdicts):
@@ -580,12 +612,18 @@ def test_an_end_where_runs_disagreed_moves_past_it_half_a_resolution_where_a_run
     out = past_disputed(b, lambda x, end: x == 270_000, verdict_of({290_000: "fail"}), 0.075, middle)
     assert ran == [(290_000, "failed")]
     assert (out["held"], out["failed"], out["disputed"]) == (240_000, 290_000, [270_000])
+    assert not out["long_confirmed"]  # an end moved: the search's ends do not stand as they were
     assert out["long"] == {290_000: "fail"}  # the run past it, among the ends' verdicts
     assert out["width"] == pytest.approx(290 / 240 - 1)
     # a run past it that does not agree, or none left (None), leaves the end where it was, said disputed
     for v in ("pass", "undecided", None):
         out = past_disputed(b, lambda x, end: x == 270_000, verdict_of({290_000: v}), 0.075, middle)
-        assert (out["held"], out["failed"], out["disputed"]) == (240_000, 270_000, [270_000])
+        assert (out["held"], out["failed"], out["disputed"], out["long_confirmed"]) == (
+            240_000,
+            270_000,
+            [270_000],
+            True,
+        )
     # a disputed held end moves down when the load below holds; both ends may move
     ran.clear()
     out = past_disputed(b, lambda x, end: True, verdict_of({220_000: "pass", 290_000: "fail"}), 0.075, middle)
