@@ -13,6 +13,7 @@ import functools
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from streamscale.benchmark.bracket import around_undecided, between, lowest_undecided_above
 
@@ -39,6 +40,16 @@ def long_spec(spec: dict, resources: int, loads: list[float], seconds: float, wa
     return spec
 
 
+@dataclass(frozen=True)
+class Past:
+    """Under the SLOs, an end at a load where runs disagreed moves ``step`` past it once the ends
+    are decided (:func:`past_disputed`); ``disputed``: the loads where runs so far disagreed (some
+    held the load, some failed it)."""
+
+    step: float
+    disputed: frozenset[float] = frozenset()
+
+
 def end_holds(bracket: dict, held_verdict: str | None, failed_verdict: str | None) -> bool:
     """Whether long runs confirm a bracket: its held end passes, its failed end fails (an upper end
     left undecided claims no failure, so any verdict there confirms it)."""
@@ -54,7 +65,7 @@ def refine(
     resolution: float,
     max_runs: int,
     between,
-    past_step: float | None = None,
+    past: Past | None = None,
 ) -> dict:
     """A bracket whose ends long runs decide, from a search's ``bracket`` (its dict) whose long
     re-check disagreed with it or passed its undecided upper end; a long run decides over the
@@ -69,10 +80,10 @@ def refine(
     then their middle (``between``) is run until they lie within ``resolution`` or ``max_runs``
     more long runs were taken. Returns ``held``, ``failed`` (None: none found), ``failed_undecided``
     (its long run measured no failure: undecided or invalid), ``width`` and ``long`` (every long
-    verdict, load -> verdict). ``past_step``: how far an end where runs disagreed moves past
-    that load afterwards (:func:`past_disputed`; None: it does not).
+    verdict, load -> verdict). ``past``: how an end where runs disagreed moves past that load
+    afterwards (None: it does not, as under strategy.confirm's long runs).
     """
-    r = _Refinement(bracket, long_verdict, dict(first), max_runs, past_step)
+    r = _Refinement(bracket, long_verdict, dict(first), max_runs, past)
     lo = r.held_end()
     lo, hi = r.upper_end(lo)
     lo, hi = r.descend(lo, hi, resolution, between)
@@ -92,11 +103,9 @@ def refine(
 class _Refinement:
     """The long verdicts of one refinement: those given, and up to ``max_runs`` more."""
 
-    def __init__(self, bracket: dict, long_verdict, runs: dict[float, str], max_runs: int, past_step=None):
+    def __init__(self, bracket: dict, long_verdict, runs: dict[float, str], max_runs: int, past: Past | None = None):
         self.long_verdict, self.runs, self.max_runs, self.added = long_verdict, runs, max_runs, 0
-        # how far an end where runs disagreed moves past that load afterwards (past_disputed; None:
-        # it does not, as under strategy.confirm's long runs)
-        self.past_step = past_step
+        self.past = past
         self.short = {float(k): v for k, v in bracket.get("verdicts", {}).items()}
         # the lowest load the generator could not produce in the search: no long run is asked at or above it
         self.ceiling = min((x for x, v in self.short.items() if v == "invalid"), default=float("inf"))
@@ -191,8 +200,8 @@ class _Refinement:
         a decided pass and a decided fail; around a middle whose long run stays undecided as the
         search does (:func:`~streamscale.benchmark.bracket.around_undecided`: the side above it
         first, where a load over the capacity fails within a minute), until neither side is wider.
-        A load the search left undecided where a run would decide nothing (:meth:`moot`) is stepped
-        around the same way."""
+        A load where runs disagreed and a run would decide nothing (:meth:`moot`) is stepped around
+        the same way."""
         while lo is not None and hi is not None and hi / lo - 1 > resolution:
             seen = {**self.moot(lo, hi, between), **self.runs}
             stuck = any(v == "undecided" and lo < x < hi for x, v in seen.items())
@@ -205,14 +214,13 @@ class _Refinement:
         return lo, hi
 
     def moot(self, lo: float, hi: float, between) -> dict[float, str]:
-        """The loads between ``lo`` and ``hi`` the search left undecided (its runs there disagreed)
-        that no run here decided, where one would decide nothing, as undecided: whichever way it
-        went, the end it gave would then move ``past_step`` past it (:func:`past_disputed`), to
-        ``lo`` or ``hi`` or beyond."""
-        if self.past_step is None:
+        """The loads between ``lo`` and ``hi`` where runs disagreed and no run here was taken, where
+        one would decide nothing, as undecided: whichever way it went, the end it gave would then
+        move ``past.step`` past it (:func:`past_disputed`), to ``lo`` or ``hi`` or beyond."""
+        if self.past is None:
             return {}
-        s, out = self.past_step, {}
-        for x in (x for x, v in self.short.items() if v == "undecided" and x not in self.runs and lo < x < hi):
+        s, out = self.past.step, {}
+        for x in (x for x in self.past.disputed if x not in self.runs and lo < x < hi):
             down, up = between(x / (1 + s) ** 2, x), between(x, x * (1 + s) ** 2)
             if down is not None and up is not None and down <= lo and up >= hi:
                 out[x] = "undecided"
@@ -225,13 +233,13 @@ def confirm_bracket(
     resolution: float,
     max_runs: int,
     whole: bool = False,
-    past_step: float | None = None,
+    past: Past | None = None,
 ) -> dict:
     """``b`` (a bracket's dict, :meth:`~streamscale.benchmark.bracket.Bracket.as_dict`) with its ends
     decided by long runs: ``long_verdict(load, end)`` runs one (``end``: "held", "failed", "" for a
     load of a bracket decided anew, "between" for one halving ends that held: None where no run is
     left for it). Adds ``long`` (load -> long verdict) and ``long_confirmed`` (the search's ends
-    held over long runs as they were). ``past_step``: as :func:`refine`'s."""
+    held over long runs as they were). ``past``: as :func:`refine`'s."""
     first: dict[float, str] = {}
     for end in ("held", "failed"):
         if b.get(end) is not None and float(b[end]) not in first:
@@ -247,8 +255,8 @@ def confirm_bracket(
         # an upper end the search left undecided and its long run failed is a failed end now
         undecided = bool(b.get("failed_undecided")) and failed != "fail"
         held_up = {**b, "long": first, "long_confirmed": True, "held_assumed": False, "failed_undecided": undecided}
-        return narrowed(held_up, lambda x: long_verdict(x, "between"), resolution, max_runs, middle, past_step)
-    r = refine(b, lambda x: long_verdict(x, ""), first, resolution, max_runs, middle, past_step)
+        return narrowed(held_up, lambda x: long_verdict(x, "between"), resolution, max_runs, middle, past)
+    r = refine(b, lambda x: long_verdict(x, ""), first, resolution, max_runs, middle, past)
     return {**b, **r, "long_confirmed": False, "held_assumed": False}
 
 
@@ -318,7 +326,7 @@ def held_unchecked(search: dict, out: dict) -> dict:
     }
 
 
-def narrowed(b: dict, long_verdict, resolution: float, max_runs: int, between, past_step=None) -> dict:
+def narrowed(b: dict, long_verdict, resolution: float, max_runs: int, between, past: Past | None = None) -> dict:
     """A bracket whose ends held (``b``, its long verdicts in ``long``) but lie more than
     ``resolution`` apart (its search stepped past a load it could not decide, or the time budget
     ended its steps): its middle run as its ends were, halving it until it is within
@@ -328,7 +336,7 @@ def narrowed(b: dict, long_verdict, resolution: float, max_runs: int, between, p
     ends = float(b["held"]), float(b["failed"])
     if ends[1] / ends[0] - 1 <= resolution:
         return b
-    r = _Refinement(b, long_verdict, dict(b["long"]), max_runs, past_step)
+    r = _Refinement(b, long_verdict, dict(b["long"]), max_runs, past)
     lo, hi = r.narrow(*ends, resolution, between)
     if r.added == 0:
         return b

@@ -459,9 +459,7 @@ class Execution:
                 return None
             return self.end_verdict(x, res, end, x in held)
 
-        # under the SLOs, an end where runs disagreed moves past that load afterwards (_past_disputed)
-        step = st.resolution / 2 if runs.rep == SLO_REP else None
-        out = confirm_bracket(b, verdict, st.resolution, st.confirm_runs, whole, step)
+        out = confirm_bracket(b, verdict, st.resolution, st.confirm_runs, whole, self._past(b, res))
         if refused:
             console.print(f"  {res} x: the time budget ended the runs under the SLOs", highlight=False)
             out = held_unchecked(b, out)
@@ -479,6 +477,27 @@ class Execution:
         taken = sorted(f"{x:g}" for x in failed if f"{x:g}" in verdicts)
         return {**out, "slo_runs": verdicts, **({"slo_runs_from_search": taken} if taken else {})}
 
+    def _said_at(self, x: float, res) -> tuple[int, int]:
+        """(how many runs held, how many failed) load ``x`` on ``res`` in the configuration searched."""
+        said = [r.verdict for r in self._runs_at(x, res)]
+        return said.count("pass"), said.count("fail")
+
+    def _past(self, b: dict, res):
+        """Under the SLOs, how an end where runs disagreed moves past that load once the ends are
+        decided (:meth:`_past_disputed`), and the loads of bracket ``b`` where they disagree so far
+        (streamscale.benchmark.confirm.Past); None under strategy.confirm's long runs."""
+        from streamscale.benchmark.confirm import Past
+
+        if self.ends is None or self.ends.rep != SLO_REP:
+            return None
+        disputed = frozenset(x for x in map(float, b.get("verdicts") or {}) if all(self._said_at(x, res)))
+        return Past(self._step_past, disputed)
+
+    @property
+    def _step_past(self) -> float:
+        """How far an end where runs disagreed moves past that load: half the resolution."""
+        return self.runs.strategy.resolution / 2
+
     def _past_disputed(self, out: dict, res, verdict, whole: bool) -> dict:
         """``out``, a bracket whose ends runs under the SLOs decided, with each end where this
         execution's runs at it disagreed moved past it half a resolution outward, where a run there
@@ -487,8 +506,7 @@ class Execution:
         from streamscale.benchmark.confirm import past_disputed
 
         def disputed(x: float, end: str) -> bool:
-            said = [r.verdict for r in self._runs_at(x, res)]
-            held, failed = said.count("pass"), said.count("fail")
+            held, failed = self._said_at(x, res)
             if held and failed:
                 console.print(
                     f"  {res} x: of the runs at {x:,.0f}, {held} held it and {failed} failed it: "
@@ -504,7 +522,7 @@ class Execution:
             return verdict(x, end)
 
         middle = functools.partial(between, whole=whole)
-        return past_disputed(out, disputed, run, self.runs.strategy.resolution / 2, middle)
+        return past_disputed(out, disputed, run, self._step_past, middle)
 
     def _key(self, load, res, rep: int) -> tuple[float, int, int, str]:
         """A run's key among those done (ExperimentResult.key), in the configuration searched."""

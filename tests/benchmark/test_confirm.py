@@ -8,7 +8,7 @@ import pytest
 
 from streamscale.benchmark.answer import bracket_answer
 from streamscale.benchmark.bracket import between
-from streamscale.benchmark.confirm import confirm_bracket, end_holds, refine
+from streamscale.benchmark.confirm import Past, confirm_bracket, end_holds, refine
 from streamscale.benchmark.execution import LONG_REP, Execution
 from streamscale.benchmark.plan import long_execution
 from streamscale.benchmark.results import read_results
@@ -516,7 +516,7 @@ def test_ends_that_hold_but_lie_wider_than_the_resolution_are_halved_by_runs_bet
     assert ran == [(380_000, "held"), (430_000, "failed")]
 
 
-def test_under_the_slos_no_run_is_taken_at_a_load_the_search_left_undecided_where_it_would_decide_nothing():
+def test_under_the_slos_no_run_is_taken_at_a_load_where_runs_disagreed_where_it_would_decide_nothing():
     # Found on 1 round of hashes: the search held 250,000, failed 290,000 (16 %, over 15 %) and left
     # 270,000 undecided (held, then failed). Narrowing under the SLOs ran 270,000 for 280 s; it failed,
     # and the failed end, where runs disagreed, then moved half a resolution (7.5 %) past it: back to
@@ -530,21 +530,53 @@ def test_under_the_slos_no_run_is_taken_at_a_load_the_search_left_undecided_wher
         ran.append((x, end))
         return "pass" if x <= 260_000 else "fail"
 
-    out = confirm_bracket(b, verdict, 0.15, 4, past_step=0.075)
+    out = confirm_bracket(b, verdict, 0.15, 4, past=Past(0.075, frozenset({270_000.0})))
     assert ran == [(250_000, "held"), (290_000, "failed")]
     assert (out["held"], out["failed"], out["long_confirmed"]) == (250_000, 290_000, True)
-    # under strategy.confirm's long runs no end moves afterwards: the 300 s run there decides it
-    ran.clear()
-    out = confirm_bracket(b, verdict, 0.15, 4)
-    assert ran == [(250_000, "held"), (290_000, "failed"), (270_000, "between")]
-    assert (out["held"], out["failed"]) == (250_000, 270_000)
+    # under strategy.confirm's long runs no end moves afterwards: the 300 s run there decides it;
+    # so does a run under the SLOs where the search's runs did not disagree (one stayed undecided)
+    for past in (None, Past(0.075)):
+        ran.clear()
+        out = confirm_bracket(b, verdict, 0.15, 4, past=past)
+        assert ran == [(250_000, "held"), (290_000, "failed"), (270_000, "between")]
+        assert (out["held"], out["failed"]) == (250_000, 270_000)
     # where an end it gives could move to a load inside the bracket, it is run: held 230,000, 260,000
     # undecided; 260,000 / 1.075 is 242,000, rounded 240,000, above 230,000
     ran.clear()
     b = {**b, "held": 230_000.0, "verdicts": {"230000": "pass", "260000": "undecided", "290000": "fail"}}
-    out = confirm_bracket(b, verdict, 0.15, 4, past_step=0.075)
+    out = confirm_bracket(b, verdict, 0.15, 4, past=Past(0.075, frozenset({260_000.0})))
     assert ran == [(230_000, "held"), (290_000, "failed"), (260_000, "between")]
     assert (out["held"], out["failed"]) == (260_000, 290_000)
+
+
+def test_an_execution_takes_no_run_under_the_slos_at_a_load_its_search_held_and_failed_between_ends_past_it(
+    tmp_path,
+):
+    from streamscale.benchmark.execution import CONFIRM_REP, SLO_REP
+    from streamscale.benchmark.plan import resolve
+
+    # resolution 40 %: the search holds 20,000 and 40,000, fails 80,000, holds 57,000, then holds
+    # 68,000 on a drifting machine; both ends run again, 68,000 fails, so the search holds 57,000
+    # and fails 80,000 (40.4 %, neither side of 68,000 wider than 40 %). Under the SLOs 57,000 holds and
+    # 80,000 stands failed; a run at 68,000 would give an end that then moves 20 % past it: down to
+    # the middle of 68,000 / 1.44 = 47,222 and 68,000, 56,667, two digits 57,000 (the held end), up
+    # to that of 68,000 and 97,920, 81,600, two digits 82,000 (past the failed end). So none is run.
+    ran = []
+
+    def search(load, res, rep, on_lag=None, config=""):
+        r = runner(60_000, ran, "search")(load, res, rep, on_lag, config)
+        if load == 68_000:
+            held = rep != CONFIRM_REP
+            return dataclasses.replace(r, passed=held, verdict="pass" if held else "fail", drifted=held)
+        return r
+
+    ex = Execution(
+        resolve(_spec(confirm=False, resolution=0.4)), tmp_path, search, slo_experiment=runner(60_000, ran, "slo")
+    )
+    [b] = ex.run()["answer"]["brackets"]
+    assert [x[1:3] for x in ran if x[0] == "search"][-3:] == [(68_000, 0), (68_000, CONFIRM_REP), (80_000, CONFIRM_REP)]
+    assert [x[1:3] for x in ran if x[0] == "slo"] == [(57_000, SLO_REP)]
+    assert (b["held"], b["failed"], b["failed_undecided"]) == (57_000, 80_000, False)
 
 
 def test_a_middle_that_stays_undecided_is_stepped_around_until_neither_side_is_wider_than_the_resolution():
