@@ -286,6 +286,33 @@ def test_an_amount_without_a_bracket_goes_on_into_the_later_shares_keeping_one_r
         assert (one.held, one.failed, one.out_of_time) == (37_000, 45_000, resolution < 0.22)
 
 
+def test_the_last_run_the_time_holds_goes_two_steps_up_where_loads_above_the_probe_held(monkeypatch):
+    # As UC2's demo on 1 core: a probe of 37,000, resolution 25 % (steps of 1 + 0.95 x 0.25 =
+    # 1.2375), 30 s a run, 100 s for one amount, the job holding 55,000. The search starts half a
+    # step under the probe: 37,000 / 1.1124 = 33,260, 33,000, holds (0-30 s); 40,837, 41,000, holds
+    # (30-60 s), above the probe's figure, and one more run fits (60-90 s) but not two: it goes two
+    # steps up, 50,737 (51,000) then 63,112, 63,000, and fails. One step (51,000, held) would have
+    # left the amount "higher untested".
+    clock, calls = fake_clock(monkeypatch), []
+    verdict = timed(capacity_oracle({1: 55_000}), clock, 30, calls)
+    budget, st = Budget(deadline=100.0, run_cost_s=30.0), Settings(resolution=0.25)
+    [b] = bracket_search([1], verdict, start=10_000, settings=st, budget=budget, probe=lambda res: 37_000.0)
+    assert calls == [(0, 33_000, 1), (30, 41_000, 1), (60, 63_000, 1)]
+    assert (b.held, b.failed, b.out_of_time) == (41_000, 63_000, True)
+    # a probe that did not underrate the job (the load held lies below its figure): one step,
+    # 60,000 / 1.1124 = 53,937, 54,000, then 66,825, 67,000, which fails (24 %, within 25 %)
+    clock[0] = 0.0
+    calls.clear()
+    [b] = bracket_search([1], verdict, start=10_000, settings=st, budget=budget, probe=lambda res: 60_000.0)
+    assert [c[1] for c in calls] == [54_000, 67_000]
+    # without a time budget, or with time for two more runs: one step at a time
+    for budget in (Budget(), Budget(deadline=130.0, run_cost_s=30.0)):
+        clock[0] = 0.0
+        calls.clear()
+        bracket_search([1], verdict, start=10_000, settings=st, budget=budget, probe=lambda res: 37_000.0)
+        assert [c[1] for c in calls][:3] == [33_000, 41_000, 51_000]
+
+
 def test_running_a_drifted_end_again_keeps_to_the_time_budget(monkeypatch):
     # 30 s a run, 100 s for one amount: 20k, 40k, 28k run (ending at 90 s); no time to run the
     # drifted ends again: the bracket says it ran out of time, nothing is confirmed
