@@ -50,6 +50,13 @@ class Past:
     disputed: frozenset[float] = frozenset()
 
 
+def steps_past(x: float, step: float, between) -> tuple[float | None, float | None]:
+    """(below, above): the loads ``step`` either side of ``x``, ``between``'s middle of ``x`` and
+    the load a step squared away (None: none lies between them), where an end at ``x`` where runs
+    disagreed moves (:func:`past_disputed`)."""
+    return between(x / (1 + step) ** 2, x), between(x, x * (1 + step) ** 2)
+
+
 def end_holds(bracket: dict, held_verdict: str | None, failed_verdict: str | None) -> bool:
     """Whether long runs confirm a bracket: its held end passes, its failed end fails (an upper end
     left undecided claims no failure, so any verdict there confirms it)."""
@@ -219,9 +226,9 @@ class _Refinement:
         move ``past.step`` past it (:func:`past_disputed`), to ``lo`` or ``hi`` or beyond."""
         if self.past is None:
             return {}
-        s, out = self.past.step, {}
+        out = {}
         for x in (x for x in self.past.disputed if x not in self.runs and lo < x < hi):
-            down, up = between(x / (1 + s) ** 2, x), between(x, x * (1 + s) ** 2)
+            down, up = steps_past(x, self.past.step, between)
             if down is not None and up is not None and down <= lo and up >= hi:
                 out[x] = "undecided"
         return out
@@ -269,16 +276,13 @@ def past_disputed(b: dict, disputed: Callable[[float, str], bool], verdict, step
     one that checks the answer among them, may go either way. Adds ``disputed`` (each end's
     load where runs disagreed, moved past or not) and the runs to ``long`` (load -> verdict)."""
     out, found = {**b, "long": dict(b.get("long") or {})}, []
-    outward = {
-        "held": ("pass", lambda x: between(x / (1 + step) ** 2, x)),
-        "failed": ("fail", lambda x: between(x, x * (1 + step) ** 2)),
-    }
-    for end, (claim, beyond) in outward.items():
+    outward = {"held": ("pass", 0), "failed": ("fail", 1)}  # the claim, and which side of steps_past() is outward
+    for end, (claim, side) in outward.items():
         x = out.get(end)
         if x is None or (end == "failed" and out.get("failed_undecided")) or not disputed(float(x), end):
             continue
         found.append(float(x))
-        y = beyond(float(x))
+        y = steps_past(float(x), step, between)[side]
         v = None if y is None else verdict(y, end)
         if v is not None:
             out["long"][y] = v
