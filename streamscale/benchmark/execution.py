@@ -252,16 +252,18 @@ class Execution:
     def _again(self, r: ExperimentResult, search_held: bool) -> str:
         """Why a run that decides an end runs again once ("": it does not): it ended undecided well
         before its longest; or it failed early (a look fails a load within a minute, inside one of
-        the machine's phases) in a slow phase of the machine, or where the search's runs held the
-        load: one run's failure does not undo two (a load near the capacity fails some minutes and
-        holds others; 300 s runs taken later held such loads)."""
+        the machine's phases) in a slow phase of the machine, or, over strategy.confirm's long runs,
+        where the search's runs held the load: one run's failure does not undo two (a load near the
+        capacity fails some minutes and holds others; 300 s runs taken later held such loads).
+        Under the SLOs such a load is not run again: its runs disagree already, and an end there
+        moves past it (:meth:`_past_disputed`) whichever way one more run went."""
         runs = self.ends
         if runs.cut_short(r):
             return f"undecided after {r.ran_s:.0f} s of its {runs.longest_s:g}"
         slower = runs.failed_slow(r, self.fastest_speed())
         if slower is not None:
             return f"failed after {r.ran_s:.0f} s on a machine {slower:.0%} slower than its fastest here"
-        if search_held and r.verdict == "fail" and runs.early(r):
+        if search_held and runs.rep == LONG_REP and r.verdict == "fail" and runs.early(r):
             return f"failed after {r.ran_s:.0f} s a load the search held"
         return ""
 
