@@ -234,37 +234,34 @@ class Execution:
             return self._run_once(load, res, FAULT_REP + rep, "run again")
         return r
 
-    def end_verdict(self, load, res, end: str, search_held: bool = False) -> str:
+    def end_verdict(self, load, res, end: str) -> str:
         """A run of ``load`` on ``res`` that decides an end of a bracket (a long run, or one under
-        the SLO): its verdict; ``end``: which end (held, failed, or "" for a load between them);
-        ``search_held``: the search's runs held the load. A run that ended early on evidence other
-        runs contradict runs once more, and that run's verdict decides (:meth:`_again`)."""
+        the SLO): its verdict; ``end``: which end (held, failed, or "" for a load between them).
+        A run that ended early in a way the machine's drift puts in doubt runs once more, and that
+        run's verdict decides (:meth:`_again`)."""
         runs = self.ends
         what = f"{runs.word} of the {end} end" if end in ("held", "failed") else f"{runs.word} between the ends"
         r = self._run_once(load, res, runs.rep, what, runs, end or "between")
-        why = self._again(r, search_held)
+        why = self._again(r)
         if not why or self._budget_refuses(1):
             return r.verdict
         if not self._recalled(load, res, runs.rep + RERUN):  # recalled: not said again
             console.print(f"  {why}: load {load:g} run again")
         return self._run_once(load, res, runs.rep + RERUN, f"{what}, run again", runs, end or "between").verdict
 
-    def _again(self, r: ExperimentResult, search_held: bool) -> str:
+    def _again(self, r: ExperimentResult) -> str:
         """Why a run that decides an end runs again once ("": it does not): it ended undecided well
         before its longest; or it failed early (a look fails a load within a minute, inside one of
-        the machine's phases) in a slow phase of the machine, or, over strategy.confirm's long runs,
-        where the search's runs held the load: one run's failure does not undo two (a load near the
-        capacity fails some minutes and holds others; 300 s runs taken later held such loads).
-        Under the SLOs such a load is not run again: its runs disagree already, and an end there
-        moves past it (:meth:`_past_disputed`) whichever way one more run went."""
+        the machine's phases) in a slow phase of the machine. One that failed early a load the
+        search held is not run again: runs there disagree already, and an end there moves past it
+        (:meth:`_past_disputed`) whichever way one more run went. (strategy.confirm's long runs are
+        whole, their first look at their end: none of them ends early on a verdict.)"""
         runs = self.ends
         if runs.cut_short(r):
             return f"undecided after {r.ran_s:.0f} s of its {runs.longest_s:g}"
         slower = runs.failed_slow(r, self.fastest_speed())
         if slower is not None:
             return f"failed after {r.ran_s:.0f} s on a machine {slower:.0%} slower than its fastest here"
-        if search_held and runs.rep == LONG_REP and r.verdict == "fail" and runs.early(r):
-            return f"failed after {r.ran_s:.0f} s a load the search held"
         return ""
 
     def fastest_speed(self) -> float:
@@ -436,7 +433,6 @@ class Execution:
         # again. Run again, a load near capacity on a drifting machine may pass once, and taking
         # that one pass over the search's failures would put the held end where runs disagree.
         failed = search_loads(b, "fail") if runs.rep == SLO_REP else set()
-        held = search_loads(b, "pass")
         to_run = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None and float(b[k]) not in failed]
         if self._budget_refuses(len(to_run)):
             return {**b, "ends_unchecked": "the time budget held no runs of them"}
@@ -459,7 +455,7 @@ class Execution:
             if end not in ("held", "failed") and self._budget_refuses(1):
                 refused.append(x)
                 return None
-            return self.end_verdict(x, res, end, x in held)
+            return self.end_verdict(x, res, end)
 
         out = confirm_bracket(b, verdict, st.resolution, st.confirm_runs, whole, self._past(b, res))
         if refused:
