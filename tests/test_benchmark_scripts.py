@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -281,3 +282,39 @@ def test_answer_truth_counts_an_end_only_when_its_long_runs_agree():
     # the 4-round try whose single long runs came out the other way round: wrong, not unsettled
     assert try_settled({**bracket, "long": {200_000.0: ["fail"], 220_000.0: ["pass"]}}) == "wrong"
     assert try_settled({**bracket, "failed": None}) == "wrong"
+
+
+def test_answer_truth_runs_a_long_run_again_where_the_machine_moved_and_counts_only_the_second(monkeypatch, capsys):
+    import answer_truth
+
+    rows = iter([(0.46, "fail"), (0.05, "pass"), (0.10, "fail"), (0.30, "undecided"), (0.40, "fail")])
+    done = []
+
+    def long_runs(args, spec, load, out):
+        drift, verdict = next(rows)
+        done.append(out.name)
+        nan = float("nan")
+        return [
+            SimpleNamespace(
+                load=load,
+                verdict=verdict,
+                drift=drift,
+                lag_slope=nan,
+                lag_low=nan,
+                lag_high=nan,
+                lag_limit=nan,
+                processing_p95_ms=nan,
+                spark_cpu_pct=nan,
+            )
+        ]
+
+    monkeypatch.setattr(answer_truth, "_long_runs", long_runs)
+    args = SimpleNamespace(max_drift=0.25, long=300.0)
+    long = {}
+    for k in (1, 2, 3):
+        answer_truth._check_end(args, None, 200_000.0, Path(f"long/{k}-200000"), long, f"round {k}")
+    # moved 46 %: run again, the second counts; moved 10 %: counts; moved 30 % then 40 %: the second counts
+    assert long == {200_000.0: ["pass", "fail", "fail"]}
+    assert done == ["1-200000", "1-200000-again", "2-200000", "3-200000", "3-200000-again"]
+    assert capsys.readouterr().out.count("not counted: over 25%; run again") == 2
+    assert answer_truth.counted(float("nan"), 0.25) and answer_truth.counted(0.25, 0.25)
