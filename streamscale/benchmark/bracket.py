@@ -410,11 +410,14 @@ def confirm_ends(b: Bracket, confirm: Callable[[float, int], str], drifted: Call
     ends = [x for x in (None if b.held_assumed else b.held, b.failed) if x is not None]
     if not any(drifted(x, b.resources) for x in ends):
         return False
+    # the time budget holds for these runs too, both or none: one end run again alone puts the drift
+    # on that end only. A bracket the search finished is not cut short by it (out_of_time): its
+    # answer names the deciding runs on a drifting machine instead
+    if b.runs and not b.fits(len(ends)):
+        return False
     for x in ends:
-        # the time budget holds for these runs too; a bracket the search finished is not cut short
-        # by it (out_of_time): its answer names the deciding runs on a drifting machine instead
-        if b.runs and not b.fits():
-            return False
+        if not b.fits():
+            break  # the first ran longer than planned: its verdict still counts
         b.confirmed[x] = confirm(x, b.resources)
     held, failed = b.held, b.failed
     if held in b.confirmed and b.confirmed[held] != PASS:

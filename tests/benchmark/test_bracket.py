@@ -329,6 +329,37 @@ def test_running_a_drifted_end_again_keeps_to_the_time_budget(monkeypatch):
     assert b.runs == 3 and b.out_of_time and confirmed == [] and b.confirmed == {}
 
 
+def test_drifted_ends_are_run_again_both_or_neither_and_a_run_again_always_counts(monkeypatch):
+    # 30 s a run, resolution 50 %: 20k pass, 40k fail, 28k pass (28k / 40k, 43 % apart) end at 90 s.
+    # With 125 s there is time for one more run, not two: neither end is run again (one alone would
+    # put the drift on that end only)
+    clock = fake_clock(monkeypatch)
+    st = Settings(resolution=0.5)
+    confirmed = []
+
+    def confirm(load, res, took=30.0):
+        confirmed.append(load)
+        clock[0] += took
+        return FAIL
+
+    def search(deadline, confirm):
+        clock[0] = 0.0
+        confirmed.clear()
+        verdict = timed(capacity_oracle({1: 30_000}), clock, 30)
+        [b] = bracket_search(
+            [1], verdict, 20_000, st, confirm, lambda *_: True, Budget(deadline=deadline, run_cost_s=30.0)
+        )
+        return b
+
+    b = search(125.0, confirm)
+    assert confirmed == [] and (b.held, b.failed) == (28_000, 40_000) and not b.out_of_time
+    # with 155 s both fit; the held end's run again takes 60 s, not 30: the failed end's no longer
+    # fits, and the held end's failure still moves it down to 20k, the load held below it
+    b = search(155.0, lambda load, res: confirm(load, res, took=60.0))
+    assert confirmed == [28_000]
+    assert (b.held, b.failed) == (20_000, 40_000) and b.verdicts[28_000] == UNDECIDED
+
+
 def test_an_amount_below_that_failed_nothing_hands_on_one_step_above_its_held_load():
     # 1 core's search ends (its runs used up) having held 20k and 40k and failed nothing: 2 cores
     # hold 40k too, so their search starts one step above it, not at the start load it already holds
