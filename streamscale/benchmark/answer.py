@@ -240,15 +240,23 @@ def _bracket_words(row: dict, axes: Axes) -> str:
     elif row.get("slo_runs") is not None:
         text += _slo_words(row)
     elif row.get("ends_unchecked"):
-        text += f" (its ends not run under the SLOs: {row['ends_unchecked']})"
+        # ends not run again after a drift either: the drift is said beside it, not hidden by it
+        drifted = "" if row.get("confirmed") else _drifted_words(row, "; ")
+        text += f" (its ends not run under the SLOs: {row['ends_unchecked']}{drifted})"
     elif row.get("confirmed"):
         text += " (its ends run again after a drift)"
     elif row.get("ends_drifted"):
-        text += f" ({row['ends_drifted']} deciding run{'s' if row['ends_drifted'] > 1 else ''} on a drifting machine)"
+        text += f" ({_drifted_words(row)})"
     # Spark's CPU-seconds per million records stay in the table (summary.json, the report), not in
     # the sentence: on a confined core Spark keeps its CPUs busy at any load, so there the figure is
     # the CPUs over the load held and says no more than the bracket (docs/benchmarking.md)
     return text
+
+
+def _drifted_words(row: dict, before: str = "") -> str:
+    """How many of the runs that decided a bracket's ends ran on a drifting machine ("": none)."""
+    n = row.get("ends_drifted") or 0
+    return f"{before}{n} deciding run{'s' if n > 1 else ''} on a drifting machine" if n else ""
 
 
 def _long_words(row: dict) -> str:

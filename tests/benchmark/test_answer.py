@@ -138,6 +138,21 @@ def _row(load, res, verdict, spark_cpu_pct=float("nan"), drifted=False):
     return dataclasses.replace(r, verdict=verdict, spark_cpu_pct=spark_cpu_pct, drifted=drifted)
 
 
+def test_ends_the_time_budget_left_unchecked_still_say_that_their_deciding_runs_drifted():
+    from streamscale.benchmark.answer import bracket_answer
+    from streamscale.benchmark.bracket import Bracket
+
+    b = Bracket(2, 80_000.0, 99_000.0, verdicts={80_000.0: "pass", 99_000.0: "fail"}).as_dict()
+    b["ends_unchecked"] = "the time budget held no runs of them"
+    rows = [_row(80_000, 2, "pass", 140.0, drifted=True), _row(99_000, 2, "fail", 140.0, drifted=True)]
+    assert bracket_answer([b], Axes(), "uc2", rows)["sentence"].endswith(
+        "held ~80,000 records/s and failed ~99,000 records/s (its ends not run under the SLOs: the time budget "
+        "held no runs of them; 2 deciding runs on a drifting machine)"
+    )
+    rows = [_row(80_000, 2, "pass", 140.0), _row(99_000, 2, "fail", 140.0)]  # no drift: nothing more said
+    assert bracket_answer([b], Axes(), "uc2", rows)["sentence"].endswith("held no runs of them)")
+
+
 def test_a_bracket_answer_says_both_ends_and_what_spark_had(tmp_path):
     from streamscale.benchmark.answer import bracket_answer
     from streamscale.benchmark.bracket import Bracket
