@@ -35,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
+    from streamscale.experiment.noise import SLOW_PHASE
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--tries", type=int, default=1)
@@ -43,12 +45,14 @@ def main() -> None:
     ap.add_argument("--long", type=float, default=300.0)
     ap.add_argument("--long-warmup", type=float, default=60.0)
     ap.add_argument("--long-repeat", type=int, default=2)
-    ap.add_argument("--max-drift", type=float, default=0.25)
+    ap.add_argument("--max-drift", type=float, default=SLOW_PHASE)  # the tool's own slow-phase bound
     ap.add_argument("--spec", type=Path, default=ROOT / "examples" / "jobs" / "hashes.yaml")
     ap.add_argument("--out", type=Path, default=Path("results/answer-truth"))
     args = ap.parse_args()
     if args.long_repeat < 1:
         ap.error("--long-repeat must be at least 1")
+    if not args.max_drift >= 0:
+        ap.error("--max-drift must be a share of the machine's speed, 0 or more")
 
     from streamscale.benchmark.spec import load_spec
 
