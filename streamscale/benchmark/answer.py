@@ -240,8 +240,8 @@ def _bracket_words(row: dict, axes: Axes) -> str:
     elif row.get("slo_runs") is not None:
         text += _slo_words(row)
     elif row.get("ends_unchecked"):
-        # ends not run again after a drift either: the drift is said beside it, not hidden by it
-        drifted = "" if row.get("confirmed") else _drifted_words(row, "; ")
+        # what was done about a drift is said beside it, not hidden by it
+        drifted = "; run again after a drift" if row.get("confirmed") else _drifted_words(row, "; ")
         text += f" (its ends not run under the SLOs: {row['ends_unchecked']}{drifted})"
     elif row.get("confirmed"):
         text += " (its ends run again after a drift)"

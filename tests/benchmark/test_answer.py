@@ -151,6 +151,13 @@ def test_ends_the_time_budget_left_unchecked_still_say_that_their_deciding_runs_
     )
     rows = [_row(80_000, 2, "pass", 140.0), _row(99_000, 2, "fail", 140.0)]  # no drift: nothing more said
     assert bracket_answer([b], Axes(), "uc2", rows)["sentence"].endswith("held no runs of them)")
+    b["confirmed"] = {
+        "80000": "pass",
+        "99000": "fail",
+    }  # ends run again after the drift: said, not hidden by the budget's words
+    assert bracket_answer([b], Axes(), "uc2", rows)["sentence"].endswith(
+        "(its ends not run under the SLOs: the time budget held no runs of them; run again after a drift)"
+    )
 
 
 def test_a_bracket_answer_says_both_ends_and_what_spark_had(tmp_path):
