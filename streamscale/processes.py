@@ -7,6 +7,7 @@ pipeline driver) passes one of these as ``preexec_fn``, so a SIGKILLed streamsca
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -111,6 +112,47 @@ if folders:
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
 """
+
+
+def child_pids() -> set[int]:
+    """This process's children now (Linux: every thread's ``children`` list in /proc)."""
+    import glob
+
+    pids: set[int] = set()
+    for listed in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+        try:
+            with open(listed) as f:
+                pids.update(int(p) for p in f.read().split())
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return pids
+
+
+def command_line(pid: int) -> list[str]:
+    """A process's arguments ([] once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+@contextlib.contextmanager
+def new_children_killed_on_error(last_argument: str, kept=frozenset):
+    """Children this process starts inside the block whose last argument is ``last_argument`` are
+    killed, by their process ids, if the block ends in an exception (Ctrl-C and SIGTERM included),
+    except those ``kept()`` names. For a library that starts a child and is interrupted before it
+    holds it: no one else knows that child, and nothing would ever stop it."""
+    before = child_pids()
+    try:
+        yield
+    except BaseException:
+        for pid in child_pids() - before - set(kept()):
+            if command_line(pid)[-1:] == [last_argument]:
+                with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)  # no zombie left either: its Popen object is gone with the library's frame
+        raise
 
 
 def start_time(pid: int) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from streamscale.broker.connection import kafka_log_path
 from streamscale.errors import JavaMissing, SparkError
+from streamscale.processes import new_children_killed_on_error
 from streamscale.sparkio.driveropts import with_driver_options
 from streamscale.sparkio.home import spark_home
 from streamscale.sparkio.logpath import spark_log_on_stderr, spark_log_path
@@ -126,7 +127,7 @@ def build_session(
         spark = builder.getOrCreate()  # the JVM runs already (or the user wants its output on stderr)
     else:
         log = spark_log_path()
-        with _stderr_to(log):
+        with _stderr_to(log), new_children_killed_on_error("pyspark-shell", kept=_held_jvm):
             spark = builder.getOrCreate()
         _JVM_LOG[0] = str(log)
     spark.streamscale_log = _JVM_LOG[0]  # the JVM outlives a stopped session: its log stays the same
@@ -134,6 +135,17 @@ def build_session(
     if python_source:
         use_python_source(spark)
     return spark
+
+
+def _held_jvm() -> set[int]:
+    """The JVM pyspark holds as its gateway ({}: none). A Ctrl-C or SIGTERM while pyspark waits for
+    the JVM it launched to answer leaves that JVM to nobody: its main thread fails to report its
+    port (pyspark removed the folder on the way out), its gateway thread keeps it alive, and it
+    ignores SIGINT. ``build_session`` kills such a JVM; the one pyspark holds it leaves."""
+    from pyspark import SparkContext
+
+    pid = getattr(getattr(SparkContext._gateway, "proc", None), "pid", None)
+    return {pid} if pid else set()
 
 
 def _session_conf(master: str, conf: dict | None, shuffle_partitions: int | None, ui: bool) -> dict:

@@ -1,0 +1,69 @@
+"""A Ctrl-C while a Spark session starts leaves no JVM behind."""
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from streamscale.processes import command_line
+
+pytestmark = pytest.mark.spark
+
+BUILD = "from streamscale.sparkio.session import build_session; build_session('local[1]'); print('built', flush=True)"
+
+
+def _jvm_child_of(pid: int, within_s: float) -> int | None:
+    """The child of ``pid`` that pyspark launched as its JVM, once it exists (polled: no event
+    says a grandchild started)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                kids = []
+            found = [k for k in kids if command_line(k)[-1:] == ["pyspark-shell"]]
+            if found:
+                return found[0]
+        time.sleep(0.01)
+    return None
+
+
+def _gone_within(pid: int, timeout_s: float) -> bool:
+    """Whether process ``pid`` ends within ``timeout_s`` (waited for on its pidfd, not slept)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout_s)[0])
+    finally:
+        os.close(fd)
+
+
+def test_ctrl_c_while_the_jvm_starts_leaves_no_jvm(tmp_path):
+    env = {**os.environ, "STREAMSCALE_SPARK_LOG": str(tmp_path / "spark.log")}  # to a file, as a run's
+    out = tmp_path / "out.txt"  # a file, not a pipe: a JVM left behind would hold a pipe open
+    with out.open("w") as f:
+        proc = subprocess.Popen([sys.executable, "-c", BUILD], env=env, stdout=f, start_new_session=True)
+    jvm = None
+    try:
+        jvm = _jvm_child_of(proc.pid, within_s=60)
+        assert jvm is not None, "pyspark launched no JVM"
+        os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole group (the JVM ignores it)
+        proc.wait(60)
+        assert "built" not in out.read_text()  # stopped while pyspark waited for its JVM, not after
+        assert _gone_within(jvm, 30), f"the JVM {jvm} outlived the stopped session start"
+    finally:
+        for pid in (proc.pid, jvm):
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        proc.wait(10)
