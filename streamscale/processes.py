@@ -137,6 +137,28 @@ def command_line(pid: int) -> list[str]:
         return []
 
 
+def _settled_command_line(pid: int, tries: int = 100) -> list[str]:
+    """A process's arguments, read again while they are empty: a process in the middle of an exec
+    (a launcher script replacing itself with a JVM) shows none for a moment ([]: gone, or none
+    after ``tries`` readings 10 ms apart)."""
+    import time
+
+    for _ in range(tries):
+        got = command_line(pid)
+        if got or not os.path.exists(f"/proc/{pid}") or _zombie(pid):
+            return got
+        time.sleep(0.01)
+    return []
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 @contextlib.contextmanager
 def new_children_killed_on_error(last_argument: str, kept=frozenset):
     """Children this process starts inside the block whose last argument is ``last_argument`` are
@@ -148,7 +170,7 @@ def new_children_killed_on_error(last_argument: str, kept=frozenset):
         yield
     except BaseException:
         for pid in child_pids() - before - set(kept()):
-            if command_line(pid)[-1:] == [last_argument]:
+            if _settled_command_line(pid)[-1:] == [last_argument]:
                 with contextlib.suppress(ProcessLookupError, ChildProcessError):
                     os.kill(pid, signal.SIGKILL)
                     os.waitpid(pid, 0)  # no zombie left either: its Popen object is gone with the library's frame

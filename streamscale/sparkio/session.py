@@ -123,13 +123,14 @@ def build_session(
     for k, v in _session_conf(master, conf, shuffle_partitions, ui).items():
         builder = builder.config(k, str(v))
     _quiet_accumulator_servers()
-    if spark_log_on_stderr() or SparkContext._gateway is not None:
-        spark = builder.getOrCreate()  # the JVM runs already (or the user wants its output on stderr)
-    else:
-        log = spark_log_path()
-        with _stderr_to(log), new_children_killed_on_error("pyspark-shell", kept=_held_jvm):
-            spark = builder.getOrCreate()
-        _JVM_LOG[0] = str(log)
+    with new_children_killed_on_error("pyspark-shell", kept=_held_jvm):
+        if spark_log_on_stderr() or SparkContext._gateway is not None:
+            spark = builder.getOrCreate()  # the JVM runs already (or the user wants its output on stderr)
+        else:
+            log = spark_log_path()
+            with _stderr_to(log):
+                spark = builder.getOrCreate()
+            _JVM_LOG[0] = str(log)
     spark.streamscale_log = _JVM_LOG[0]  # the JVM outlives a stopped session: its log stays the same
     spark.sparkContext.setLogLevel(os.environ.get("STREAMSCALE_SPARK_LOG_LEVEL", "WARN"))
     if python_source:

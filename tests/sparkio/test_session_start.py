@@ -46,11 +46,12 @@ def _gone_within(pid: int, timeout_s: float) -> bool:
         os.close(fd)
 
 
-def test_ctrl_c_while_the_jvm_starts_leaves_no_jvm(tmp_path):
-    env = {**os.environ, "STREAMSCALE_SPARK_LOG": str(tmp_path / "spark.log")}  # to a file, as a run's
-    out = tmp_path / "out.txt"  # a file, not a pipe: a JVM left behind would hold a pipe open
-    with out.open("w") as f:
-        proc = subprocess.Popen([sys.executable, "-c", BUILD], env=env, stdout=f, start_new_session=True)
+@pytest.mark.parametrize("log", ["file", "-"])  # the JVM's output to its log file, as a run's, or kept on stderr
+def test_ctrl_c_while_the_jvm_starts_leaves_no_jvm(tmp_path, log):
+    env = {**os.environ, "STREAMSCALE_SPARK_LOG": str(tmp_path / "spark.log") if log == "file" else "-"}
+    out = tmp_path / "out.txt"  # files, not pipes: a JVM left behind would hold a pipe open
+    with out.open("w") as f, (tmp_path / "err.txt").open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-c", BUILD], env=env, stdout=f, stderr=err, start_new_session=True)
     jvm = None
     try:
         jvm = _jvm_child_of(proc.pid, within_s=60)
