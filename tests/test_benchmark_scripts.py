@@ -318,3 +318,13 @@ def test_answer_truth_runs_a_long_run_again_where_the_machine_moved_and_counts_o
     assert done == ["1-200000", "1-200000-again", "2-200000", "3-200000", "3-200000-again"]
     assert capsys.readouterr().out.count("not counted: over 25%; run again") == 2
     assert answer_truth.counted(float("nan"), 0.25) and answer_truth.counted(0.25, 0.25)
+
+
+@pytest.mark.parametrize("name", ["hot_items", "two_hashes"])
+def test_the_answer_checks_own_jobs_are_valid_specs_whose_jobs_build(name):
+    from streamscale.benchmark.plan import resolve
+    from streamscale.benchmark.spec import load_spec
+
+    spec = load_spec(BENCHMARKS / "jobs" / f"{name}.yaml")
+    assert spec.name == name and "rounds" not in spec.benchmark.params  # answer_truth runs it once, as it is
+    resolve(spec).check()  # its job imports and builds from its records, as `benchmark validate` checks
