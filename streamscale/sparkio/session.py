@@ -123,7 +123,7 @@ def build_session(
     for k, v in _session_conf(master, conf, shuffle_partitions, ui).items():
         builder = builder.config(k, str(v))
     _quiet_accumulator_servers()
-    with new_children_killed_on_error("pyspark-shell", kept=_held_jvm):
+    with new_children_killed_on_error("pyspark-shell", kept=_held_jvm), _unused_jvm_stopped_if_interrupted():
         if spark_log_on_stderr() or SparkContext._gateway is not None:
             spark = builder.getOrCreate()  # the JVM runs already (or the user wants its output on stderr)
         else:
@@ -147,6 +147,24 @@ def _held_jvm() -> set[int]:
 
     pid = getattr(getattr(SparkContext._gateway, "proc", None), "pid", None)
     return {pid} if pid else set()
+
+
+@contextlib.contextmanager
+def _unused_jvm_stopped_if_interrupted():
+    """A Ctrl-C or SIGTERM after pyspark took its JVM but before a SparkContext ran on it stops that
+    JVM, by its process, and pyspark forgets it (a later session here starts another): the stop
+    does not rest on the JVM noticing this process's end."""
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit):
+        from pyspark import SparkContext
+
+        proc = getattr(SparkContext._gateway, "proc", None)
+        if proc is not None and SparkContext._active_spark_context is None:
+            SparkContext._gateway = SparkContext._jvm = None
+            proc.kill()
+            proc.wait()
+        raise
 
 
 def _session_conf(master: str, conf: dict | None, shuffle_partitions: int | None, ui: bool) -> dict:

@@ -68,3 +68,28 @@ def test_ctrl_c_while_the_jvm_starts_leaves_no_jvm(tmp_path, log):
                 except ProcessLookupError:
                     pass
         proc.wait(10)
+
+
+def test_a_jvm_pyspark_took_is_stopped_and_forgotten_when_interrupted_before_a_context_ran_on_it(monkeypatch):
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    from streamscale.sparkio.session import build_session
+
+    jvm = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "pyspark-shell"])
+    try:
+        monkeypatch.setattr(SparkContext, "_gateway", type("Gateway", (), {"proc": jvm})())
+        monkeypatch.setattr(SparkContext, "_jvm", object())
+        monkeypatch.setattr(SparkContext, "_active_spark_context", None)
+
+        def interrupted(self):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(SparkSession.Builder, "getOrCreate", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            build_session("local[1]")
+        assert jvm.poll() is not None  # stopped, not left to notice this process's end
+        assert SparkContext._gateway is None and SparkContext._jvm is None  # the next session starts another
+    finally:
+        jvm.kill()
+        jvm.wait()
