@@ -114,12 +114,13 @@ if folders:
 """
 
 
-def child_pids() -> set[int]:
-    """This process's children now (Linux: every thread's ``children`` list in /proc)."""
+def child_pids(pid: int | None = None) -> set[int]:
+    """The children of process ``pid`` (this one by default) now (Linux: every thread's
+    ``children`` list in /proc: a child is listed under the thread that forked it)."""
     import glob
 
     pids: set[int] = set()
-    for listed in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+    for listed in glob.glob(f"/proc/{pid or os.getpid()}/task/*/children"):
         try:
             with open(listed) as f:
                 pids.update(int(p) for p in f.read().split())
@@ -129,12 +130,28 @@ def child_pids() -> set[int]:
 
 
 def command_line(pid: int) -> list[str]:
-    """A process's arguments ([] once it is gone)."""
+    """A process's arguments, an empty one included ([] once it is gone, or while it has none)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+            data = f.read()
     except OSError:
         return []
+    return [a.decode(errors="replace") for a in data.removesuffix(b"\0").split(b"\0")] if data else []
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat's fields after the command name (which may hold spaces and parentheses):
+    the state first; OSError once the process is gone."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def _gone(pid: int) -> bool:
+    """Whether the process has ended (a zombie included)."""
+    try:
+        return _stat_fields(pid)[0] == "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _settled_command_line(pid: int, tries: int = 100) -> list[str]:
@@ -145,18 +162,10 @@ def _settled_command_line(pid: int, tries: int = 100) -> list[str]:
 
     for _ in range(tries):
         got = command_line(pid)
-        if got or not os.path.exists(f"/proc/{pid}") or _zombie(pid):
+        if got or _gone(pid):
             return got
         time.sleep(0.01)
     return []
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
 
 
 @contextlib.contextmanager
@@ -180,8 +189,7 @@ def new_children_killed_on_error(last_argument: str, kept=frozenset):
 def start_time(pid: int) -> str:
     """A process's start time in clock ticks since boot (/proc/PID/stat field 22): with its pid,
     what tells it from a later process that got the same pid."""
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[19]
+    return _stat_fields(pid)[19]
 
 
 class Guardian:

@@ -29,3 +29,16 @@ def test_new_children_with_the_argument_are_killed_on_error_and_held_or_other_on
         for p in [before, *started]:
             p.kill()
             p.wait()
+
+
+def test_a_command_line_is_read_exactly_an_empty_argument_included():
+    from streamscale.processes import command_line
+
+    args = [*SLEEPER, "", "last"]
+    p = subprocess.Popen(args)
+    try:
+        assert command_line(p.pid) == args
+    finally:
+        p.kill()
+        p.wait()
+    assert command_line(p.pid) == []  # gone

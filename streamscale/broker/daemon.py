@@ -18,7 +18,7 @@ from streamscale.broker.cluster import EmbeddedCluster
 from streamscale.broker.connection import BOOTSTRAP_ENV, KafkaConnection
 from streamscale.broker.embedded import BrokerInfo, EmbeddedBroker
 from streamscale.errors import BrokerError
-from streamscale.processes import Guardian
+from streamscale.processes import Guardian, command_line
 
 
 def state_dir() -> Path:
@@ -30,11 +30,7 @@ def _state_file() -> Path:
 
 
 def _pid_is_our_broker(pid: int, properties: str) -> bool:
-    try:
-        cmdline = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
-    except OSError:
-        return False
-    return bool(properties) and kafka_server.is_server_cmdline(cmdline, properties)
+    return bool(properties) and kafka_server.is_server_cmdline(command_line(pid), properties)
 
 
 def running_state(path: Path, kind, alive):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from streamscale.broker import daemon as broker_daemon
 from streamscale.errors import ClusterError, StreamscaleError
+from streamscale.processes import command_line
 
 KEEPER = "streamscale.hosts.daemon"
 
@@ -44,11 +45,7 @@ def hosts_file() -> Path:
 
 
 def _is_keeper(pid: int) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return KEEPER.encode() in cmdline
+    return KEEPER in command_line(pid)
 
 
 def hosts_status() -> HostsInfo | None:

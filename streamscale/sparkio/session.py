@@ -123,7 +123,7 @@ def build_session(
     for k, v in _session_conf(master, conf, shuffle_partitions, ui).items():
         builder = builder.config(k, str(v))
     _quiet_accumulator_servers()
-    with new_children_killed_on_error("pyspark-shell", kept=_held_jvm), _unused_jvm_stopped_if_interrupted():
+    with _jvm_stopped_if_its_start_fails():
         if spark_log_on_stderr() or SparkContext._gateway is not None:
             spark = builder.getOrCreate()  # the JVM runs already (or the user wants its output on stderr)
         else:
@@ -138,33 +138,37 @@ def build_session(
     return spark
 
 
-def _held_jvm() -> set[int]:
-    """The JVM pyspark holds as its gateway ({}: none). A Ctrl-C or SIGTERM while pyspark waits for
-    the JVM it launched to answer leaves that JVM to nobody: its main thread fails to report its
-    port (pyspark removed the folder on the way out), its gateway thread keeps it alive, and it
-    ignores SIGINT. ``build_session`` kills such a JVM; the one pyspark holds it leaves."""
+def _gateway_proc():
+    """The JVM process pyspark holds as its gateway (None: none yet)."""
     from pyspark import SparkContext
 
-    pid = getattr(getattr(SparkContext._gateway, "proc", None), "pid", None)
-    return {pid} if pid else set()
+    return getattr(SparkContext._gateway, "proc", None)
 
 
 @contextlib.contextmanager
-def _unused_jvm_stopped_if_interrupted():
-    """A Ctrl-C or SIGTERM after pyspark took its JVM but before a SparkContext ran on it stops that
-    JVM, by its process, and pyspark forgets it (a later session here starts another): the stop
-    does not rest on the JVM noticing this process's end."""
-    try:
-        yield
-    except (KeyboardInterrupt, SystemExit):
-        from pyspark import SparkContext
+def _jvm_stopped_if_its_start_fails():
+    """A session's start that ends in an exception leaves no JVM to nobody, killed by its process:
 
-        proc = getattr(SparkContext._gateway, "proc", None)
-        if proc is not None and SparkContext._active_spark_context is None:
-            SparkContext._gateway = SparkContext._jvm = None
-            proc.kill()
-            proc.wait()
-        raise
+    - one pyspark launched but does not hold yet (a Ctrl-C or SIGTERM while it waits for the JVM to
+      answer): its main thread fails to report its port (pyspark removed the folder on the way
+      out), its gateway thread keeps it alive, and it ignores SIGINT;
+    - on a Ctrl-C or SIGTERM, the one pyspark took but no SparkContext runs on yet: pyspark forgets
+      it too (a later session here starts another), so the stop does not rest on the JVM noticing
+      this process's end.
+
+    A JVM pyspark holds is otherwise left: a later session reuses it, and pyspark ends it on exit."""
+    from pyspark import SparkContext
+
+    with new_children_killed_on_error("pyspark-shell", kept=lambda: {p.pid} if (p := _gateway_proc()) else set()):
+        try:
+            yield
+        except (KeyboardInterrupt, SystemExit):
+            proc = _gateway_proc()
+            if proc is not None and SparkContext._active_spark_context is None:
+                SparkContext._gateway = SparkContext._jvm = None
+                proc.kill()
+                proc.wait()
+            raise
 
 
 def _session_conf(master: str, conf: dict | None, shuffle_partitions: int | None, ui: bool) -> dict:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from streamscale.processes import command_line
+from streamscale.processes import child_pids, command_line
 
 pytestmark = pytest.mark.spark
 
@@ -21,15 +21,9 @@ def _jvm_child_of(pid: int, within_s: float) -> int | None:
     says a grandchild started)."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{task}/children") as f:
-                    kids = [int(k) for k in f.read().split()]
-            except OSError:
-                kids = []
-            found = [k for k in kids if command_line(k)[-1:] == ["pyspark-shell"]]
-            if found:
-                return found[0]
+        found = [k for k in child_pids(pid) if command_line(k)[-1:] == ["pyspark-shell"]]
+        if found:
+            return found[0]
         time.sleep(0.01)
     return None
 

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Protocol
 
+from streamscale.processes import command_line
+
 
 class ConsumerBackend(Protocol):
     def create(self, consumer: int) -> None: ...
@@ -59,12 +61,8 @@ class LocalProcessBackend:
             os.waitpid(pid, os.WNOHANG)  # reap it if it is our exited child
         except ChildProcessError:
             pass
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            return False
         want = self._cmd(consumer)[1:]  # the interpreter path may differ (symlinks); the rest may not
-        return cmdline[1 : len(want) + 1] == want
+        return command_line(pid)[1 : len(want) + 1] == want
 
     def create(self, consumer: int) -> None:
         pids = self._load()
