@@ -262,9 +262,10 @@ def _say_answer(summary: dict, out_dir: Path, took_s: float) -> None:
     said = [
         f"~{approx(p['records_per_s'])} records/s on {p['resources']} core{'s' * (p['resources'] != 1)}" for p in probes
     ]
+    # the answer a sentence of its own: its brackets carry their own parentheses
     console.print(
-        f"\n[bold]{summary['answer']['sentence']}[/] ({'probes: ' + ', '.join(said) + ', ' if said else ''}"
-        f"{len(rows)} experiments in {took_s:.0f} s).",
+        f"\n[bold]{summary['answer']['sentence']}.[/] {'Probes: ' + ', '.join(said) + '; ' if said else ''}"
+        f"{len(rows)} experiments in {took_s:.0f} s.",
         soft_wrap=True,
     )
     for r in rows:

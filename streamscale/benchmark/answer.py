@@ -224,33 +224,42 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         lowest = min([float(k) for k in row.get("verdicts") or {}] + [float(failed)])
         return f"{who} held none of the loads tried{ended} (down to {axes.amount(lowest)})"
     text = f"{who} held {axes.amount(held)}" + (" (as fewer resources did; not run)" if row["held_assumed"] else "")
+    notes: list[str] = []  # said after the bracket in one parenthesis, not one parenthesis each
     if failed is None:
         if row.get("ceiling"):
             return text + f", higher untested: {row['ceiling']}"
         # the search ended before any load failed: by its time budget, or its runs used up
         why = "the time budget ended the search" if row.get("out_of_time") else "the search's runs were used up"
-        text += f", higher untested ({why})"
+        notes.append(why)
+        text += ", higher untested"
     else:
         verb = "stayed undecided at" if row["failed_undecided"] else "failed"
-        text += f" and {verb} {axes.amount(failed)}" + _undecided_between(row, axes)
+        text += f" and {verb} {axes.amount(failed)}"
+        notes += _undecided_between(row, axes)
     if row.get("out_of_time") and row.get("width") is not None:
-        text += f" (the time budget ended the search {row['width']:.0%} apart)"
-    if row.get("long_s"):
-        text += _long_words(row)
-    elif row.get("slo_runs") is not None:
-        text += _slo_words(row)
-    elif row.get("ends_unchecked"):
-        # what was done about a drift is said beside it, not hidden by it
-        drifted = "; run again after a drift" if row.get("confirmed") else _drifted_words(row, "; ")
-        text += f" (its ends not run under the SLOs: {row['ends_unchecked']}{drifted})"
-    elif row.get("confirmed"):
-        text += " (its ends run again after a drift)"
-    elif row.get("ends_drifted"):
-        text += f" ({_drifted_words(row)})"
+        notes.append(f"the time budget ended the search {row['width']:.0%} apart")
+    notes += _checked_words(row)
     # Spark's CPU-seconds per million records stay in the table (summary.json, the report), not in
     # the sentence: on a confined core Spark keeps its CPUs busy at any load, so there the figure is
     # the CPUs over the load held and says no more than the bracket (docs/benchmarking.md)
-    return text
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _checked_words(row: dict) -> list[str]:
+    """What the sentence says of how a bracket's ends were checked: by long runs, under the SLOs,
+    not at all (the time budget), or run again after a drift; and how many of the runs that decided
+    them ran on a drifting machine."""
+    if row.get("long_s"):
+        return _long_words(row)
+    if row.get("slo_runs") is not None:
+        return _slo_words(row)
+    if row.get("ends_unchecked"):
+        # what was done about a drift is said beside it, not hidden by it
+        drifted = "; run again after a drift" if row.get("confirmed") else _drifted_words(row, "; ")
+        return [f"its ends not run under the SLOs: {row['ends_unchecked']}{drifted}"]
+    if row.get("confirmed"):
+        return ["its ends run again after a drift"]
+    return [_drifted_words(row)] if row.get("ends_drifted") else []
 
 
 def _drifted_words(row: dict, before: str = "") -> str:
@@ -259,14 +268,14 @@ def _drifted_words(row: dict, before: str = "") -> str:
     return f"{before}{n} deciding run{'s' if n > 1 else ''} on a drifting machine" if n else ""
 
 
-def _long_words(row: dict) -> str:
+def _long_words(row: dict) -> list[str]:
     """Which of a confirmed bracket's ends its long runs decided (the held end a pass, the upper
     one a fail), and which they did not."""
     length = f"{row['long_s']:g} s"
     held, failed, held_ok, failed_verdict = _end_verdicts(row, "long")
     failed_ok = failed_verdict == "fail"
     if held_ok and failed_ok:
-        return f" (ends decided by {length} runs)"
+        return [f"ends decided by {length} runs"]
     said = []
     if held is not None:
         said.append(f"the held end {'decided by a' if held_ok else 'not decided by its'} {length} run")
@@ -276,11 +285,11 @@ def _long_words(row: dict) -> str:
         )
     elif failed_ok:
         said.append(f"the upper end decided by a {length} run")
-    return f" ({', '.join(said)})" if said else ""
+    return [", ".join(said)] if said else []
 
 
-def _undecided_between(row: dict, axes: Axes) -> str:
-    """The loads between a bracket's ends whose runs stayed undecided ("" where none did): the
+def _undecided_between(row: dict, axes: Axes) -> list[str]:
+    """The loads between a bracket's ends whose runs stayed undecided (none where none did): the
     search, or the runs that decided its ends (under the SLOs, or long ones), stepped past them,
     and the capacity may lie anywhere among them. Where such a run decided a load, its verdict
     stands over the search's."""
@@ -288,14 +297,14 @@ def _undecided_between(row: dict, axes: Axes) -> str:
     verdicts = {float(k): v for key in ("verdicts", "slo_runs", "long") for k, v in (row.get(key) or {}).items()}
     inside = sorted(x for x, v in verdicts.items() if v == "undecided" and held < x < failed)
     if not inside:
-        return ""
+        return []
     if len(inside) == 1:
-        return f" (undecided at {axes.amount(inside[0])})"
-    return f" (undecided from {axes.amount(inside[0])} to {axes.amount(inside[-1])})"
+        return [f"undecided at {axes.amount(inside[0])}"]
+    return [f"undecided from {axes.amount(inside[0])} to {axes.amount(inside[-1])}"]
 
 
-def _slo_words(row: dict) -> str:
-    """Which of a bracket's ends the runs under the SLOs left undecided ("" where they decided both:
+def _slo_words(row: dict) -> list[str]:
+    """Which of a bracket's ends the runs under the SLOs left undecided (none where they decided both:
     the held end passed, the upper one failed, as held and failed say)."""
     held, failed, held_ok, failed_verdict = _end_verdicts(row, "slo_runs")
     said = []
@@ -308,7 +317,7 @@ def _slo_words(row: dict) -> str:
     # an end still at a load where runs disagreed (the run past it did not agree, or none was left)
     disputed = set(row.get("disputed") or ())
     said += [f"runs at the {end} end disagreed" for end, x in (("held", held), ("upper", failed)) if x in disputed]
-    return f" ({', '.join(said)})" if said else ""
+    return [", ".join(said)] if said else []
 
 
 def _end_verdicts(row: dict, key: str) -> tuple:

@@ -160,6 +160,32 @@ def test_ends_the_time_budget_left_unchecked_still_say_that_their_deciding_runs_
     )
 
 
+def test_what_is_said_after_a_bracket_is_one_parenthesis_however_much_there_is():
+    """An undecided load between the ends, the time budget's end and the ends left unchecked after
+    drifting runs: one parenthesis after the bracket, its parts apart by semicolons, not a
+    parenthesis each (a demo's sentence stacked three of them)."""
+    from streamscale.benchmark.answer import bracket_answer
+    from streamscale.benchmark.bracket import Bracket
+
+    verdicts = {47_000.0: "pass", 58_000.0: "undecided", 72_000.0: "fail"}
+    b = Bracket(1, 47_000.0, 72_000.0, out_of_time=True, verdicts=verdicts).as_dict()
+    b["ends_unchecked"] = "the time budget held no runs of them"
+    rows = [_row(47_000, 1, "pass", 90.0, drifted=True), _row(58_000, 1, "undecided", 90.0)]
+    rows.append(_row(72_000, 1, "fail", 90.0))
+    assert bracket_answer([b], Axes(), "uc2", rows)["sentence"] == (
+        "UC2 on this machine: 1 core (Spark used 0.9 CPUs) held ~47,000 records/s and failed ~72,000 records/s "
+        "(undecided at ~58,000 records/s; the time budget ended the search 53% apart; its ends not run under the "
+        "SLOs: the time budget held no runs of them; 1 deciding run on a drifting machine)"
+    )
+    higher = Bracket(2, 66_000.0, None, out_of_time=True, verdicts={66_000.0: "pass"}).as_dict()
+    higher["ends_unchecked"] = "the time budget held no runs of them"
+    said = bracket_answer([higher], Axes(), "uc2", [_row(66_000, 2, "pass", 140.0, drifted=True)])["sentence"]
+    assert said.endswith(
+        "held ~66,000 records/s, higher untested (the time budget ended the search; its ends not run under the "
+        "SLOs: the time budget held no runs of them; 1 deciding run on a drifting machine)"
+    )
+
+
 def test_a_bracket_answer_says_both_ends_and_what_spark_had(tmp_path):
     from streamscale.benchmark.answer import bracket_answer
     from streamscale.benchmark.bracket import Bracket
