@@ -199,8 +199,8 @@ def bracket_search(
 def _probed_steps(st: Settings) -> Settings:
     """The steps of a search from a probe, which starts near the capacity: one inside the resolution,
     so that a pass and a fail one step apart are a bracket (5 % under it: loads are rounded to two
-    digits); downwards, where the probe overrated the job (a light job the generator and the broker
-    starve of CPU in a run, not in a drain), two such steps at once."""
+    digits); downwards from a failure, where the probe overrated the job (a light job the generator
+    and the broker starve of CPU in a run, not in a drain), two such steps at once."""
     step = 1 + 0.95 * st.resolution
     return dataclasses.replace(st, factor=min(st.factor, step), factor_down=min(st.factor, step**2))
 
@@ -322,7 +322,12 @@ def _next_outwards(b: Bracket, v: str, x: float, invalid: float, st: Settings) -
         return _below_invalid(b, invalid, st) if up >= invalid else up
     if b.held is not None or x <= st.low:
         return None
-    return _down(x, st.factor_down or st.factor, st.low, st.whole)
+    # A load that failed may lie far over the capacity (a probe that overrated the job): a long step
+    # down. One that stayed undecided lies near it (its lag neither stayed bounded nor surely grew):
+    # one step, where two left UC2's demo on a slow machine 52 % apart (undecided at 32,000 records/s
+    # on 1 core, then a pass at 21,000, and no time to halve them).
+    step = st.factor if v == UNDECIDED else st.factor_down or st.factor
+    return _down(x, step, st.low, st.whole)
 
 
 def _reaches(b: Bracket, x: float) -> bool:

@@ -9,7 +9,7 @@ import math
 from types import SimpleNamespace
 
 from streamscale.benchmark import drainprobe as dp
-from streamscale.benchmark.bracket import FAIL, PASS, Settings, bracket_search
+from streamscale.benchmark.bracket import FAIL, PASS, UNDECIDED, Settings, bracket_search
 from streamscale.benchmark.execution import Execution
 from streamscale.benchmark.spec import parse_spec
 from tests.benchmark.helpers import drained_job as job
@@ -134,6 +134,29 @@ def test_a_probed_amount_starts_half_a_step_under_its_probe_in_steps_within_the_
     # 57/50 = 1.14
     assert [c[0] for c in calls if c[1] == 2] == [57_000, 44_000, 50_000]
     assert (two.held, two.failed, two.held_assumed) == (50_000, 57_000, False)
+
+
+def test_a_first_load_that_stays_undecided_steps_down_once_and_one_that_fails_twice():
+    # UC2's demo on a slow machine: its probe said 35,800 on 1 core, resolution 25 %: steps of
+    # 1 + 0.95 x 0.25 = 1.2375, the first half a step under the probe, 32k (32,182). Undecided
+    # there (the capacity lies near it, ~30,000): one step down, 26k (25,857), which holds, and
+    # 32k is stepped past upwards to 40k (39,600), which fails. Two steps (1.2375^2 = 1.531) would
+    # have run 21k (20,893) first, 52 % under the undecided load.
+    calls = []
+
+    def verdict(load, res):
+        calls.append(load)
+        return PASS if load <= 27_000 else UNDECIDED if load <= 35_000 else FAIL
+
+    (one,) = bracket_search([1], verdict, 5_000, Settings(resolution=0.25), probe={1: 35_800}.get)
+    assert calls == [32_000, 26_000, 40_000]
+    assert (one.held, one.failed, one.failed_undecided) == (26_000, 40_000, False)
+    # failed there (the probe overrated the job): two steps down at once, 21k, then up again
+    calls.clear()
+    (one,) = bracket_search(
+        [1], lambda x, r: FAIL if x == 32_000 else verdict(x, r), 5_000, Settings(0.25), probe={1: 35_800}.get
+    )
+    assert calls[:2] == [21_000, 26_000] and (one.held, one.failed) == (26_000, 32_000)
 
 
 def test_an_exact_probe_is_bracketed_by_the_first_two_runs():
