@@ -134,6 +134,9 @@ class Settings:
     whole: bool = False
     rate: Callable[[float], float] = float
     factor_down: float | None = None  # the step down while nothing held (None: ``factor``)
+    # whether a load that stayed undecided on a resource amount leaned over its capacity (its lag's
+    # trend estimate over the limit): the step down from it is then a failure's (None: none did)
+    leans: Callable[[float, int], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -323,11 +326,13 @@ def _next_outwards(b: Bracket, v: str, x: float, invalid: float, st: Settings) -
     if b.held is not None or x <= st.low:
         return None
     # A load that failed may lie far over the capacity (a probe that overrated the job): a long step
-    # down. One that stayed undecided lies near it (its lag neither stayed bounded nor surely grew):
-    # one step, where two left UC2's demo on a slow machine 52 % apart (undecided at 32,000 records/s
-    # on 1 core, then a pass at 21,000, and no time to halve them).
-    step = st.factor if v == UNDECIDED else st.factor_down or st.factor
-    return _down(x, step, st.low, st.whole)
+    # down, as from one that stayed undecided while its lag grew faster than the limit (likely, not
+    # surely: on 2 cores UC2's demo was undecided at 53,000 records/s with 19 % of it piling up, and
+    # one step down, at 43,000, again). One undecided with its lag's trend under the limit lies near
+    # the capacity: one step, where two left the demo on 1 core 52 % apart (undecided at 32,000
+    # records/s, its lag flat; then a pass at 21,000, and no time to halve them).
+    near = v == UNDECIDED and not (st.leans is not None and st.leans(x, b.resources))
+    return _down(x, st.factor if near else st.factor_down or st.factor, st.low, st.whole)
 
 
 def _reaches(b: Bracket, x: float) -> bool:

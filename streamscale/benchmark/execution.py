@@ -210,6 +210,11 @@ class Execution:
         """Whether a run at this point (this configuration) was taken on a drifting machine."""
         return any(r.drifted for r in self._runs_at(load, res))
 
+    def leans_over(self, load, res) -> bool:
+        """Whether a run at this point that stayed undecided leaned over the capacity: its lag's
+        trend estimate above the limit it was judged by (its interval reached below it)."""
+        return any(r.verdict == "undecided" and r.lag_slope > r.lag_limit for r in self._runs_at(load, res))
+
     def _runs_at(self, load, res) -> list[ExperimentResult]:
         """Every run done at this point in the configuration searched, whatever its repetition."""
         point = (float(load), int(res), self.config)
@@ -357,7 +362,9 @@ class Execution:
         low, high = dim.search_range(values)
         if self.probes is not None and len(values) == 1:  # the one value is a guess: each probe says where to look
             low, high = 1.0, math.inf
-        settings = Settings(st.resolution, st.factor, low, high, st.max_runs, dim.whole, dim.rate)
+        settings = Settings(
+            st.resolution, st.factor, low, high, st.max_runs, dim.whole, dim.rate, leans=self.leans_over
+        )
         search = BracketSearch(
             tuple(ex.resource_values),
             values[0],

@@ -136,27 +136,61 @@ def test_a_probed_amount_starts_half_a_step_under_its_probe_in_steps_within_the_
     assert (two.held, two.failed, two.held_assumed) == (50_000, 57_000, False)
 
 
-def test_a_first_load_that_stays_undecided_steps_down_once_and_one_that_fails_twice():
+def test_a_first_load_undecided_near_the_capacity_steps_down_once_and_one_over_it_or_failed_twice():
     # UC2's demo on a slow machine: its probe said 35,800 on 1 core, resolution 25 %: steps of
     # 1 + 0.95 x 0.25 = 1.2375, the first half a step under the probe, 32k (32,182). Undecided
-    # there (the capacity lies near it, ~30,000): one step down, 26k (25,857), which holds, and
-    # 32k is stepped past upwards to 40k (39,600), which fails. Two steps (1.2375^2 = 1.531) would
-    # have run 21k (20,893) first, 52 % under the undecided load.
+    # there with its lag's trend under the limit (the capacity lies near it, ~30,000): one step
+    # down, 26k (25,857), which holds, and 32k is stepped past upwards to 40k (39,600), which
+    # fails. Two steps (1.2375^2 = 1.531) would have run 21k (20,893) first, 52 % under it.
     calls = []
 
     def verdict(load, res):
         calls.append(load)
         return PASS if load <= 27_000 else UNDECIDED if load <= 35_000 else FAIL
 
-    (one,) = bracket_search([1], verdict, 5_000, Settings(resolution=0.25), probe={1: 35_800}.get)
+    def search(verdict, leans=None):
+        calls.clear()
+        (one,) = bracket_search([1], verdict, 5_000, Settings(0.25, leans=leans), probe={1: 35_800}.get)
+        return one
+
+    one = search(verdict, leans=lambda x, r: False)
     assert calls == [32_000, 26_000, 40_000]
     assert (one.held, one.failed, one.failed_undecided) == (26_000, 40_000, False)
-    # failed there (the probe overrated the job): two steps down at once, 21k, then up again
-    calls.clear()
-    (one,) = bracket_search(
-        [1], lambda x, r: FAIL if x == 32_000 else verdict(x, r), 5_000, Settings(0.25), probe={1: 35_800}.get
-    )
+    assert search(verdict).held == 26_000 and calls[:2] == [32_000, 26_000]  # no leaning known: near
+    # undecided while its lag grew faster than the limit (likely over the capacity), or failed
+    # there (the probe overrated the job): two steps down at once, 21k, then up again
+    one = search(verdict, leans=lambda x, r: x == 32_000)
+    assert calls[:3] == [32_000, 21_000, 26_000] and (one.held, one.failed) == (26_000, 40_000)
+    one = search(lambda x, r: FAIL if x == 32_000 else verdict(x, r))
     assert calls[:2] == [21_000, 26_000] and (one.held, one.failed) == (26_000, 32_000)
+
+
+def test_an_execution_steps_down_from_an_undecided_first_load_as_far_as_its_lag_leaned(tmp_path):
+    # 1 core's probe says 31,000 (as above): the search starts at 29,000, in steps of 1.1425 (two:
+    # 1.305). Undecided there, its lag growing by 500/s against a limit of 1,087 (3.75 % of it): one
+    # step down, 25,000 (25,383); growing by 5,000/s: two, 22,000 (22,217)
+    spec = parse_spec(
+        spec_dict(
+            load={"type": "rate", "values": [1000]},
+            metric="capacity",
+            repetitions=1,
+            strategy={"name": "bracket", "resolution": 0.15},
+        )
+    )
+    per_core = job(0.6, 1 / 40_000)
+    for slope, second in ((500.0, 25_000), (5_000.0, 22_000)):
+        runs = []
+
+        def run(load, res, rep, on_lag=None, slope=slope, runs=runs):
+            runs.append(load)
+            r = fake_result(load, res, rep, passed=load <= 20_000)
+            if load != 29_000:
+                return r
+            return dataclasses.replace(r, verdict="undecided", lag_slope=slope, lag_limit=1_087.0)
+
+        drain = lambda load, res, config, records, batch: per_core(load, records, batch)  # noqa: E731
+        Execution(spec, tmp_path / f"{slope:g}", run, drain=drain).run()
+        assert runs[:2] == [29_000, second]
 
 
 def test_an_exact_probe_is_bracketed_by_the_first_two_runs():
