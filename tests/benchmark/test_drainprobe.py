@@ -136,6 +136,18 @@ def test_a_probed_amount_starts_half_a_step_under_its_probe_in_steps_within_the_
     assert (two.held, two.failed, two.held_assumed) == (50_000, 57_000, False)
 
 
+def bracket_spec():
+    """A capacity search of one rate value, one run a point, bracketed to 15 % from each probe."""
+    return parse_spec(
+        spec_dict(
+            load={"type": "rate", "values": [1000]},
+            metric="capacity",
+            repetitions=1,
+            strategy={"name": "bracket", "resolution": 0.15},
+        )
+    )
+
+
 def test_a_first_load_undecided_near_the_capacity_steps_down_once_and_one_over_it_or_failed_twice():
     # UC2's demo on a slow machine: its probe said 35,800 on 1 core, resolution 25 %: steps of
     # 1 + 0.95 x 0.25 = 1.2375, the first half a step under the probe, 32k (32,182). Undecided
@@ -169,14 +181,7 @@ def test_an_execution_steps_down_from_an_undecided_first_load_as_far_as_its_lag_
     # 1 core's probe says 31,000 (as above): the search starts at 29,000, in steps of 1.1425 (two:
     # 1.305). Undecided there, its lag growing by 500/s against a limit of 1,087 (3.75 % of it): one
     # step down, 25,000 (25,383); growing by 5,000/s: two, 22,000 (22,217)
-    spec = parse_spec(
-        spec_dict(
-            load={"type": "rate", "values": [1000]},
-            metric="capacity",
-            repetitions=1,
-            strategy={"name": "bracket", "resolution": 0.15},
-        )
-    )
+    spec = bracket_spec()
     per_core = job(0.6, 1 / 40_000)
     for slope, second in ((500.0, 25_000), (5_000.0, 22_000)):
         runs = []
@@ -206,14 +211,7 @@ def test_an_exact_probe_is_bracketed_by_the_first_two_runs():
 
 
 def test_an_execution_starts_each_amount_from_its_probe_and_keeps_it_beside_the_bracket(tmp_path, capsys):
-    spec = parse_spec(
-        spec_dict(
-            load={"type": "rate", "values": [1000]},
-            metric="capacity",
-            repetitions=1,
-            strategy={"name": "bracket", "resolution": 0.15},
-        )
-    )
+    spec = bracket_spec()
     drains, runs = [], []
     # the processing-latency limit of 8 s: batches of 8/3 s read (8/3 - 0.6) x 40,000 / (8/3) = 31,000/s
     per_core = job(0.6, 1 / 40_000)
