@@ -81,9 +81,10 @@ GUESS = 1.1 * BATCH  # two significant digits, as the spec rounds its loads
 # Per core count, the search (streamscale.benchmark.bracket) drains a backlog of UC2's records (the
 # probe: one core's first drains also warm its JVM, whose experiments run in the same session), starts
 # half a step under the probe's figure and steps just inside RESOLUTION outwards (down, while nothing
-# held, from a failure two such steps; FACTOR at most) until one load held and one failed, then halves that bracket
-# (geometrically) to RESOLUTION. The probe drains a backlog on a quiet machine, the
-# experiments share it with the generator and the broker, so the probe is a start, not an answer.
+# held, two such steps from a failure or an undecided load whose lag grew; FACTOR at most) until one
+# load held and one failed, then halves that bracket (geometrically) to RESOLUTION. The probe drains a
+# backlog on a quiet machine, the experiments share it with the generator and the broker, so the probe
+# is a start, not an answer.
 # Runs stop as soon as their lag trend is decided (sequential testing), at the latest after
 # DURATION_S: a fitted span (after WARMUP_S) of three window periods, in which the search's threshold
 # decides a bounded lag and a load a step over the capacity (docs/benchmarking.md: 30 s of steady

@@ -202,8 +202,9 @@ def bracket_search(
 def _probed_steps(st: Settings) -> Settings:
     """The steps of a search from a probe, which starts near the capacity: one inside the resolution,
     so that a pass and a fail one step apart are a bracket (5 % under it: loads are rounded to two
-    digits); downwards from a failure, where the probe overrated the job (a light job the generator
-    and the broker starve of CPU in a run, not in a drain), two such steps at once."""
+    digits); downwards from a failure (or an undecided load whose lag grew faster than the limit),
+    where the probe overrated the job (a light job the generator and the broker starve of CPU in a
+    run, not in a drain), two such steps at once."""
     step = 1 + 0.95 * st.resolution
     return dataclasses.replace(st, factor=min(st.factor, step), factor_down=min(st.factor, step**2))
 
