@@ -139,19 +139,19 @@ def command_line(pid: int) -> list[str]:
     return [a.decode(errors="replace") for a in data.removesuffix(b"\0").split(b"\0")] if data else []
 
 
-def _stat_fields(pid: int) -> list[str]:
+def stat_fields(pid: int) -> list[str]:
     """/proc/PID/stat's fields after the command name (which may hold spaces and parentheses):
-    the state first; OSError once the process is gone."""
+    the state first, the parent's pid second; OSError once the process is gone."""
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()
 
 
-def _gone(pid: int) -> bool:
-    """Whether the process has ended (a zombie included)."""
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
     try:
-        return _stat_fields(pid)[0] == "Z"
+        return stat_fields(pid)[0] != "Z"
     except (OSError, IndexError):
-        return True
+        return False
 
 
 def _settled_command_line(pid: int, tries: int = 100) -> list[str]:
@@ -162,7 +162,7 @@ def _settled_command_line(pid: int, tries: int = 100) -> list[str]:
 
     for _ in range(tries):
         got = command_line(pid)
-        if got or _gone(pid):
+        if got or not running(pid):
             return got
         time.sleep(0.01)
     return []
@@ -189,7 +189,7 @@ def new_children_killed_on_error(last_argument: str, kept=frozenset):
 def start_time(pid: int) -> str:
     """A process's start time in clock ticks since boot (/proc/PID/stat field 22): with its pid,
     what tells it from a later process that got the same pid."""
-    return _stat_fields(pid)[19]
+    return stat_fields(pid)[19]
 
 
 class Guardian:

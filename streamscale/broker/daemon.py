@@ -18,7 +18,7 @@ from streamscale.broker.cluster import EmbeddedCluster
 from streamscale.broker.connection import BOOTSTRAP_ENV, KafkaConnection
 from streamscale.broker.embedded import BrokerInfo, EmbeddedBroker
 from streamscale.errors import BrokerError
-from streamscale.processes import Guardian, command_line
+from streamscale.processes import Guardian, command_line, stat_fields
 
 
 def state_dir() -> Path:
@@ -102,7 +102,7 @@ def _exiting(pid: int) -> bool:
     looks like our broker) but is not yet a zombie: closing a JVM's files and sockets takes a while
     on a busy CPU, and the process is alive until it is done."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+        fields = stat_fields(pid)
         kernel_thread = int(fields[6]) & 0x00200000  # PF_KTHREAD: no command line either, never ours
         return fields[0] != "Z" and not kernel_thread and not Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, IndexError, ValueError):
@@ -125,10 +125,7 @@ def _wait_gone(nodes: list[dict], timeout: float) -> bool:
 
 
 def _has_cmdline(pid: int) -> bool:
-    try:
-        return bool(Path(f"/proc/{pid}/cmdline").read_bytes())
-    except OSError:
-        return False
+    return bool(command_line(pid))
 
 
 def _reap(pid: int) -> bool:

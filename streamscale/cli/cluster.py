@@ -31,7 +31,7 @@ def cluster_start(
 def cluster_status():
     """Each host's role, address, process and state. Exit code 0 if running, 1 if not."""
     from streamscale.hosts.daemon import hosts_status
-    from streamscale.hosts.host import running
+    from streamscale.processes import running
 
     info = hosts_status()
     if info is None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from streamscale.processes import stat_fields
+
 
 def available_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
@@ -24,8 +26,7 @@ def children_map() -> dict[int, list[int]]:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            ppid = int(stat_fields(int(entry))[1])
         except (OSError, ValueError, IndexError):
             continue  # the process ended meanwhile
         kids.setdefault(ppid, []).append(int(entry))

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 
 from streamscale.experiment.cpus import process_tree
+from streamscale.processes import stat_fields
 
 DRIFT_LIMIT = 0.1  # relative change of the calibration loop's speed that marks a run as drifted
 # A run whose slower reading is this much below the fastest the execution has read ran in one of the
@@ -62,8 +63,7 @@ def slowdown(reference: float, before: float, after: float) -> float:
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds of process ``pid`` (all its threads) so far; None once it ended."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        fields = stat_fields(pid)
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

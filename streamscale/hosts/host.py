@@ -79,11 +79,3 @@ class Host:
             "pid": self.pid,
             "cpus": ",".join(map(str, self.cpus)) or "any",
         }
-
-
-def running(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from streamscale.hosts.cluster import HostsCluster, why_not
-from streamscale.hosts.host import ASIDE, Host, running, under_tmp
+from streamscale.hosts.host import ASIDE, Host, under_tmp
+from streamscale.processes import running
 
 ROOT_ONLY = pytest.mark.skipif(why_not() is not None, reason=why_not() or "")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from streamscale.hosts.cluster import why_not
-from streamscale.hosts.host import running
+from streamscale.processes import running
 
 EXE = str(Path(sys.executable).parent / "streamscale")
 ROOT_ONLY = pytest.mark.skipif(why_not() is not None, reason=why_not() or "")
