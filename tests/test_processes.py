@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -37,6 +38,9 @@ def test_a_command_line_is_read_exactly_an_empty_argument_included():
     args = [*SLEEPER, "", "last"]
     p = subprocess.Popen(args)
     try:
+        deadline = time.monotonic() + 10
+        while not command_line(p.pid) and time.monotonic() < deadline:  # empty while the child execs
+            time.sleep(0.01)
         assert command_line(p.pid) == args
     finally:
         p.kill()
