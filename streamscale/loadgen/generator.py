@@ -22,6 +22,9 @@ from streamscale.loadgen.config import SHORTFALL_TOLERANCE, GeneratorConfig, Gen
 from streamscale.loadgen.worker import CATCH_UP_S, Shared, worker_process
 from streamscale.observe import prometheus
 
+LEAD_S = 0.1  # from the last worker's readiness to the schedule's start: time for each to see it
+READY_TIMEOUT_S = 60.0  # a worker not ready by then starts late (its shortfall is reported)
+
 
 class LoadGenerator:
     """Start/stop the worker processes; samples the rate sent and the records in flight every second.
@@ -40,6 +43,9 @@ class LoadGenerator:
         self._failed = [self._ctx.Value("q", 0, lock=False) for _ in range(cfg.workers)]
         self._done = [self._ctx.Value("d", 0.0, lock=False) for _ in range(cfg.workers)]
         self._cpu = [self._ctx.Value("d", 0.0, lock=False) for _ in range(cfg.workers)]
+        self._ready = [self._ctx.Value("b", 0, lock=False) for _ in range(cfg.workers)]
+        # the schedule's origin, (monotonic t0, stamp of record 0 in epoch ms): 0 until every worker is ready
+        self._schedule = self._ctx.Array("d", 2, lock=False)
         self._errors = self._ctx.Queue()
         self._per_second: list[float] = []
         self._in_flight: list[int] = []
@@ -75,22 +81,35 @@ class LoadGenerator:
                 )
             if dict(self.cfg.connection.properties).get("sasl.username"):
                 access.check_allowed(self.cfg.topic, "write")
-        t0_wall_ms = self.cfg.start_time_ms if self.cfg.start_time_ms is not None else int(time.time() * 1000)
-        self._t0_wall_ms = t0_wall_ms
-        # The schedule starts a moment ahead, once the spawned workers have imported their code.
-        self._t0 = time.monotonic() + 1.0
         for w in range(self.cfg.workers):
             p = self._ctx.Process(
                 target=worker_process,
                 name=f"streamscale-loadgen-{w}",
                 daemon=True,
-                args=(self.cfg, w, t0_wall_ms, self._t0, self._shared(w)),
+                args=(self.cfg, w, self._shared(w)),
             )
             p.start()
             self._procs.append(p)
+        self._await_ready()
+        # The schedule starts once every worker can send: a fixed head start was shorter than a
+        # spawned worker's imports on a busy machine (1-4 s), which then sent its first seconds in
+        # one burst and, in a short run, fell short of its schedule by its lateness.
+        wall_ms = self.cfg.start_time_ms if self.cfg.start_time_ms is not None else time.time() * 1000 + LEAD_S * 1000
+        self._t0 = time.monotonic() + LEAD_S
+        self._t0_wall_ms = int(wall_ms)
+        self._schedule[1], self._schedule[0] = self._t0_wall_ms, self._t0  # t0 last: the workers wait for it
         self._monitor = threading.Thread(target=self._watch, daemon=True)
         self._monitor.start()
         return self
+
+    def _await_ready(self) -> None:
+        """Until each worker has imported its code, made its producer and its records' maker, or
+        has ended (its failure is :meth:`worker_failure`'s), for at most READY_TIMEOUT_S."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline and not self._stop.is_set():
+            if all(r.value or not p.is_alive() for r, p in zip(self._ready, self._procs)):
+                return
+            time.sleep(0.01)
 
     def clock(self):
         """When each of its records is sent (after :meth:`start`), for another input's ``ref:``."""
@@ -111,6 +130,8 @@ class LoadGenerator:
             self._failed[w],
             self._done[w],
             self._cpu[w],
+            self._ready[w],
+            self._schedule,
             self._errors,
             os.getpid(),
         )

@@ -40,7 +40,8 @@ def worker_sensors(cfg: GeneratorConfig, w: int) -> list[int]:
 @dataclass
 class Shared:
     """What a worker shares with its parent: the stop event, its counters (sent, delivered, failed,
-    the instant it was done, its CPU seconds), the error queue and the parent's pid."""
+    the instant it was done, its CPU seconds), its readiness, the schedule's origin, the error queue
+    and the parent's pid."""
 
     stop: Any
     sent: Any
@@ -48,25 +49,29 @@ class Shared:
     failed: Any
     done: Any
     cpu: Any
+    ready: Any  # set once it can send
+    schedule: Any  # the parent's (t0, t0_wall_ms), t0 set once every worker is ready
     errors: Any
     parent_pid: int
 
 
-def worker_process(cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, shared: Shared) -> None:
-    """A worker process: record k of worker ``w`` is due at ``t0 + k / rate_w`` (monotonic) and is
-    stamped ``t0_wall_ms + k * 1000 / rate_w``. Its failure is reported as one line on the error
+def worker_process(cfg: GeneratorConfig, w: int, shared: Shared) -> None:
+    """A worker process: once it is ready and the parent has set the schedule's origin, record k of
+    worker ``w`` is due at ``t0 + k / rate_w`` (monotonic) and is stamped ``t0_wall_ms + k * 1000 /
+    rate_w``. Its failure is reported as one line on the error
     queue and its exit code, not a traceback on the user's console; the run sees the worker gone
     (LoadGenerator.worker_failure)."""
     try:
-        _Worker(cfg, w, t0_wall_ms, t0, shared).run()
+        _Worker(cfg, w, shared).run()
     except Exception as e:  # noqa: BLE001 - reported, and the process ends with it
         shared.errors.put(f"load generator worker {w} failed: {type(e).__name__}: {e}")
         raise SystemExit(1) from None
 
 
 class _Worker:
-    def __init__(self, cfg: GeneratorConfig, w: int, t0_wall_ms: int, t0: float, shared: Shared):
-        self.cfg, self.w, self.t0_wall_ms, self.t0, self.shared = cfg, w, t0_wall_ms, t0, shared
+    def __init__(self, cfg: GeneratorConfig, w: int, shared: Shared):
+        self.cfg, self.w, self.shared = cfg, w, shared
+        self.t0, self.t0_wall_ms = 0.0, 0  # the schedule's origin, once the parent sets it
         self.rate_w = cfg.worker_rate(w)  # its sensors per period: its share of the rate
         self.quota = cfg.worker_quota(w)
         self.limit = cfg.worker_limit(w)  # the quota, or what a throttled duration lets it send
@@ -89,16 +94,31 @@ class _Worker:
     def run(self) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
         producer = self._producer()
-        # CLOCK_MONOTONIC is system-wide, so all workers share the parent's schedule origin t0.
-        while time.monotonic() < self.t0 and not self.shared.stop.is_set() and not self.orphaned():
-            # t0 may pass between the check and the sleep on a busy machine (a negative sleep raised)
-            time.sleep(max(0.0, min(0.01, self.t0 - time.monotonic() + 1e-4)))
+        maker = self._maker()
+        self.shared.ready.value = 1
+        self._await_schedule()
         cpu0 = time.process_time()  # the process's CPU (librdkafka's threads included) from here
-        send, nap = self._sender(producer)
+        send, nap = self._sender(producer, maker)
         try:
             self._pace(producer, send, nap)
         finally:
             self._finish(producer, cpu0)
+
+    def _await_schedule(self) -> None:
+        """Until the schedule's t0 (the parent sets it once every worker is ready), or a stop."""
+        schedule, stop = self.shared.schedule, self.shared.stop
+        while not schedule[0] and not stop.is_set() and not self.orphaned():
+            time.sleep(0.005)
+        self.t0, self.t0_wall_ms = schedule[0], int(schedule[1])
+        # CLOCK_MONOTONIC is system-wide, so all workers share the parent's schedule origin t0.
+        while time.monotonic() < self.t0 and not stop.is_set() and not self.orphaned():
+            # t0 may pass between the check and the sleep on a busy machine (a negative sleep raised)
+            time.sleep(max(0.0, min(0.01, self.t0 - time.monotonic() + 1e-4)))
+
+    def _maker(self):
+        """Described records' maker (its pools and draws made before the schedule starts), else None."""
+        cfg = self.cfg
+        return cfg.records_spec.maker(self.w, cfg.workers, cfg.refs) if cfg.records_spec is not None else None
 
     def _producer(self):
         settings = dict(self.cfg.producer_config)
@@ -110,12 +130,11 @@ class _Worker:
             settings["on_delivery"] = self.on_delivery
         return self.cfg.connection.producer(settings, defaults=PRODUCER_DEFAULTS)
 
-    def _sender(self, producer) -> tuple[Callable[[int, int], int], float | None]:
+    def _sender(self, producer, maker) -> tuple[Callable[[int, int], int], float | None]:
         """How records k..due-1 are sent, and how long to nap when nothing is due (None: until the
         next record is)."""
         cfg, w = self.cfg, self.w
-        if cfg.records_spec is not None:
-            maker = cfg.records_spec.maker(w, cfg.workers, cfg.refs)
+        if maker is not None:
             return _records_sender(cfg, producer, maker, self.t0_wall_ms, self.rate_w), BULK_SLEEP_S
         sensors = worker_sensors(cfg, w)
         enc = Encoder(cfg.encoding)

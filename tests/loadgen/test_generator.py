@@ -241,3 +241,18 @@ def test_a_worker_that_fails_is_reported_in_one_line_and_seen_gone(broker, topic
     assert "Invalid value for configuration property" in res.first_error
     assert gen.worker_failure() == res.first_error
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_each_record_is_stamped_with_the_instant_it_is_sent(broker, topic_factory):
+    # The schedule starts once the workers can send: its records' event timestamps are when they
+    # were handed to the producer (their Kafka timestamp), not a head start earlier. A fixed 1 s
+    # head start stamped every record ~1 s before it left, and a worker whose imports took longer
+    # (1-4 s on a busy machine) sent its first seconds at once and fell short in a short run.
+    topic = topic_factory(1)
+    res = generate(GeneratorConfig(broker.bootstrap, topic=topic, sensors=200, workers=2, duration_s=2))
+    assert (res.sent, res.delivered) == (400, 400)
+    gaps = [
+        m.timestamp()[1] - json.loads(m.value())["timestamp"] for m in _consume_all(broker.bootstrap, topic, 1, 400)
+    ]
+    assert min(gaps) >= -1  # never sent ahead of its schedule (stamps are whole ms)
+    assert sorted(gaps)[len(gaps) // 2] < 500, sorted(gaps)[:: len(gaps) // 10]
