@@ -18,6 +18,7 @@ from streamscale.benchmark.spec import Spec
 from streamscale.benchmark.verdict import died_result
 from streamscale.broker.connection import KafkaConnection
 from streamscale.errors import SparkDied
+from streamscale.experiment.noise import SpeedLog
 from streamscale.experiment.processing import batch_processing_ms
 from streamscale.experiment.slo import lag_limit
 from streamscale.experiment.sut import Context
@@ -74,7 +75,7 @@ class ExperimentRunner:
         self.sessions = SparkSessions(keep=self.runs.reuse_spark) if sessions is None else sessions
         self.broker_pids = list(broker_pids or [])
         self.replication_factor = replication_factor or self.plan.replication_factor(embedded=False)
-        self.reference_speed: float | None = None  # the execution's first calibration
+        self.speeds = SpeedLog()  # the machine's speed read before and after each run so far
         self.context = Context(
             bootstrap=bootstrap,
             sessions=self.sessions,
@@ -106,7 +107,6 @@ class ExperimentRunner:
     def __call__(
         self, load: float, resources: int, repetition: int, on_lag: Callable | None = None, config: str = ""
     ) -> ExperimentResult:
-        from streamscale.experiment.noise import calibration_speed
         from streamscale.observe import prometheus
 
         runs = self.runs
@@ -125,9 +125,7 @@ class ExperimentRunner:
         if self.own_sessions and self.sessions.keep and not runs.reuse_spark:
             self.sessions.keep = False  # a probe's session: each experiment starts afresh
             self.sessions.close()
-        speed_before = calibration_speed()
-        if self.reference_speed is None:
-            self.reference_speed = speed_before
+        speed_before = self.speeds.before()
         t_run = time.monotonic()
         try:
             r = self._run_sut(point, on_lag)
@@ -145,7 +143,8 @@ class ExperimentRunner:
             or r.fault
             or missing_executors(self.plan, point, ran)
         )
-        speeds = Speeds(self.reference_speed, speed_before, calibration_speed())
+        reference, speed_after = self.speeds.after()
+        speeds = Speeds(reference, speed_before, speed_after)
         res, obs = judged(runs, point, repetition, r, speeds, self._confidence(r.ran_s or runs.duration_s))
         res.executors = said(ran)
         if fault and self.recovery is not None and self.recovery.said():

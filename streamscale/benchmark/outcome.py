@@ -13,7 +13,7 @@ from streamscale.benchmark.plan import Point, Runs
 from streamscale.benchmark.results import ExperimentResult, exp_id
 from streamscale.benchmark.sloregistry import checkers
 from streamscale.benchmark.slos import Judgement, Observation, judge
-from streamscale.experiment.noise import DRIFT_LIMIT, drift, slowdown
+from streamscale.experiment.noise import DRIFT_LIMIT, drift, run_slowdown
 from streamscale.experiment.processing import processing_percentile_ms
 
 
@@ -27,7 +27,7 @@ class Speeds:
 
     @property
     def slowdown(self) -> float:
-        return slowdown(self.reference, self.before, self.after)
+        return run_slowdown(self.reference, self.before, self.after)
 
     @property
     def drift(self) -> float:

@@ -87,7 +87,7 @@ class ExperimentResult:
     steal_pct: float = float("nan")
     speed_before: float = float("nan")  # the machine's calibration loop, loops/s, just before the run
     speed_after: float = float("nan")  # and just after it
-    drift: float = float("nan")  # the largest relative change against the execution's first calibration
+    drift: float = float("nan")  # the largest relative change against the execution's mean speed before the run
     drifted: bool = False  # drift beyond streamscale.experiment.noise.DRIFT_LIMIT
     config: str = ""  # the named configuration (execution.configs) it ran with; "": the spec names none
     delivered_rate: float = float("nan")  # records/s that reached the input topic over the fitted span

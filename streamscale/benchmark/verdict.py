@@ -79,8 +79,9 @@ def latency_growing(trend: Trend | None, span_s: float) -> bool:
 
 def slowdown_explains(slope: float, delivered: float, slowdown: float) -> bool:
     """Whether a run's falling behind is within what the machine's slowdown around it explains: the
-    machine was slower than at the execution's start by more than DRIFT_LIMIT, and the share of the
-    load that piled up (the lag's slope over the rate delivered) is smaller than that slowdown.
+    machine ran slower than its mean speed in the execution (streamscale.experiment.noise.SpeedLog)
+    by more than DRIFT_LIMIT, and the share of the load that piled up (the lag's slope over the
+    rate delivered) is smaller than that slowdown.
     Such a run's lag failure and growing latency are no failure of the load: at the machine's
     usual speed the query may have kept up, and a longer run on a steadier machine decides."""
     from streamscale.experiment.noise import DRIFT_LIMIT
@@ -98,7 +99,9 @@ def allow_for_slowdown(lag: str, growing: bool, slope: float, delivered: float, 
     if not (slowdown_explains(slope, delivered, slowdown) and (lag == "fail" or growing)):
         return lag, growing, ""
     share = f"{slope / delivered:.0%} of the load" if slope > 0 else "none of the load"
-    note = f"falling behind not judged: the machine ran {slowdown:.0%} slower than at the start, {share} piled up"
+    note = (
+        f"falling behind not judged: the machine ran {slowdown:.0%} slower than its mean speed here, {share} piled up"
+    )
     return "undecided", False, note
 
 

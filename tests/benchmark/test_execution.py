@@ -330,7 +330,7 @@ def test_a_run_whose_spark_jvm_died_fails_with_why(monkeypatch):
 
     runner = er.ExperimentRunner(parse_spec(spec_dict()), Path("."), "127.0.0.1:9092")
     monkeypatch.setattr(runner, "_run_sut", died)
-    monkeypatch.setattr("streamscale.experiment.noise.calibration_speed", lambda: 1e7)
+    monkeypatch.setattr("streamscale.experiment.noise.machine_speed", lambda: 1e7)
     r = runner(2000, 1, 0)
     assert (r.verdict, r.passed, r.valid, r.load, r.resources) == ("fail", False, True, 2000, 1)
     assert r.note == "Spark's JVM ran out of memory (java.lang.OutOfMemoryError in /tmp/x.log)"
