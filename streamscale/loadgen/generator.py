@@ -91,9 +91,9 @@ class LoadGenerator:
             p.start()
             self._procs.append(p)
         self._await_ready()
-        # The schedule starts once every worker can send: a fixed head start was shorter than a
-        # spawned worker's imports on a busy machine (1-4 s), which then sent its first seconds in
-        # one burst and, in a short run, fell short of its schedule by its lateness.
+        # The schedule starts once every worker can send: a spawned worker's imports take 1-4 s on
+        # a busy machine, and one that started behind its schedule would send its first seconds in
+        # one burst and, in a short run, fall short of it by its lateness.
         wall_ms = self.cfg.start_time_ms if self.cfg.start_time_ms is not None else time.time() * 1000 + LEAD_S * 1000
         self._t0 = time.monotonic() + LEAD_S
         self._t0_wall_ms = int(wall_ms)

@@ -11,6 +11,7 @@ from streamscale.benchmark.execution import Execution, run_execution
 from streamscale.benchmark.spec import parse_spec
 from streamscale.errors import ConfigError
 from streamscale.experiment.cpus import process_tree
+from streamscale.processes import running
 from tests.benchmark.helpers import fake_result, spec_dict
 from tests.conftest import shortfall
 
@@ -258,16 +259,7 @@ def test_multi_executor_run_on_standalone_cluster(tmp_path, broker):
         assert len(daemons) == 3 and len(started) >= 3
     # stop() empties c.procs: what it started is checked by the processes kept above
     assert all(p.poll() is not None for p in daemons)
-    assert not [pid for pid in started if _running(pid)]
-
-
-def _running(pid: int) -> bool:
-    """The process exists and is not a zombie waiting for its parent."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+    assert not [pid for pid in started if running(pid)]
 
 
 def test_resume_after_a_torn_last_row(tmp_path):

@@ -15,16 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from streamscale.processes import running, stat_fields
 from streamscale.waiting import wait_for
 
 EXE = str(Path(sys.executable).parent / "streamscale")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
 
 
 def run(*args, env):
@@ -48,7 +42,7 @@ def test_a_cluster_from_the_command_line(state):
     assert "cluster of 3 brokers running at" in r.stdout
     info = json.loads((Path(state["STREAMSCALE_STATE_DIR"]) / "cluster.json").read_text())
     pids = [n["pid"] for n in info["nodes"]]
-    assert len(set(pids)) == 3 and all(_alive(p) for p in pids)
+    assert len(set(pids)) == 3 and all(running(p) for p in pids)
     for n in info["nodes"]:  # each its own log file, and a bounded heap
         assert Path(n["log_path"]).exists()
         cmdline = Path(f"/proc/{n['pid']}/cmdline").read_bytes().split(b"\0")
@@ -70,12 +64,12 @@ def test_a_cluster_from_the_command_line(state):
         assert sorted(isr.split(", ")) == ["1", "2", "3"]
     # a node down: the status says so, and the cluster still answers
     os.kill(pids[0], signal.SIGKILL)
-    wait_for(lambda: not _alive(pids[0]), 10, "the killed node to exit")
+    wait_for(lambda: not running(pids[0]), 10, "the killed node to exit")
     r = run("broker", "status", env=state)
     assert r.returncode == 0 and "2 of 3 brokers up" in r.stdout, r.stdout + r.stderr
     r = run("broker", "stop", env=state)
     assert r.returncode == 0 and "stopped cluster" in r.stdout
-    assert not any(_alive(p) for p in pids) and not os.path.exists(info["data_dir"])
+    assert not any(running(p) for p in pids) and not os.path.exists(info["data_dir"])
     assert run("broker", "status", env=state).returncode == 1
 
 
@@ -91,10 +85,10 @@ def test_a_clusters_brokers_die_with_a_killed_parent(tmp_path):
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         pids = [int(p) for p in parent.stdout.readline().split()]
-        assert len(pids) == 3 and all(_alive(p) for p in pids)
+        assert len(pids) == 3 and all(running(p) for p in pids)
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
-        wait_for(lambda: not any(_alive(p) for p in pids), 15, "the cluster's brokers to exit")
+        wait_for(lambda: not any(running(p) for p in pids), 15, "the cluster's brokers to exit")
     finally:
         parent.kill()
         parent.wait(10)
@@ -109,7 +103,7 @@ def _jvms_under(folder: Path) -> list[int]:
                 cmdline = (proc / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"kafka.Kafka" in cmdline and str(folder).encode() in cmdline and _alive(int(proc.name)):
+            if b"kafka.Kafka" in cmdline and str(folder).encode() in cmdline and running(int(proc.name)):
                 found.append(int(proc.name))
     return found
 
@@ -147,7 +141,7 @@ def test_a_cluster_starts_and_stops_again_and_again_on_a_busy_cpu(state):
             info = daemon.cluster_start(3)
             assert len(info.alive()) == 3 and (daemon.state_dir() / "cluster.json").exists()
             stopped = daemon.cluster_stop()
-            assert stopped is not None and not any(_alive(p) for p in info.pids)
+            assert stopped is not None and not any(running(p) for p in info.pids)
     finally:
         for b in burners:
             b.kill()
@@ -174,7 +168,7 @@ def test_a_stop_waits_for_a_node_that_is_still_exiting(monkeypatch):
         assert not daemon._exiting(child.pid)  # running: its command line reads
         assert not daemon._exiting(2)  # kthreadd: no command line, but a kernel thread
         child.kill()
-        wait_for(lambda: Path(f"/proc/{child.pid}/stat").read_text().rsplit(") ", 1)[1][0] == "Z", 10, "a zombie")
+        wait_for(lambda: stat_fields(child.pid)[0] == "Z", 10, "a zombie")
         assert not daemon._exiting(child.pid)  # a zombie has exited
     finally:
         child.kill()

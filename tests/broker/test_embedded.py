@@ -10,14 +10,7 @@ import time
 import pytest
 
 from streamscale.broker import BrokerAccess, EmbeddedBroker, daemon, embedded, readiness
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
+from streamscale.processes import running
 
 
 def test_context_manager_starts_on_free_loopback_port_and_stops(tmp_path):
@@ -31,7 +24,7 @@ def test_context_manager_starts_on_free_loopback_port_and_stops(tmp_path):
         assert "Kafka Server started" in log  # Kafka's own log goes to the file
         props = (data / "server.properties").read_text()
         assert "auto.create.topics.enable=false" in props and "process.roles=broker,controller" in props
-    assert not _alive(pid)
+    assert not running(pid)
     assert not data.exists()  # the temporary storage goes with the broker
 
 
@@ -84,7 +77,7 @@ def test_broker_is_stopped_when_the_body_raises(tmp_path):
         with EmbeddedBroker(log_dir=tmp_path) as b:
             pid = b.proc.pid
             raise RuntimeError("test failure")
-    assert not _alive(pid)
+    assert not running(pid)
 
 
 def test_broker_dies_with_a_killed_parent(tmp_path):
@@ -99,13 +92,13 @@ def test_broker_dies_with_a_killed_parent(tmp_path):
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         broker_pid = int(parent.stdout.readline())
-        assert _alive(broker_pid)
+        assert running(broker_pid)
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
         deadline = time.monotonic() + 10
-        while _alive(broker_pid) and time.monotonic() < deadline:
+        while running(broker_pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(broker_pid)
+        assert not running(broker_pid)
     finally:
         parent.kill()
 
