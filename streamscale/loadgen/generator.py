@@ -90,7 +90,11 @@ class LoadGenerator:
             )
             p.start()
             self._procs.append(p)
-        self._await_ready()
+        try:
+            self._await_ready()
+        except BaseException:  # interrupted while they start: they stop, not wait for a schedule
+            self.stop(10)
+            raise
         # The schedule starts once every worker can send: a spawned worker's imports take 1-4 s on
         # a busy machine, and one that started behind its schedule would send its first seconds in
         # one burst and, in a short run, fall short of it by its lateness.
