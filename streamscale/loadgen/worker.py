@@ -58,9 +58,8 @@ class Shared:
 def worker_process(cfg: GeneratorConfig, w: int, shared: Shared) -> None:
     """A worker process: once it is ready and the parent has set the schedule's origin, record k of
     worker ``w`` is due at ``t0 + k / rate_w`` (monotonic) and is stamped ``t0_wall_ms + k * 1000 /
-    rate_w``. Its failure is reported as one line on the error
-    queue and its exit code, not a traceback on the user's console; the run sees the worker gone
-    (LoadGenerator.worker_failure)."""
+    rate_w``. Its failure is reported as one line on the error queue and its exit code, not a
+    traceback on the user's console; the run sees the worker gone (LoadGenerator.worker_failure)."""
     try:
         _Worker(cfg, w, shared).run()
     except Exception as e:  # noqa: BLE001 - reported, and the process ends with it
