@@ -618,7 +618,8 @@ class Execution:
 def _ends_runner(plan: Plan, runner: ExperimentRunner) -> ExperimentRunner | None:
     """The runner of the runs that decide a bracket's ends: strategy.confirm's long runs, or runs
     under the SLO where the search's runs judged a looser lag threshold (None: neither); the same
-    Kafka, sessions, broker processes and watch as the search's runner."""
+    Kafka, sessions, broker processes, watch and readings of the machine's speed as the search's
+    runner."""
     if plan.runs.strategy.confirm:
         ends = plan.long()
     elif plan.ends_rejudged:
@@ -629,6 +630,7 @@ def _ends_runner(plan: Plan, runner: ExperimentRunner) -> ExperimentRunner | Non
         ends, runner.out_dir, runner.bootstrap, runner.sessions, runner.broker_pids, runner.replication_factor
     )
     other.watch, other.preflown, other.executor_parents = runner.watch, True, runner.executor_parents
+    other.speeds = runner.speeds  # its runs' machine speed is judged against the whole execution's
     return other
 
 

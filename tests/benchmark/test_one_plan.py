@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 import streamscale.benchmark.plan as plan_module
+from streamscale.experiment.noise import SpeedLog
 from tests.benchmark.helpers import drained_job, fake_result
 
 CAPACITY = 30_000  # records/s the fake runner's job holds
@@ -17,12 +18,14 @@ class FakeRunner:
     """An ExperimentRunner whose runs pass below CAPACITY; it keeps the plan it was given."""
 
     plans: list = []
+    made: list = []
 
     def __init__(self, plan, out_dir, bootstrap, sessions=None, broker_pids=None, replication_factor=None):
         self.plan, self.out_dir, self.bootstrap = plan, out_dir, bootstrap
         self.sessions, self.broker_pids, self.replication_factor = sessions, broker_pids, replication_factor or 1
-        self.watch, self.preflown = None, False
+        self.watch, self.preflown, self.speeds = None, False, SpeedLog()
         FakeRunner.plans.append(plan)
+        FakeRunner.made.append(self)
 
     def __call__(self, load, res, rep, on_lag=None, config=""):
         return fake_result(load, res, rep, passed=load < CAPACITY)
@@ -67,7 +70,7 @@ def test_benchmark_run_with_confirm_resolves_its_spec_once(monkeypatch, tmp_path
     }
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     calls = _count_resolves(monkeypatch)
-    FakeRunner.plans = []
+    FakeRunner.plans, FakeRunner.made = [], []
     monkeypatch.setattr(execution, "ExperimentRunner", FakeRunner)
     monkeypatch.setattr(access, "ensure_reachable", lambda *a, **k: None)  # no broker is asked
     monkeypatch.setenv("STREAMSCALE_METRICS_PORT", "0")
@@ -77,6 +80,8 @@ def test_benchmark_run_with_confirm_resolves_its_spec_once(monkeypatch, tmp_path
     assert r.exit_code == 0, r.output
     assert len(calls) == 1  # one resolve for the whole run
     search, long = FakeRunner.plans  # the search's runner and the long runs' runner
+    # the long runs' machine speed is judged against the whole execution's readings
+    assert FakeRunner.made[1].speeds is FakeRunner.made[0].speeds
     assert long.spec.execution.duration_s == 300 and long.load is search.load  # the plan's own, derived
     assert "held ~" in r.output and (out / "report.html").is_file()
     assert Path(out / "summary.json").is_file()
