@@ -2,11 +2,11 @@
 
 import subprocess
 import sys
-import time
 
 import pytest
 
 from streamscale.processes import child_pids, new_children_killed_on_error
+from streamscale.waiting import wait_for
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 
@@ -38,9 +38,7 @@ def test_a_command_line_is_read_exactly_an_empty_argument_included():
     args = [*SLEEPER, "", "last"]
     p = subprocess.Popen(args)
     try:
-        deadline = time.monotonic() + 10
-        while not command_line(p.pid) and time.monotonic() < deadline:  # empty while the child execs
-            time.sleep(0.01)
+        wait_for(lambda: command_line(p.pid), 10, "the child's exec", 0.01)  # empty meanwhile
         assert command_line(p.pid) == args
     finally:
         p.kill()

@@ -104,7 +104,7 @@ def _exiting(pid: int) -> bool:
     try:
         fields = stat_fields(pid)
         kernel_thread = int(fields[6]) & 0x00200000  # PF_KTHREAD: no command line either, never ours
-        return fields[0] != "Z" and not kernel_thread and not Path(f"/proc/{pid}/cmdline").read_bytes()
+        return fields[0] != "Z" and not kernel_thread and not command_line(pid)
     except (OSError, IndexError, ValueError):
         return False
 
@@ -122,10 +122,6 @@ def _wait_gone(nodes: list[dict], timeout: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
-
-
-def _has_cmdline(pid: int) -> bool:
-    return bool(command_line(pid))
 
 
 def _reap(pid: int) -> bool:
@@ -287,7 +283,7 @@ def cluster_stop(timeout: float = 30.0) -> ClusterInfo | None:
     if info.keeper_pid:  # the brokers of a cluster of hosts: its keeper stops them with the hosts
         os.kill(info.keeper_pid, signal.SIGTERM)
         deadline = time.monotonic() + 2 * timeout
-        while _has_cmdline(info.keeper_pid) and time.monotonic() < deadline:  # a zombie has none
+        while command_line(info.keeper_pid) and time.monotonic() < deadline:  # a zombie has none
             time.sleep(0.1)
         _reap(info.keeper_pid)
         return info

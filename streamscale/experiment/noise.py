@@ -42,7 +42,7 @@ READING_GAP_S = 0.4
 READING_ROUNDS = 4
 
 
-def calibration_speed(rounds: int = 7) -> float:
+def calibration_speed(rounds: int) -> float:
     """Loops per second of a fixed CPU-bound loop, the fastest of ``rounds`` (the fastest round is
     the one least disturbed by other work)."""
     best = float("inf")
@@ -77,10 +77,14 @@ class SpeedLog:
         self.readings: list[float] = []
         self.read = read
 
-    def before(self) -> float:
-        """Read the speed before a run; the reference from here to its end includes it."""
+    def _take(self) -> float:
+        # machine_speed looked up when read, not when the log is made (a test replaces it then)
         self.readings.append((self.read or machine_speed)())
         return self.readings[-1]
+
+    def before(self) -> float:
+        """Read the speed before a run; the reference from here to its end includes it."""
+        return self._take()
 
     def reference(self) -> float:
         return sum(self.readings) / len(self.readings) if self.readings else float("nan")
@@ -88,8 +92,7 @@ class SpeedLog:
     def after(self) -> tuple[float, float]:
         """(the run's reference, its speed after): read after the run, then kept for the next."""
         reference = self.reference()
-        self.readings.append((self.read or machine_speed)())
-        return reference, self.readings[-1]
+        return reference, self._take()
 
 
 def drift(reference: float, before: float, after: float) -> float:
