@@ -14,11 +14,11 @@ processing-latency SLO's limit where that is shorter. The first drain's batches 
 about a second at a guess (the spec's first load on the first amount; the amount below's figure,
 scaled, on the others), and it warms a fresh JVM; a second drain (and more, up to :data:`ROUNDS`,
 while the batches took less than two thirds of the target) reads batches sized for the target at
-the figure so far (at least half as large again as the first's, so that a batch's cost can be
-fitted). A windowed job's drains span its window period and lateness in event time, so
-that windows close in them as in a run (the first run after a probe whose windows closed nowhere
-paid for the JIT's first closes: a lag that rose for its first 24 s, failed at 72,000 records/s,
-where a 300 s run passed). The cost of a
+the figure so far (until a cost can be fitted, at least half as large again as the last's, and up
+to four times as large where larger batches took no longer). A windowed job's drains span its
+window period and lateness in event time, so that windows close in them as in a run (the first run
+after a probe whose windows closed nowhere paid for the JIT's first closes: a lag that rose for its
+first 24 s, failed at 72,000 records/s, where a 300 s run passed). The cost of a
 batch is fitted to the batches of the drains, and the figure is what a batch of the target length
 reads per second by that fit (at most :data:`EXTRAPOLATION` times the best rate measured). The
 probe gives a start, not an answer: no verdict comes from it, and a run shares the machine with its
@@ -55,6 +55,9 @@ EXTRAPOLATION = 2.0
 # the fixed part of their cost (an informed first drain's, sized for the target, need no second)
 AT_TARGET = 1.1
 NEAR = 1.5  # a drain whose batches took within this factor below the target needs no larger ones
+# the most a drain's batches grow over the last's where larger batches took no longer (their fixed cost
+# hides what a record costs)
+FLAT_GROWTH = 4.0
 
 
 @dataclass(frozen=True)
@@ -233,10 +236,29 @@ def near(d: Drain, batch_s: float, cost: tuple[float, float] | None = None) -> b
     return d.batch_s >= batch_s / NEAR
 
 
+def fit_batches(drains: list[Drain]) -> list[tuple[int, int]]:
+    """The (records, ms) of the batches a cost is fitted to: the drains' rated batches (with three
+    or more drains, the first's left out: they warmed a fresh JVM)."""
+    return [x for d in (drains[1:] if len(drains) >= 3 else drains) for x in d.per_batch]
+
+
 def fitted_cost(drains: list[Drain]) -> tuple[float, float] | None:
-    """The cost of a batch fitted to the drains' batches (with three or more drains, the first,
-    whose batches warmed a fresh JVM, left out)."""
-    return batch_cost([x for d in (drains[1:] if len(drains) >= 3 else drains) for x in d.per_batch])
+    """The cost of a batch fitted to the drains' batches (:func:`fit_batches`)."""
+    return batch_cost(fit_batches(drains))
+
+
+def growth(drains: list[Drain], batch_s: float) -> float:
+    """How many times the largest batch read the next drain's batches read at least, while no cost
+    is fitted: 1.5 where the batches are too alike to fit one; where their sizes differ by 1.5x or
+    more but the larger took no longer (their fixed cost hides what a record costs, and a warming
+    JVM makes a line fall), the square of how far below ``batch_s`` the last took, within 1.5 and
+    FLAT_GROWTH. A windowed count's batches of 3,000 to 21,500 records all took 1.2-1.8 s, where a
+    streaming run read 125,000 a batch in 1.3 s: growing each drain's batches by what the target
+    over their duration gives (~2x) left its probe at a quarter of what runs held."""
+    sizes = [n for n, _ in fit_batches(drains)]
+    if len(sizes) < 3 or max(sizes) < 1.5 * min(sizes) or not drains[-1].batch_s > 0:
+        return 1.5
+    return max(1.5, min(FLAT_GROWTH, (batch_s / drains[-1].batch_s) ** 2))
 
 
 def figure(
@@ -268,12 +290,13 @@ def unfitted(drains: list[Drain], batch_s: float) -> bool:
     return not capped(last) and last.batch_s < batch_s / AT_TARGET and fitted_cost(drains) is None
 
 
-def wider(records: int, batch: int, largest: int) -> tuple[int, int]:
-    """(backlog, records per batch) of a drain whose batches read at least 1.5x the ``largest`` a
-    drain read so far, where no cost could be fitted yet: batches of about the same size cannot tell
-    what a batch costs whatever its size from what each record adds (an executor's batches of 16,000
-    and 22,010 records both took 1.8 s, and the probe read 12,100/s where runs held 88,000)."""
-    least = math.ceil(1.5 * largest)
+def wider(records: int, batch: int, largest: int, factor: float = 1.5) -> tuple[int, int]:
+    """(backlog, records per batch) of a drain whose batches read at least ``factor`` times the
+    ``largest`` a drain read so far, where no cost could be fitted yet: batches of about the same
+    size cannot tell what a batch costs whatever its size from what each record adds (an executor's
+    batches of 16,000 and 22,010 records both took 1.8 s, and the probe read 12,100/s where runs
+    held 88,000). At most MAX_RECORDS in all."""
+    least = min(math.ceil(factor * largest), MAX_RECORDS // 2)
     if batch >= least:
         return records, batch
     batches = max(2, min(records // batch, MAX_RECORDS // least))
@@ -295,15 +318,15 @@ def probe(
     ``guess`` (it warms a fresh JVM, and is rated by its second half where it is long), or for
     ``batch_s`` where the guess is ``informed`` (scaled from a probe of fewer resources: a second
     drain sized so would mostly repeat the first, ~20 s on 2 cores of UC2); the next
-    for ``batch_s`` at the figure so far (until a cost is fitted, at least 1.5x the largest batch
-    read: :func:`wider`), and so on up to ROUNDS while a drain's batches took less than 1/NEAR of
+    for ``batch_s`` at the figure so far (until a cost is fitted, at least :func:`growth` times the
+    largest batch read: :func:`wider`), and so on up to ROUNDS while a drain's batches took less than 1/NEAR of
     ``batch_s``, the job did not cap them, and larger ones fit the backlog."""
     drains: list[Drain] = []
     rate, size_s = guess, (batch_s if informed else min(FIRST_BATCH_S, batch_s))
     for round_ in range(1, ROUNDS + 1):
         records, batch = sizing(rate, size_s, event_s)
         if drains and unfitted(drains, batch_s):
-            records, batch = wider(records, batch, drains[-1].largest)
+            records, batch = wider(records, batch, drains[-1].largest, growth(drains, batch_s))
         if len(drains) >= 2 and batch < 1.5 * drains[-1].largest:
             break  # no larger batch to learn from
         drains.append(drain_of(run_drain(rate, records, batch), round_, rate, records, batch))

@@ -399,3 +399,35 @@ def test_a_fresh_one_core_drain_warms_on_every_cpu_and_is_rated_once_confined(tm
     run = {"batches": batches, "processed_records": 1_200_000, "undrained": 0, "ran_s": 39, "wall_s": 45}
     assert dp.drain_of(SimpleNamespace(**run, rated_from=7), 1, 50_000, 1_200_000, 100_000).rate == 50_000
     assert dp.drain_of(SimpleNamespace(**run, rated_from=None), 1, 50_000, 1_200_000, 100_000).rate < 50_000
+
+
+def warming_job(fixed_s: float, warm_s: float, per_record_s: float, calls: list):
+    """A drain of a job whose batch of n records takes fixed_s + warm_s / k + n * per_record_s in its
+    k-th drain: a JVM that warms from drain to drain, so that larger batches take no longer."""
+
+    def run_drain(guess, records, batch):
+        calls.append((guess, records, batch))
+        sizes = [batch] * (records // batch) + ([records % batch] if records % batch else [])
+        ms = [round((fixed_s + warm_s / len(calls) + n * per_record_s) * 1000) for n in sizes]
+        batches = [{"input_rows": n, "batch_ms": t} for n, t in zip(sizes, ms, strict=True)]
+        return SimpleNamespace(
+            batches=batches, processed_records=records, undrained=0, ran_s=sum(ms) / 1000, wall_s=9.0, rated_from=None
+        )
+
+    return run_drain
+
+
+def test_batches_that_grew_and_took_no_longer_are_grown_by_the_square_of_how_far_below_the_target_they_took():
+    # 1.2 s a batch, 0.9 s / k more in the k-th drain (a warming JVM), 2 us a record; target 2.7 s,
+    # guess 2,000/s. Drain 1: batches of 2,000 (1 s at the guess) take 2.104 s; drain 2: 1.5 x 2,000
+    # = 3,000 (sized at 951/s they would be 2,566, too alike), 1.656 s. The line through both falls:
+    # drain 3 reads (2.7 / 1.656)^2 = 2.658 x 3,000 = 7,975 (1.516 s); the line through drains 2-3
+    # falls too: (2.7 / 1.516)^2 = 3.172 x 7,975 = 25,297 (1.476 s); then 3.346 x 25,297 = 84,650
+    # (1.549 s): 84,650 / 1.549 = 54,648/s. Grown by 2.7 s over their duration instead (~1.8x a
+    # drain), the fifth drain's batches were 16,374 records: 11,588/s
+    calls = []
+    found = dp.probe(warming_job(1.2, 0.9, 2e-6, calls), 2_000, resources=1, batch_s=2.7)
+    assert [c[2] for c in calls] == [2_000, 3_000, 7_975, 25_297, 84_650]
+    assert math.isclose(found.rate, 54_648, rel_tol=1e-3)
+    # a last drain of 1.0 s would grow 2.7^2 = 7.3x: at most FLAT_GROWTH
+    assert dp.growth(list(found.drains[:-1]) + [dataclasses.replace(found.drains[-1], batch_s=1.0)], 2.7) == 4.0
