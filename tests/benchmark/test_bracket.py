@@ -313,6 +313,26 @@ def test_the_last_run_the_time_holds_goes_two_steps_up_where_loads_above_the_pro
         assert [c[1] for c in calls][:3] == [33_000, 41_000, 51_000]
 
 
+def test_passes_in_a_row_above_a_probe_lengthen_the_steps_up_to_the_search_factor():
+    # A windowed count probed at 26,000 records/s that holds 100,000; resolution 15 % (steps of
+    # 1.1425), factor 2. 26,000 / sqrt(1.1425) = 24,324: 24,000 holds, under the probe; 27,420
+    # (27,000) holds, the first pass above it: one step, 30,847 (31,000), holds; the second: 1.1425^2
+    # = 1.3053, 40,464 (40,000), holds; the third: 1.1425^4 = 1.7039, 68,156 (68,000), holds; the
+    # fourth: 1.1425^8 = 2.91, at most 2, 136,000 (140,000), fails. Then the middles: 97,570 (98,000)
+    # holds, 117,132 (120,000) fails, 108,444 (110,000) fails: 12 % apart in 9 runs, where steps of
+    # 1.1425 all the way passed 13 loads up to 100,000 and ran out of runs before one failed
+    calls = []
+    verdict, st = capacity_oracle({1: 100_000}, calls=calls), Settings(resolution=0.15)
+    [b] = bracket_search([1], verdict, 5_000, st, probe=lambda r: 26_000.0)
+    assert [x for x, _ in calls] == [24_000, 27_000, 31_000, 40_000, 68_000, 140_000, 98_000, 120_000, 110_000]
+    assert (b.held, b.failed) == (98_000, 110_000)
+    # a probe that was right: steps within the resolution, as before (94,000 and 110,000 lie 17 %
+    # apart: their middle, 100,000)
+    calls.clear()
+    [b] = bracket_search([1], verdict, 5_000, st, probe=lambda r: 100_000.0)
+    assert [x for x, _ in calls] == [94_000, 110_000, 100_000] and (b.held, b.failed) == (100_000, 110_000)
+
+
 def test_running_a_drifted_end_again_keeps_to_the_time_budget(monkeypatch):
     # 30 s a run, 100 s for one amount: 20k, 40k, 28k run (ending at 90 s); no time to run the
     # drifted ends again: the bracket says it ran out of time, nothing is confirmed
