@@ -13,13 +13,13 @@ The figure is for batches of a target length: :data:`BATCH_S`, or a third of the
 processing-latency SLO's limit where that is shorter. The first drain's batches are sized to take
 about a second at a guess (the spec's first load on the first amount; the amount below's figure,
 scaled, on the others), and it warms a fresh JVM; a second drain (and more, up to :data:`ROUNDS`,
-while the batches took less than two thirds of the target) reads batches sized for the target at
-the figure so far (until a cost can be fitted, at least half as large again as the last's, and up
-to four times as large where larger batches took no longer). A windowed job's drains span its
-window period and lateness in event time, so that windows close in them as in a run (the first run
-after a probe whose windows closed nowhere paid for the JIT's first closes: a lag that rose for its
-first 24 s, failed at 72,000 records/s, where a 300 s run passed). The cost of a
-batch is fitted to the batches of the drains, and the figure is what a batch of the target length
+while the batches took less than two thirds of the target, or larger batches took no longer) reads
+batches sized for the target at the figure so far (until a cost can be fitted, at least half as
+large again as the last's, and four times as large where larger batches took no longer). A
+windowed job's drains span its window period and lateness in event time, so that windows close in
+them as in a run (the first run after a probe whose windows closed nowhere paid for the JIT's first
+closes: a lag that rose for its first 24 s, failed at 72,000 records/s, where a 300 s run passed).
+The cost of a batch is fitted to the batches of the drains, and the figure is what a batch of the target length
 reads per second by that fit (at most :data:`EXTRAPOLATION` times the best rate measured). The
 probe gives a start, not an answer: no verdict comes from it, and a run shares the machine with its
 generator while a drain does not.
@@ -55,7 +55,7 @@ EXTRAPOLATION = 2.0
 # the fixed part of their cost (an informed first drain's, sized for the target, need no second)
 AT_TARGET = 1.1
 NEAR = 1.5  # a drain whose batches took within this factor below the target needs no larger ones
-# the most a drain's batches grow over the last's where larger batches took no longer (their fixed cost
+# how much a drain's batches grow over the last's where larger batches took no longer (their fixed cost
 # hides what a record costs)
 FLAT_GROWTH = 4.0
 
@@ -242,23 +242,36 @@ def fit_batches(drains: list[Drain]) -> list[tuple[int, int]]:
     return [x for d in (drains[1:] if len(drains) >= 3 else drains) for x in d.per_batch]
 
 
+def nearby(drains: list[Drain], batch_s: float) -> bool:
+    """Whether the last drain's batches were about those of ``batch_s`` (:func:`near`, by the cost
+    fitted so far), and not :func:`flat`: no larger ones are needed."""
+    return near(drains[-1], batch_s, fitted_cost(drains)) and not flat(drains)
+
+
 def fitted_cost(drains: list[Drain]) -> tuple[float, float] | None:
     """The cost of a batch fitted to the drains' batches (:func:`fit_batches`)."""
     return batch_cost(fit_batches(drains))
 
 
-def growth(drains: list[Drain], batch_s: float) -> float:
-    """How many times the largest batch read the next drain's batches read at least, while no cost
-    is fitted: 1.5 where the batches are too alike to fit one; where their sizes differ by 1.5x or
-    more but the larger took no longer (their fixed cost hides what a record costs, and a warming
-    JVM makes a line fall), the square of how far below ``batch_s`` the last took, within 1.5 and
-    FLAT_GROWTH. A windowed count's batches of 3,000 to 21,500 records all took 1.2-1.8 s, where a
-    streaming run read 125,000 a batch in 1.3 s: growing each drain's batches by what the target
-    over their duration gives (~2x) left its probe at a quarter of what runs held."""
+def flat(drains: list[Drain]) -> bool:
+    """Whether the batches a cost is fitted to (:func:`fit_batches`) differ in size by 1.5x or more
+    and the larger took no longer: their fixed cost hides what a record costs (and a warming JVM
+    makes the line fall), so how long they took says nothing of how near a batch of the target
+    they were (a windowed count's batches of 3,000 records took 1.9 s, near a target of 2.7 s by
+    duration, where a streaming run read 125,000 a batch in 1.3 s)."""
     sizes = [n for n, _ in fit_batches(drains)]
-    if len(sizes) < 3 or max(sizes) < 1.5 * min(sizes) or not drains[-1].batch_s > 0:
-        return 1.5
-    return max(1.5, min(FLAT_GROWTH, (batch_s / drains[-1].batch_s) ** 2))
+    return len(sizes) >= 3 and max(sizes) >= 1.5 * min(sizes) and fitted_cost(drains) is None
+
+
+def growth(drains: list[Drain]) -> float:
+    """How many times the largest batch read the next drain's batches read at least, while no cost
+    is fitted: 1.5 where the batches are too alike to fit one; FLAT_GROWTH where they are
+    :func:`flat`. A windowed count's batches of 2,000 to 21,500 records all took 1.2-1.9 s: grown
+    by the target over their duration (~2x a drain), its probe read a quarter of what its runs
+    held. Four times is what the evidence allows: a line that did not rise from n to 4n records
+    (within the ~0.4 s a warming JVM gains from a drain to the next) puts a record's cost under
+    0.4 s / 3n, so batches of 16n take at most ~1.6 s more."""
+    return FLAT_GROWTH if flat(drains) else 1.5
 
 
 def figure(
@@ -319,21 +332,22 @@ def probe(
     ``batch_s`` where the guess is ``informed`` (scaled from a probe of fewer resources: a second
     drain sized so would mostly repeat the first, ~20 s on 2 cores of UC2); the next
     for ``batch_s`` at the figure so far (until a cost is fitted, at least :func:`growth` times the
-    largest batch read: :func:`wider`), and so on up to ROUNDS while a drain's batches took less than 1/NEAR of
-    ``batch_s``, the job did not cap them, and larger ones fit the backlog."""
+    largest batch read: :func:`wider`), and so on up to ROUNDS while a drain's batches took less
+    than 1/NEAR of ``batch_s`` or were :func:`flat`, the job did not cap them, and larger ones fit
+    the backlog."""
     drains: list[Drain] = []
     rate, size_s = guess, (batch_s if informed else min(FIRST_BATCH_S, batch_s))
     for round_ in range(1, ROUNDS + 1):
         records, batch = sizing(rate, size_s, event_s)
         if drains and unfitted(drains, batch_s):
-            records, batch = wider(records, batch, drains[-1].largest, growth(drains, batch_s))
+            records, batch = wider(records, batch, drains[-1].largest, growth(drains))
         if len(drains) >= 2 and batch < 1.5 * drains[-1].largest:
             break  # no larger batch to learn from
         drains.append(drain_of(run_drain(rate, records, batch), round_, rate, records, batch))
         last = drains[-1]
         # nothing read; or, once a JVM is warm (after the first drain, or in its second half),
         # capped by the job's own max_offsets_per_trigger or batches near the target
-        if last.estimate <= 0 or (last.warm and (capped(last) or near(last, batch_s, fitted_cost(drains)))):
+        if last.estimate <= 0 or (last.warm and (capped(last) or nearby(drains, batch_s))):
             break
         rate, size_s = figure(drains, batch_s, bounded=False)[0], batch_s
     if drains[-1].estimate <= 0:
@@ -341,7 +355,9 @@ def probe(
     rate, cost = figure(drains, batch_s)
     fixed, per_record = cost if cost is not None else (math.nan, math.nan)
     note = ""
-    if not near(drains[-1], batch_s, cost) and cost is None:
+    if flat(drains):
+        note = "larger batches took no longer: the best rate measured (the job may read more)"
+    elif not near(drains[-1], batch_s, cost) and cost is None:
         note = "batches too alike to fit their cost: the best rate measured"
     if capped(drains[-1]):
         note = f"the job reads at most {drains[-1].largest:,} records a batch: their rate"
