@@ -263,15 +263,23 @@ def flat(drains: list[Drain]) -> bool:
     return len(sizes) >= 3 and max(sizes) >= 1.5 * min(sizes) and fitted_cost(drains) is None
 
 
-def growth(drains: list[Drain]) -> float:
+def growth(drains: list[Drain], batch_s: float) -> float:
     """How many times the largest batch read the next drain's batches read at least, while no cost
-    is fitted: 1.5 where the batches are too alike to fit one; FLAT_GROWTH where they are
-    :func:`flat`. A windowed count's batches of 2,000 to 21,500 records all took 1.2-1.9 s: grown
-    by the target over their duration (~2x a drain), its probe read a quarter of what its runs
-    held. Four times is what the evidence allows: a line that did not rise from n to 4n records
-    (within the ~0.4 s a warming JVM gains from a drain to the next) puts a record's cost under
-    0.4 s / 3n, so batches of 16n take at most ~1.6 s more."""
-    return FLAT_GROWTH if flat(drains) else 1.5
+    is fitted: 1.5 where the batches are too alike to fit one; where they are :func:`flat`,
+    FLAT_GROWTH, or with the cold first drain among them (two drains), the square of how far below
+    ``batch_s`` the last took, within 1.5 and FLAT_GROWTH. A windowed count's batches of 2,000 to
+    21,500 records all took 1.2-1.9 s: grown by the target over their duration (~2x a drain), its
+    probe read a quarter of what its runs held. Four times is what warm drains allow: a line that
+    did not rise from n to 4n records (within the ~0.4 s a warming JVM gains from a drain to the
+    next) puts a record's cost under 0.4 s / 3n, so batches of 16n take at most ~1.6 s more. After
+    a cold first drain, whose batches took ~0.5 s more, a line that fell bounds a record's cost far
+    less: the square keeps the next batches under the target times how far below it the last took,
+    even where their records cost all of it."""
+    if not flat(drains):
+        return 1.5
+    if len(drains) >= 3:
+        return FLAT_GROWTH
+    return max(1.5, min(FLAT_GROWTH, (batch_s / drains[-1].batch_s) ** 2))
 
 
 def figure(
@@ -340,7 +348,7 @@ def probe(
     for round_ in range(1, ROUNDS + 1):
         records, batch = sizing(rate, size_s, event_s)
         if drains and unfitted(drains, batch_s):
-            records, batch = wider(records, batch, drains[-1].largest, growth(drains))
+            records, batch = wider(records, batch, drains[-1].largest, growth(drains, batch_s))
         if len(drains) >= 2 and batch < 1.5 * drains[-1].largest:
             break  # no larger batch to learn from
         drains.append(drain_of(run_drain(rate, records, batch), round_, rate, records, batch))

@@ -417,22 +417,23 @@ def warming_job(fixed_s: float, warm_s: float, per_record_s: float, calls: list)
     return run_drain
 
 
-def test_batches_that_grew_and_took_no_longer_are_grown_fourfold_whatever_their_duration():
+def test_batches_that_grew_and_took_no_longer_are_grown_until_they_read_what_a_run_does():
     # 1.5 s a batch, 0.7 s / k more in the k-th drain (a warming JVM), 2 us a record; target 2.7 s,
     # guess 2,000/s. Drain 1: batches of 2,000 (1 s at the guess) take 2.204 s; drain 2: 1.5 x 2,000
     # = 3,000 (sized at 907/s they would be 2,449, too alike), 1.856 s: within 1/1.5 of 2.7 s by
     # duration, but the line through both sizes falls, so that says nothing of a batch of 2.7 s.
-    # Drain 3 reads 4 x 3,000 = 12,000 (1.757 s), drain 4 48,000 (1.771 s; the line through drains
-    # 2-4 still falls), drain 5 192,000 (2.024 s): 94,862/s, and the line through drains 2-5 rises,
-    # beyond twice that at 2.7 s: 189,724/s. Where a duration near the target ended the probe, it
-    # read 1,616/s after drain 2; grown by 2.7 s over their duration, the fifth drain's batches
-    # were 13,600 records
+    # With the cold first drain in that line, drain 3 grows by (2.7 / 1.856)^2 = 2.116: 6,349
+    # records (1.746 s); the line through the warm drains 2-3 falls too: four times, 25,396
+    # (1.726 s), and again, 101,584 (1.843 s): 55,119/s; the line through drains 2-5 rises, beyond
+    # twice that at 2.7 s: 110,238/s. Where a duration near the target ended the probe, it read
+    # 1,616/s after drain 2; grown by 2.7 s over their duration, the fifth drain's batches were
+    # 13,600 records
     calls = []
     found = dp.probe(warming_job(1.5, 0.7, 2e-6, calls), 2_000, resources=1, batch_s=2.7)
-    assert [c[2] for c in calls] == [2_000, 3_000, 12_000, 48_000, 192_000]
-    assert math.isclose(found.rate, 2 * 192_000 / 2.024, rel_tol=1e-4) and found.note == ""
-    # a line that never rose (no cost a record): the best rate measured, 192,000 / 1.64 s, said so
+    assert [c[2] for c in calls] == [2_000, 3_000, 6_349, 25_396, 101_584]
+    assert math.isclose(found.rate, 2 * 101_584 / 1.843, rel_tol=1e-4) and found.note == ""
+    # a line that never rose (no cost a record): the best rate measured, said so
     calls.clear()
     found = dp.probe(warming_job(1.5, 0.7, 0.0, calls), 2_000, resources=1, batch_s=2.7)
-    assert [c[2] for c in calls] == [2_000, 3_000, 12_000, 48_000, 192_000]
-    assert found.rate == round(192_000 / 1.64) and "took no longer" in found.note
+    assert [c[2] for c in calls] == [2_000, 3_000, 6_391, 25_564, 102_256]
+    assert found.rate == round(102_256 / 1.64) and "took no longer" in found.note
