@@ -172,7 +172,8 @@ def bracket_search(
     run for the next, which starts from it (where this one failed; it holds at least what this one
     held). ``probe(resources)``: the load a drain probe of that amount gives (None: none), where
     its search starts instead (half such a step under it), in steps of at most 1 + 0.95 x
-    resolution, its ends all run on it (none assumed from the amount below)."""
+    resolution (upwards above the probe's figure, longer with each pass in a row:
+    :func:`_climbing`), its ends all run on it (none assumed from the amount below)."""
     st, deadline = settings, budget.deadline
     out: list[Bracket] = []
     below: Bracket | None = None

@@ -19,10 +19,10 @@ large again as the last's, and four times as large where larger batches took no 
 windowed job's drains span its window period and lateness in event time, so that windows close in
 them as in a run (the first run after a probe whose windows closed nowhere paid for the JIT's first
 closes: a lag that rose for its first 24 s, failed at 72,000 records/s, where a 300 s run passed).
-The cost of a batch is fitted to the batches of the drains, and the figure is what a batch of the target length
-reads per second by that fit (at most :data:`EXTRAPOLATION` times the best rate measured). The
-probe gives a start, not an answer: no verdict comes from it, and a run shares the machine with its
-generator while a drain does not.
+The cost of a batch is fitted to the batches of the drains, and the figure is what a batch of the
+target length reads per second by that fit (at most :data:`EXTRAPOLATION` times the best rate
+measured). The probe gives a start, not an answer: no verdict comes from it, and a run shares the
+machine with its generator while a drain does not.
 """
 
 from __future__ import annotations
