@@ -426,8 +426,7 @@ def test_batches_that_grew_and_took_no_longer_are_grown_until_they_read_what_a_r
     # records (1.746 s); the line through the warm drains 2-3 falls too: four times, 25,396
     # (1.726 s), and again, 101,584 (1.843 s): 55,119/s; the line through drains 2-5 rises, beyond
     # twice that at 2.7 s: 110,238/s. Where a duration near the target ended the probe, it read
-    # 1,616/s after drain 2; grown by 2.7 s over their duration, the fifth drain's batches were
-    # 13,600 records
+    # 1,616/s after drain 2
     calls = []
     found = dp.probe(warming_job(1.5, 0.7, 2e-6, calls), 2_000, resources=1, batch_s=2.7)
     assert [c[2] for c in calls] == [2_000, 3_000, 6_349, 25_396, 101_584]
