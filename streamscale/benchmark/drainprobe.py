@@ -259,8 +259,9 @@ def flat(drains: list[Drain]) -> bool:
     makes the line fall), so how long they took says nothing of how near a batch of the target
     they were (a windowed count's batches of 3,000 records took 1.9 s, near a target of 2.7 s by
     duration, where a streaming run read 125,000 a batch in 1.3 s)."""
-    sizes = [n for n, _ in fit_batches(drains)]
-    return len(sizes) >= 3 and max(sizes) >= 1.5 * min(sizes) and fitted_cost(drains) is None
+    batches = fit_batches(drains)
+    sizes = [n for n, _ in batches]
+    return len(sizes) >= 3 and max(sizes) >= 1.5 * min(sizes) and batch_cost(batches) is None
 
 
 def growth(drains: list[Drain], batch_s: float) -> float:
