@@ -159,6 +159,7 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
             "cpu_s_per_million_range": [per_million[0], per_million[-1]] if per_million else None,
             "executors": _executors_at(mine, b["held"] if b["held"] is not None else b["failed"]),
         }
+        row["fewer_held_more"] = _fewer_held_more(table, row)
         table.append(row)
         words = _bracket_words(row, axes)
         if config and (len(table) == 1 or table[-2].get("config") != config):
@@ -176,6 +177,26 @@ def bracket_answer(brackets: list[dict], axes: Axes, sut: str, rows=()) -> dict:
         for r in table
     ]
     return {"sentence": sentence, "brackets": table, "capacity": capacity, "demand": []}
+
+
+def _fewer_held_more(table: list[dict], row: dict) -> dict | None:
+    """The amount of fewer resources (same configuration) whose held end, run on it, lies above
+    ``row``'s, run on its own: {"resources", "held"} of the highest such (None: none). More
+    resources most likely hold at least as much; where runs say otherwise the sentence says so
+    rather than leave a scaling answer that reads as if more resources slowed the job."""
+    if row["held_rate"] is None or row["held_assumed"]:
+        return None
+    more = [
+        r
+        for r in table
+        if r.get("config", "") == row.get("config", "")
+        and r["resources"] < row["resources"]
+        and r["held_rate"] is not None
+        and not r["held_assumed"]
+        and r["held_rate"] > row["held_rate"]
+    ]
+    best = max(more, key=lambda r: r["held_rate"], default=None)
+    return None if best is None else {"resources": best["resources"], "held": best["held"]}
 
 
 def held_latency(rows, held) -> dict:
@@ -238,6 +259,9 @@ def _bracket_words(row: dict, axes: Axes) -> str:
         notes += _undecided_between(row, axes)
     if row.get("out_of_time") and row.get("width") is not None:
         notes.append(f"the time budget ended the search {row['width']:.0%} apart")
+    if row.get("fewer_held_more"):
+        fewer = row["fewer_held_more"]
+        notes.append(f"less than {axes.resources(fewer['resources'])} held, {axes.amount(fewer['held'])}")
     notes += _checked_words(row)
     # Spark's CPU-seconds per million records stay in the table (summary.json, the report), not in
     # the sentence: on a confined core Spark keeps its CPUs busy at any load, so there the figure is

@@ -71,6 +71,7 @@ class Bracket:
     rate: Callable[[float], float] = float  # a load value in records/s (UC4's load is a level n: 4^n)
     fits: Callable[..., bool] = _always  # whether one more run (or ``runs`` more) fits the time budget
     probed: float | None = None  # its drain probe's figure (None: no probe)
+    fewer_held: float | None = None  # the load fewer resources held, run on them (None: none)
 
     @property
     def width(self) -> float | None:
@@ -173,7 +174,9 @@ def bracket_search(
     held). ``probe(resources)``: the load a drain probe of that amount gives (None: none), where
     its search starts instead (half such a step under it), in steps of at most 1 + 0.95 x
     resolution (upwards above the probe's figure, longer with each pass in a row:
-    :func:`_climbing`), its ends all run on it (none assumed from the amount below)."""
+    :func:`_climbing`), its ends all run on it (none assumed from the amount below; a first step
+    down from a failure that would pass below the load the amount below held stops at their
+    middle: :func:`_above_fewer`)."""
     st, deadline = settings, budget.deadline
     out: list[Bracket] = []
     below: Bracket | None = None
@@ -193,6 +196,8 @@ def bracket_search(
         steps = _probed_steps(st) if probed is not None else st
         if probed is None and below is not None and below.held is not None:
             b.held, b.held_assumed = below.held, True
+        elif below is not None and not below.held_assumed:
+            b.fewer_held = below.held
         first = _centred(probed, steps) if probed is not None else _first_load(below, start, st.factor, st.whole)
         first = min(max(first, st.low), st.high)
         _search(b, verdict, first if st.whole else nice(first), steps)
@@ -339,7 +344,22 @@ def _next_outwards(b: Bracket, v: str, x: float, invalid: float, st: Settings) -
     # the capacity: one step, where two left the demo on 1 core 52 % apart (undecided at 32,000
     # records/s, its lag flat; then a pass at 21,000, and no time to halve them).
     near = v == UNDECIDED and not (st.leans is not None and st.leans(x, b.resources))
-    return _down(x, st.factor if near else st.factor_down or st.factor, st.low, st.whole)
+    return _above_fewer(b, x, _down(x, st.factor if near else st.factor_down or st.factor, st.low, st.whole), st)
+
+
+def _above_fewer(b: Bracket, x: float, down: float, st: Settings) -> float:
+    """The first step down from a load that did not hold, ``x``, where ``down`` would pass below the
+    load fewer resources held: their middle instead, run on this amount. More resources most likely
+    hold at least as much, and a first run that fails above it more likely met a busy machine: the
+    demo's 2 cores failed 58,000 records/s with the machine 96 % busy, stepped two steps down to
+    39,000 and answered "held ~39,000, failed ~58,000" beside 1 core's "held ~45,000". Only the
+    first such step: where the middle does not hold either, the search steps down from it as
+    from any load."""
+    floor = b.fewer_held
+    if floor is None or not down < floor < x or any(y > floor and y != x for y in b.verdicts):
+        return down
+    mid = between(floor, x, st.whole)
+    return down if mid is None or mid in b.verdicts else mid
 
 
 def _climbing(b: Bracket, st: Settings) -> float:

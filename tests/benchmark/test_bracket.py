@@ -333,6 +333,29 @@ def test_passes_in_a_row_above_a_probe_lengthen_the_steps_up_to_the_search_facto
     assert [x for x, _ in calls] == [94_000, 110_000, 100_000] and (b.held, b.failed) == (100_000, 110_000)
 
 
+def test_a_first_step_down_that_would_pass_below_what_fewer_resources_held_stops_at_their_middle():
+    # Resolution 25 % (steps of 1.2375 up; 1.2375^2 = 1.5314 down from a failure). 1 core holds
+    # 45,000, probed at 40,000: 40,000 / sqrt(1.2375) = 35,957 (36,000) holds; 44,550 (45,000)
+    # holds; 55,688 (56,000) fails: 24 % apart. 2 cores hold 52,000, probed at 64,000: 57,532
+    # (58,000) fails. Two steps down would be 37,874 (38,000), below 1 core's 45,000: their middle,
+    # 51,088 (51,000), holds instead, on 2 cores: 14 % apart in two runs (two steps down ran 38,000
+    # and then 47,000: held ~47,000, 23 % apart, in three)
+    calls = []
+    probes = {1: 40_000.0, 2: 64_000.0}.get
+    st = Settings(resolution=0.25)
+    one, two = bracket_search([1, 2], capacity_oracle({1: 45_000, 2: 52_000}, calls=calls), 5_000, st, probe=probes)
+    assert [x for x, r in calls if r == 1] == [36_000, 45_000, 56_000] and (one.held, one.failed) == (45_000, 56_000)
+    assert [x for x, r in calls if r == 2] == [58_000, 51_000]
+    assert (two.held, two.failed, two.held_assumed) == (51_000, 58_000, False)
+    # 2 cores that hold less than 1 core (40,000): the middle fails too, and from it the search steps
+    # down as from any load, below 1 core's end: 51,000 / 1.5314 = 33,302 (33,000) holds; the middle,
+    # 41,024 (41,000), fails: 24 % apart, every end run on 2 cores
+    calls.clear()
+    one, two = bracket_search([1, 2], capacity_oracle({1: 45_000, 2: 40_000}, calls=calls), 5_000, st, probe=probes)
+    assert [x for x, r in calls if r == 2] == [58_000, 51_000, 33_000, 41_000]
+    assert (two.held, two.failed, two.held_assumed) == (33_000, 41_000, False)
+
+
 def test_running_a_drifted_end_again_keeps_to_the_time_budget(monkeypatch):
     # 30 s a run, 100 s for one amount: 20k, 40k, 28k run (ending at 90 s); no time to run the
     # drifted ends again: the bracket says it ran out of time, nothing is confirmed
