@@ -6,10 +6,23 @@ module beside it imports as it does when the user runs the job), and registered 
 cloudpickle to travel *by value*, as is every module its import brought in from its folder: the
 UDFs they define reach Spark's Python workers without the files being on the workers' path (on a
 cluster master the job's file is also shipped with ``addPyFile``).
+
+A job file may build Spark objects when it is imported that PySpark can only build in a running
+session: a UDF at the top of the file whose type is a DDL string (``@udf("string")``,
+``@pandas_udf("double")``) has PySpark parse that string in the JVM, and fails with
+SESSION_OR_CONTEXT_NOT_EXISTS without one; a column there (``KEY = F.col("user")``) fails
+PySpark's assertion of an active SparkContext. A user's own script made its session first. So
+does a file that makes one at its top (``spark = SparkSession.builder.getOrCreate()``), which
+would start a session of its own here, before the run's and unlike it: while a file is imported
+to be checked, PySpark's builder starts none (:func:`_no_session_started`). Such a file is imported
+when its job is first called, in the run's session (:class:`Deferred`), where ``getOrCreate``
+gives the run's session; until then its function is looked for in the file's source.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import importlib
 import importlib.util
 import re
@@ -66,7 +79,48 @@ def _where_in_file(exc: BaseException, path: Path) -> str:
     return ""
 
 
-def _import_file(path: Path):
+# PySpark's error for a Spark object built with no session running (its errorClass and message)
+NO_SESSION = "SESSION_OR_CONTEXT_NOT_EXISTS"
+
+
+def needs_session(exc: BaseException) -> bool:
+    """Whether an import failed only because PySpark had no session to build something in: its
+    error saying so, or (a column at the top of the file, ``F.col("user")``) PySpark's own
+    assertion that a SparkContext is active."""
+    if NO_SESSION in str(exc) or NO_SESSION == getattr(exc, "getCondition", lambda: None)():
+        return True
+    frames = traceback.extract_tb(exc.__traceback__) if isinstance(exc, AssertionError) else []
+    return bool(frames) and "_active_spark_context" in (frames[-1].line or "")
+
+
+@contextlib.contextmanager
+def _no_session_started(deferrable: bool):
+    """With ``deferrable``: PySpark's ``SparkSession.builder.getOrCreate()`` starts no session
+    meanwhile (it fails as PySpark does where one is needed and none runs); one running is given
+    as ever."""
+    if not deferrable:
+        yield
+        return
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.sql import SparkSession
+
+    original = SparkSession.Builder.getOrCreate
+
+    def refuse(self):
+        if SparkSession.getActiveSession() is None:
+            raise PySparkRuntimeError(errorClass=NO_SESSION, messageParameters={})
+        return original(self)
+
+    SparkSession.Builder.getOrCreate = refuse
+    try:
+        yield
+    finally:
+        SparkSession.Builder.getOrCreate = original
+
+
+def _import_file(path: Path, deferrable: bool = False):
+    """The file's module; with ``deferrable``, None where its import needs a running Spark session
+    (see the module's notes)."""
     if not path.is_file():
         raise ConfigError(f"job file {path} does not exist")
     key = (str(path), path.stat().st_mtime)
@@ -81,20 +135,29 @@ def _import_file(path: Path):
         sys.path.append(folder)  # after the installed packages: a helper never shadows one of them
     before = set(sys.modules)
     try:
-        spec.loader.exec_module(module)
+        with _no_session_started(deferrable):
+            spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - the user's code: its error, one line
         sys.modules.pop(name, None)
+        if deferrable and needs_session(exc):
+            _by_value(_imported_from(folder, set(sys.modules) - before))  # not new when imported again
+            return None
         first = (str(exc).strip().splitlines() or [""])[0]
         raise ConfigError(
             f"job file {path} failed to import{_where_in_file(exc, path)}: {type(exc).__name__}: {first}"
         ) from None
-    from pyspark import cloudpickle
-
-    cloudpickle.register_pickle_by_value(module)  # its UDFs travel with the plan, not by import
-    for helper in _imported_from(folder, set(sys.modules) - before):
-        cloudpickle.register_pickle_by_value(helper)
+    # its UDFs travel with the plan, not by import
+    _by_value([module, *_imported_from(folder, set(sys.modules) - before)])
     _loaded[key] = module
     return module
+
+
+def _by_value(modules) -> None:
+    """Registers ``modules`` with PySpark's cloudpickle to travel by value."""
+    from pyspark import cloudpickle
+
+    for module in modules:
+        cloudpickle.register_pickle_by_value(module)
 
 
 def _imported_from(folder: str, names: set[str]) -> list:
@@ -117,22 +180,89 @@ def _imported_from(folder: str, names: set[str]) -> list:
     return found
 
 
+class Deferred:
+    """A job's function, its file or module imported when the function is first called (in the
+    run's Spark session): its import needs a running session (see the module's notes)."""
+
+    def __init__(self, ref: str):
+        self.ref = ref
+        self._fn = None
+
+    def __call__(self, *args, **kwargs):
+        if self._fn is None:
+            self._fn = _load(self.ref, deferrable=False)
+        return self._fn(*args, **kwargs)
+
+
+def _defined_in_source(path: Path) -> set[str] | None:
+    """The names a file defines or imports at its top level (None: it imports with *, or cannot be
+    read: any name may be there)."""
+    try:
+        tree = ast.parse(path.read_text(), str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(a.name == "*" for a in node.names):
+                return None
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _functions_in(path: Path) -> list[str]:
+    """The functions a file defines at its top level (what a missing one's error lists)."""
+    tree = ast.parse(path.read_text(), str(path))
+    return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _deferred(ref: str, path: Path | None, label: str) -> Deferred:
+    """The function of a job whose import needs a session, looked for in its source (``path``;
+    None: not found) meanwhile."""
+    func = split(ref)[1]
+    names = _defined_in_source(path) if path is not None else None
+    if names is not None and func not in names:
+        defs = sorted(n for n in _functions_in(path) if not n.startswith("_"))
+        hint = f" (it defines: {', '.join(defs)})" if defs else ""
+        raise ConfigError(f"{label} has no function '{func}'{hint}")
+    return Deferred(ref)
+
+
 def load(ref: str):
     """The job's function, or a ConfigError: the file or module missing, failing to import, or
-    without that function."""
+    without that function. A job whose import needs a running Spark session gives a
+    :class:`Deferred` function, imported when first called."""
+    return _load(ref, deferrable=True)
+
+
+def _load(ref: str, deferrable: bool):
     where, func, is_file = split(ref)
     if is_file:
-        module = _import_file(Path(where))
+        module = _import_file(Path(where), deferrable)
         label = f"job file {where}"
-    else:
-        try:
+        return _deferred(ref, Path(where), label) if module is None else _function(module, func, label)
+    label = f"job module '{where}'"
+    try:
+        with _no_session_started(deferrable):
             module = importlib.import_module(where)
-        except ImportError as exc:
-            raise ConfigError(f"job module '{where}' cannot be imported: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - the user's code: its error, one line
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise ConfigError(f"job module '{where}' failed to import: {type(exc).__name__}: {first}") from None
-        label = f"job module '{where}'"
+    except ImportError as exc:
+        raise ConfigError(f"{label} cannot be imported: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the user's code: its error, one line
+        if deferrable and needs_session(exc):
+            found = importlib.util.find_spec(where)
+            return _deferred(ref, Path(found.origin) if found and found.origin else None, label)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise ConfigError(f"{label} failed to import: {type(exc).__name__}: {first}") from None
+    return _function(module, func, label)
+
+
+def _function(module, func: str, label: str):
+    """``module``'s function ``func``, or a ConfigError naming what it defines."""
     fn = getattr(module, func, None)
     if fn is None:
         defined = sorted(

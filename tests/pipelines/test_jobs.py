@@ -3,6 +3,8 @@ connector, the output topic drained), each output checked exactly against a comp
 Python over what the input topic holds; Spark's own late count; and broken jobs refused in one line."""
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -253,6 +255,105 @@ def test_a_jobs_python_udf_runs_on_spark_s_workers(broker, spark, topic_factory,
     )
     got = run_on_readings(f"{job}:job", [f"s_{i}" for i in range(50)], "loud", broker, spark, topic_factory, tmp_path)
     assert got == sorted((f"s_{i}", f"S_{i}!") for i in range(50))
+
+
+# A job as users write one for their own scripts, which make their session first: UDFs at the top of
+# the file whose types are DDL strings, which PySpark parses in a running session only.
+DDL_UDFS = """
+import pandas as pd
+from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf, udf
+
+
+@udf("string")
+def shout(text):
+    return text.upper() + "!"
+
+
+@pandas_udf("long")
+def digits(text: pd.Series) -> pd.Series:
+    return text.str.count(r"[0-9]")
+
+
+def job(readings, params):
+    key = F.col("identifier")
+    return readings.select(key.alias("key"), shout(key).alias("loud"), digits(key).alias("n"))
+"""
+
+
+# ...and one that makes its session at its top, as a script does
+SCRIPT_JOB = """
+from pyspark.sql import SparkSession, functions as F
+
+spark = SparkSession.builder.appName("mine").getOrCreate()
+
+
+def job(readings, params):
+    sizes = spark.createDataFrame([(f"s_{i}", i) for i in range(3)], "identifier string, i long")
+    return readings.join(sizes, "identifier").select(F.col("identifier").alias("key"), "i")
+"""
+
+
+def test_a_job_file_whose_udfs_need_a_session_to_import_is_checked_without_one_and_imported_in_the_run(tmp_path):
+    # no Spark session in a process of its own: the spec is valid, the function is looked for in
+    # the file's source (a missing one named in one line), and an error of the file's own is one line
+    job = job_file(tmp_path, DDL_UDFS, "ddljob.py")
+    spec = tmp_path / "spec.yaml"
+    exe = str(Path(sys.executable).parent / "streamscale")
+
+    def validate(sut):
+        body = {
+            "name": "ddl",
+            "benchmark": {"sut": sut},
+            "execution": {"load": {"values": [1000]}, "resources": {"values": [1]}},
+        }
+        spec.write_text(json.dumps(body))
+        return subprocess.run([exe, "benchmark", "validate", str(spec)], capture_output=True, text=True, timeout=120)
+
+    r = validate(f"{job}:job")
+    assert r.returncode == 0 and r.stdout.startswith("valid: "), r.stdout + r.stderr
+    r = validate(f"{job}:nope")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "has no function 'nope' (it defines: digits, job, shout)" in r.stderr
+    # a column at the top of the file, which PySpark builds in a running session only
+    columns = job_file(
+        tmp_path,
+        "from pyspark.sql import functions as F\n\nKEY = F.col('identifier')\n\n"
+        "def job(readings, params):\n    return readings.select(KEY.alias('key'))\n",
+        "coljob.py",
+    )
+    r = validate(f"{columns}:job")
+    assert r.returncode == 0 and r.stdout.startswith("valid: "), r.stdout + r.stderr
+    # a file that makes its own session at its top: checking it starts none (the run's would then
+    # not be the one asked for), it is imported in the run's
+    script = job_file(tmp_path, SCRIPT_JOB, "scriptjob.py")
+    look = (
+        "from pyspark import SparkContext; from streamscale.pipelines import jobref; "
+        f"fn = jobref.load({script + ':job'!r}); print(type(fn).__name__, SparkContext._active_spark_context)"
+    )
+    r = subprocess.run([sys.executable, "-c", look], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["Deferred", "None"], r.stdout + r.stderr
+    broken = job_file(tmp_path, "import os\n\nx = 1 / 0\n" + DDL_UDFS, "brokenddl.py")
+    r = validate(f"{broken}:job")
+    assert r.returncode == 2 and "failed to import (line 3): ZeroDivisionError" in r.stderr, r.stderr
+
+
+def test_a_deferred_job_is_imported_when_first_called_and_its_udfs_run_on_the_workers(
+    broker, spark, topic_factory, tmp_path
+):
+    from streamscale.pipelines import jobref
+
+    job = f"{job_file(tmp_path, DDL_UDFS, 'ddlrun.py')}:job"
+    deferred = jobref.Deferred(job)
+    frame = spark.createDataFrame([(f"s_{i}",) for i in range(30)], "identifier string")
+    got = sorted(tuple(r) for r in deferred(frame, {}).collect())
+    assert got == sorted((f"s_{i}", f"S_{i}!", len(str(i))) for i in range(30))
+    # the file that makes its session at its top gets the run's
+    script = jobref.Deferred(f"{job_file(tmp_path, SCRIPT_JOB, 'scriptrun.py')}:job")
+    assert sorted(tuple(r) for r in script(frame, {}).collect()) == [("s_0", 0), ("s_1", 1), ("s_2", 2)]
+    # and the same file as a job's: run under load, every reading's output exact
+    got = run_on_readings(job, [f"t{i}" for i in range(40)], "n", broker, spark, topic_factory, tmp_path)
+    assert got == sorted((f"t{i}", len(str(i))) for i in range(40))
 
 
 def test_a_helper_module_beside_the_job_imports_and_its_udf_runs_on_the_workers(broker, spark, topic_factory, tmp_path):
