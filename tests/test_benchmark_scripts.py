@@ -320,7 +320,7 @@ def test_answer_truth_runs_a_long_run_again_where_the_machine_moved_and_counts_o
     assert answer_truth.counted(float("nan"), 0.25) and answer_truth.counted(0.25, 0.25)
 
 
-@pytest.mark.parametrize("name", ["hot_items", "two_hashes"])
+@pytest.mark.parametrize("name", ["hot_items", "text_udf", "two_hashes"])
 def test_the_answer_checks_own_jobs_are_valid_specs_whose_jobs_build(name):
     from streamscale.benchmark.plan import resolve
     from streamscale.benchmark.spec import load_spec
