@@ -87,7 +87,7 @@ def needs_session(exc: BaseException) -> bool:
     """Whether an import failed only because PySpark had no session to build something in: its
     error saying so, or (a column at the top of the file, ``F.col("user")``) PySpark's own
     assertion that a SparkContext is active."""
-    if NO_SESSION in str(exc) or NO_SESSION == getattr(exc, "getCondition", lambda: None)():
+    if getattr(exc, "getCondition", lambda: None)() == NO_SESSION:
         return True
     frames = traceback.extract_tb(exc.__traceback__) if isinstance(exc, AssertionError) else []
     return bool(frames) and "_active_spark_context" in (frames[-1].line or "")
@@ -194,13 +194,17 @@ class Deferred:
         return self._fn(*args, **kwargs)
 
 
-def _defined_in_source(path: Path) -> set[str] | None:
-    """The names a file defines or imports at its top level (None: it imports with *, or cannot be
-    read: any name may be there)."""
+def _source(path: Path) -> ast.Module | None:
+    """The file's syntax tree (None: it cannot be read or parsed)."""
     try:
-        tree = ast.parse(path.read_text(), str(path))
+        return ast.parse(path.read_text(), str(path))
     except (OSError, SyntaxError, ValueError):
         return None
+
+
+def _defined_in_source(tree: ast.Module) -> set[str] | None:
+    """The names a file defines or imports at its top level (None: it imports with *: any name
+    may be there)."""
     names: set[str] = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -215,9 +219,8 @@ def _defined_in_source(path: Path) -> set[str] | None:
     return names
 
 
-def _functions_in(path: Path) -> list[str]:
+def _functions_in(tree: ast.Module) -> list[str]:
     """The functions a file defines at its top level (what a missing one's error lists)."""
-    tree = ast.parse(path.read_text(), str(path))
     return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
@@ -225,9 +228,10 @@ def _deferred(ref: str, path: Path | None, label: str) -> Deferred:
     """The function of a job whose import needs a session, looked for in its source (``path``;
     None: not found) meanwhile."""
     func = split(ref)[1]
-    names = _defined_in_source(path) if path is not None else None
+    tree = _source(path) if path is not None else None
+    names = _defined_in_source(tree) if tree is not None else None
     if names is not None and func not in names:
-        defs = sorted(n for n in _functions_in(path) if not n.startswith("_"))
+        defs = sorted(n for n in _functions_in(tree) if not n.startswith("_"))
         hint = f" (it defines: {', '.join(defs)})" if defs else ""
         raise ConfigError(f"{label} has no function '{func}'{hint}")
     return Deferred(ref)
