@@ -314,8 +314,8 @@ class SutRun:
         self.spark = spark
 
     def generators(self) -> LoadGenerators:
-        """The load: one generator per feed (its share of the rate, into its topic), each started
-        after the feeds its records refer to."""
+        """The load: one generator per feed (its share of the rate, into its topic), launched
+        after the feeds its records refer to, all on one schedule."""
         w, backlog = self.w, self.policy.backlog
         # a judged run ends when it is decided: the generator runs until stopped; a backlog is a count
         duration = None if self.policy.judge is not None or backlog else self.policy.duration_s

@@ -25,7 +25,7 @@ class Feed:
     records: object = None
     share: float = 1.0
     partitions: int | None = None  # its topic's (None: the run's own number)
-    refs: tuple[str, ...] = ()  # the feeds its records refer to (ref:), started before it
+    refs: tuple[str, ...] = ()  # the feeds its records refer to (ref:), launched before it
     read: bool = True  # the job reads it: its lag is judged and drained (else only generated)
     keys: int | None = None
 

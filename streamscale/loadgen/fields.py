@@ -91,9 +91,10 @@ class RefClock:
     """When each record of a referenced input is sent: its generator's ``t0_ms`` (the stamp of
     each worker's record 0), each worker's rate (records/s) and how many records it sends at most
     (None: until stopped). Worker w of W numbers its records w, w+W, ... (``sequence``) and stamps
-    record k with ``t0_ms + k * 1000 / rate``."""
+    record k with ``t0_ms + k * 1000 / rate``. ``t0_ms`` None: the origin of the referring worker's
+    own schedule, which the two share, bound once it is set (``RecordMaker.bind_origin``)."""
 
-    t0_ms: int
+    t0_ms: int | None
     rates: tuple[float, ...]
     limits: tuple[int | None, ...]
 

@@ -26,6 +26,12 @@ LEAD_S = 0.1  # from the last worker's readiness to the schedule's start: time f
 READY_TIMEOUT_S = 60.0  # a worker not ready by then starts late (its shortfall is reported)
 
 
+def schedule_origin(cfg: GeneratorConfig) -> tuple[float, int]:
+    """A schedule's origin from now: (monotonic t0, the stamp of record 0 in epoch ms)."""
+    wall_ms = cfg.start_time_ms if cfg.start_time_ms is not None else time.time() * 1000 + LEAD_S * 1000
+    return time.monotonic() + LEAD_S, int(wall_ms)
+
+
 class LoadGenerator:
     """Start/stop the worker processes; samples the rate sent and the records in flight every second.
 
@@ -52,6 +58,7 @@ class LoadGenerator:
         self._sample_t: list[float] = []
         self._monitor: threading.Thread | None = None
         self._t0 = 0.0
+        self._t0_wall_ms = 0
         self._t_end: float | None = None
         self._first_error: str | None = None
 
@@ -70,6 +77,11 @@ class LoadGenerator:
 
     # lifecycle ---------------------------------------------------------------------------
     def start(self) -> LoadGenerator:
+        self.launch()
+        return self.begin(*schedule_origin(self.cfg))
+
+    def launch(self) -> LoadGenerator:
+        """Its workers started and ready, waiting for :meth:`begin` to give their schedule's origin."""
         from streamscale.broker.access import BrokerAccess
 
         with BrokerAccess(self.cfg.connection) as access:
@@ -95,12 +107,14 @@ class LoadGenerator:
         except BaseException:  # interrupted while they start: they stop, not wait for a schedule
             self.stop(10)
             raise
-        # The schedule starts once every worker can send: a spawned worker's imports take 1-4 s on
-        # a busy machine, and one that started behind its schedule would send its first seconds in
-        # one burst and, in a short run, fall short of it by its lateness.
-        wall_ms = self.cfg.start_time_ms if self.cfg.start_time_ms is not None else time.time() * 1000 + LEAD_S * 1000
-        self._t0 = time.monotonic() + LEAD_S
-        self._t0_wall_ms = int(wall_ms)
+        return self
+
+    def begin(self, t0: float, wall_ms: int) -> LoadGenerator:
+        """The schedule starts at monotonic ``t0``, record 0 stamped ``wall_ms``. It starts once every
+        worker can send: a spawned worker's imports take 1-4 s on a busy machine, and one that started
+        behind its schedule would send its first seconds in one burst and, in a short run, fall short
+        of it by its lateness."""
+        self._t0, self._t0_wall_ms = t0, int(wall_ms)
         self._schedule[1], self._schedule[0] = self._t0_wall_ms, self._t0  # t0 last: the workers wait for it
         self._monitor = threading.Thread(target=self._watch, daemon=True)
         self._monitor.start()
@@ -116,12 +130,13 @@ class LoadGenerator:
             time.sleep(0.01)
 
     def clock(self):
-        """When each of its records is sent (after :meth:`start`), for another input's ``ref:``."""
+        """When each of its records is sent, for another input's ``ref:``: before :meth:`begin`,
+        on the origin the referring generator's schedule shares with it (:class:`LoadGenerators`)."""
         from streamscale.loadgen.fields import RefClock
 
         cfg = self.cfg
         return RefClock(
-            self._t0_wall_ms,
+            self._t0_wall_ms or None,
             tuple(cfg.worker_rate(w) for w in range(cfg.workers)),
             tuple(cfg.worker_limit(w) for w in range(cfg.workers)),
         )
@@ -285,9 +300,10 @@ def generate(cfg: GeneratorConfig, on_second=None) -> GeneratorResult:
 
 
 class LoadGenerators:
-    """One generator per input of a job of several inputs, started in order (each ``ref:`` is bound
-    to the schedule of the input it names, started before it) and stopped the other way round (a
-    click is sent while its impression's generator still runs); one result for them all."""
+    """One generator per input of a job of several inputs, launched in order (each ``ref:`` is bound
+    to the schedule of the input it names, launched before it), all on one schedule origin, and
+    stopped the other way round (a click is sent while its impression's generator still runs); one
+    result for them all."""
 
     def __init__(self, configs: list[tuple[str, GeneratorConfig]]):
         self.configs = configs
@@ -301,11 +317,17 @@ class LoadGenerators:
             for name, cfg in self.configs:
                 if cfg.refs:
                     cfg = dataclasses.replace(cfg, refs={n: clocks[n] for n in cfg.refs})
-                self.gens.append(LoadGenerator(cfg).start())
+                self.gens.append(LoadGenerator(cfg).launch())
                 clocks[name] = self.gens[-1].clock()
         except BaseException:  # one that does not start (its topic missing): the others stop too
             self.stop()
             raise
+        # One origin for all, set once every worker of every input is ready: a click's impression is
+        # stamped within its MAX_S before it from the first record to the last, however long the
+        # referring input's workers took to start.
+        t0, wall_ms = schedule_origin(self.configs[0][1])
+        for g in self.gens:
+            g.begin(t0, wall_ms)
         return self
 
     def worker_failure(self) -> str | None:

@@ -1,8 +1,9 @@
 """Several named inputs of one job (``benchmark.inputs``): each its own records, topic, share of the
 load and partitions, e.g. impressions and the clicks that refer to them (``ref:``).
 
-The load (records/s) is split by the shares; the generators start in the order the references
-need (a referenced input first: a click's impression has been sent) and stop the other way round.
+The load (records/s) is split by the shares; the generators' workers start in the order the
+references need (a referenced input first), their schedules start together once all are ready (a
+click's impression has been sent), and they stop the other way round.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ is the Kafka key. Timestamps travel as epoch milliseconds and reach a job as Spa
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Literal
 
@@ -234,6 +235,12 @@ class RecordMaker:
             self.template = b"{" + b",".join(named) + b"}"
         else:
             self.template = b",".join(pieces)
+
+    def bind_origin(self, t0_ms: int) -> None:
+        """The ``ref:`` clocks that share this worker's schedule origin get it, once it is set."""
+        for g in self.gens if self.replayer is None else ():
+            if g.clock is not None and g.clock.t0_ms is None:
+                g.clock = dataclasses.replace(g.clock, t0_ms=t0_ms)
 
     def place(self, partitions: int) -> None:
         """Keys drawn from a pool (keys:N, zipf, choice) get their partition per pool entry once
