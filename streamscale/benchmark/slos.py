@@ -175,7 +175,7 @@ class LagTrend:
         notes = ((NOTE_EXCUSE, excuse),) if excuse else ()
         undecided = ""
         if verdict == "undecided" and not excuse:
-            undecided = f"lag interval still straddles the limit after {obs.ran_s:.0f} s"
+            undecided = f"lag interval{_judged_at(trend, confidence)} still straddles the limit after {obs.ran_s:.0f} s"
             if trend.draining(limit):
                 undecided = f"lag still falling faster than the limit after {obs.ran_s:.0f} s (catching up, not steady)"
             elif trend.verdict(limit, confidence) == "fail":
@@ -189,6 +189,17 @@ class LagTrend:
         """A look's: the records of a median batch since the warm-up, at the rate judged."""
         rate = self.rate if self.rate is not None else obs.delivered
         return rate * (obs.median_batch_ms or 0.0) / 1000
+
+
+def _judged_at(trend, confidence: float) -> str:
+    """The interval a verdict used where it is not the 95 % one a run line shows: a run looked at
+    as it goes is judged at more (its error spent over its looks), so the 95 % interval may lie
+    wholly below the limit while the one judged straddles it."""
+    if confidence == 0.95 or not math.isfinite(trend.se):
+        return ""
+    low, high = trend.interval(confidence)
+    level = f"{confidence * 100:.3f}".rstrip("0").rstrip(".")
+    return f" at {level} %, [{low:,.0f}, {high:,.0f}],"
 
 
 @dataclass(frozen=True)

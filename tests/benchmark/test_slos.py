@@ -141,3 +141,27 @@ def test_a_look_fails_a_processing_p95_that_the_records_to_come_cannot_bring_bac
     assert (decided.verdict, decided.decided) == ("fail", True)
     going_on = judge(_latencies(140_000, 360_000), [lag, check], look=True)
     assert (going_on.verdict, going_on.decided) == ("undecided", False)
+
+
+def test_an_undecided_lag_says_the_interval_it_was_judged_at_where_a_run_line_shows_the_95_percent_one():
+    # the demo's 1-core run at 22,000 records/s: its 95 % interval [-2,642, 1,338] lay below the
+    # limit of 1,374, while its last look, judged at 96.25 % (the error its looks left), straddled it
+    import re
+
+    from streamscale.benchmark.slos import LagTrend, Observation
+    from streamscale.experiment.sequential import t_quantile
+    from streamscale.experiment.slo import Trend
+
+    se = (1_338.117 + 652.018) / t_quantile(20, 0.95)
+    trend = Trend(-652.018, 0.0, -2_642.153, 1_338.117, 22, "seconds", se=se, df=20)
+    obs = Observation(lag=[], batches=[], t0_wall=None, warmup_s=9.0, ran_s=30.1)
+    obs.__dict__.update(trend=trend, median_batch_ms=2_354.0, stall=None, slowdown=0.0)
+    check = LagTrend(0.01, 137_357.9)  # a limit of 1,373.6 records/s
+    assert check.check(obs, 0.95).verdict == "pass"
+    judged = check.check(obs, 0.9625)
+    assert judged.verdict == "undecided"
+    said = re.fullmatch(r"lag interval at 96\.25 %, \[(-?[\d,]+), (-?[\d,]+)\], still straddles the limit after 30 s",
+                        judged.undecided_note)  # fmt: skip
+    assert said, judged.undecided_note
+    low, high = (float(x.replace(",", "")) for x in said.groups())
+    assert low < -2_642 and 1_373.6 < high  # wider than the 95 % interval, and across the limit
