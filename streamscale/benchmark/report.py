@@ -283,7 +283,10 @@ def _experiment_section(e, d: Path) -> list[str]:
 
 def _lag_word(e) -> str:
     """What the run's lag trend says of its SLO, in the run's own words: an interval that still
-    straddled the limit decided nothing (rows of an older streamscale: met or violated)."""
+    straddled the limit decided nothing, said as the run's note says it (which names the interval
+    judged where it is wider than the 95 % one beside it; rows of an older streamscale: met or
+    violated)."""
     if e.lag_verdict == "undecided":
-        return "undecided (its interval straddles the limit)"
+        said = next((part for part in (e.note or "").split("; ") if part.startswith("lag ")), "")
+        return f"undecided ({html.escape(said) if said else 'its interval straddles the limit'})"
     return "met" if e.lag_slo else "violated"

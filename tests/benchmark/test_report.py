@@ -61,11 +61,16 @@ def test_every_figure_in_the_tables_has_at_most_four_significant_digits(tmp_path
 def test_an_undecided_run_is_called_undecided_and_a_one_point_report_shows_no_raw_figure(tmp_path):
     def undecided(load, res, rep, on_lag=None):
         r = raw_figures(load, res, rep)
-        return dataclasses.replace(r, verdict="undecided", lag_verdict="undecided", lag_slo=False, passed=False)
+        note = "lag interval at 96.25 %, [-2,778, 1,474], still straddles the limit after 30 s; the machine moved"
+        return dataclasses.replace(
+            r, verdict="undecided", lag_verdict="undecided", lag_slo=False, passed=False, note=note
+        )
 
     spec = parse_spec(spec_dict(load={"type": "sensors", "values": [2000]}, resources={"type": "cores", "values": [1]}))
     Execution(spec, tmp_path, undecided).run()
     page = write_report(tmp_path).read_text()
     paragraph = re.search(r"<p>lag trend .*?</p>", page).group(0)
     assert "lag SLO undecided" in paragraph and "violated" not in paragraph
+    # in the note's words, which name the interval judged (the one beside it is the 95 % one)
+    assert "undecided (lag interval at 96.25 %, [-2,778, 1,474], still straddles the limit after 30 s)" in paragraph
     assert "2000.0" not in page.split("<h2>Spec</h2>")[0]  # every figure for a person, the spec as written
