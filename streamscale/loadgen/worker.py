@@ -55,11 +55,6 @@ class Shared:
     parent_pid: int
 
 
-def cfg_refs_shared(cfg: GeneratorConfig) -> bool:
-    """Whether a ``ref:`` clock waits for the schedule's origin it shares with this worker's."""
-    return any(c is not None and c.t0_ms is None for c in cfg.refs.values())
-
-
 def worker_process(cfg: GeneratorConfig, w: int, shared: Shared) -> None:
     """A worker process: once it is ready and the parent has set the schedule's origin, record k of
     worker ``w`` is due at ``t0 + k / rate_w`` (monotonic) and is stamped ``t0_wall_ms + k * 1000 /
@@ -101,7 +96,7 @@ class _Worker:
         maker = self._maker()
         self.shared.ready.value = 1
         self._await_schedule()
-        if maker is not None and cfg_refs_shared(self.cfg):
+        if maker is not None and self.cfg.refs:  # ref: clocks that wait for this schedule's origin
             maker.bind_origin(self.t0_wall_ms)
         cpu0 = time.process_time()  # the process's CPU (librdkafka's threads included) from here
         send, nap = self._sender(producer, maker)

@@ -142,9 +142,8 @@ def _import_file(path: Path, deferrable: bool = False):
         if deferrable and needs_session(exc):
             _by_value(_imported_from(folder, set(sys.modules) - before))  # not new when imported again
             return None
-        first = (str(exc).strip().splitlines() or [""])[0]
         raise ConfigError(
-            f"job file {path} failed to import{_where_in_file(exc, path)}: {type(exc).__name__}: {first}"
+            f"job file {path} failed to import{_where_in_file(exc, path)}: {type(exc).__name__}: {_first_line(exc)}"
         ) from None
     # its UDFs travel with the plan, not by import
     _by_value([module, *_imported_from(folder, set(sys.modules) - before)])
@@ -231,9 +230,7 @@ def _deferred(ref: str, path: Path | None, label: str) -> Deferred:
     tree = _source(path) if path is not None else None
     names = _defined_in_source(tree) if tree is not None else None
     if names is not None and func not in names:
-        defs = sorted(n for n in _functions_in(tree) if not n.startswith("_"))
-        hint = f" (it defines: {', '.join(defs)})" if defs else ""
-        raise ConfigError(f"{label} has no function '{func}'{hint}")
+        raise _no_function(label, func, [n for n in _functions_in(tree) if not n.startswith("_")])
     return Deferred(ref)
 
 
@@ -260,8 +257,7 @@ def _load(ref: str, deferrable: bool):
         if deferrable and needs_session(exc):
             found = importlib.util.find_spec(where)
             return _deferred(ref, Path(found.origin) if found and found.origin else None, label)
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise ConfigError(f"{label} failed to import: {type(exc).__name__}: {first}") from None
+        raise ConfigError(f"{label} failed to import: {type(exc).__name__}: {_first_line(exc)}") from None
     return _function(module, func, label)
 
 
@@ -269,14 +265,25 @@ def _function(module, func: str, label: str):
     """``module``'s function ``func``, or a ConfigError naming what it defines."""
     fn = getattr(module, func, None)
     if fn is None:
-        defined = sorted(
-            n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__
+        raise _no_function(
+            label,
+            func,
+            [n for n, v in vars(module).items() if callable(v) and getattr(v, "__module__", None) == module.__name__],
         )
-        hint = f" (it defines: {', '.join(defined)})" if defined else ""
-        raise ConfigError(f"{label} has no function '{func}'{hint}")
     if not callable(fn):
         raise ConfigError(f"{label}: '{func}' is not a function")
     return fn
+
+
+def _no_function(label: str, func: str, defined: list[str]) -> ConfigError:
+    """The error of a job without function ``func``, naming the ones it defines."""
+    hint = f" (it defines: {', '.join(sorted(defined))})" if defined else ""
+    return ConfigError(f"{label} has no function '{func}'{hint}")
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of a user's code's error (its one-line ConfigError)."""
+    return (str(exc).strip().splitlines() or [""])[0]
 
 
 def job_file(ref: str) -> Path | None:
