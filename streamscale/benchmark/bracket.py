@@ -521,7 +521,8 @@ class EndsDecided:
 
     def run(self, trials) -> Outcome:
         found = self.search.run(trials)
-        return outcome_of([trials.ends_decided(b, self.search.settings.whole) for b in found.brackets])
+        rows, whole = found.brackets, self.search.settings.whole
+        return outcome_of([trials.ends_decided(b, whole, len(rows) - i - 1) for i, b in enumerate(rows)])
 
 
 def outcome_of(rows: list[dict]) -> Outcome:

@@ -143,6 +143,8 @@ class Execution:
         self.overheads: list[float] = []  # what each run here took beyond its load (seconds)
         self.started = time.monotonic()
         self.deadline: float | None = None  # the bracket search's time budget ends (time.monotonic())
+        self.ends_left = 1  # the runs under the SLOs still planned: the time left is shared among them
+        self.cut: set[tuple] = set()  # the keys of runs the time budget ended before their longest
         out_dir.mkdir(parents=True, exist_ok=True)
         self._load_previous()
         self.probes = None  # each resource amount's drain probe (strategy.probe): drainprobe.Probes
@@ -247,7 +249,8 @@ class Execution:
         runs = self.ends
         what = f"{runs.word} of the {end} end" if end in ("held", "failed") else f"{runs.word} between the ends"
         r = self._run_once(load, res, runs.rep, what, runs, end or "between")
-        why = self._again(r)
+        self.ends_left = max(1, self.ends_left - 1)
+        why = "" if self._key(load, res, runs.rep) in self.cut else self._again(r)
         if not why or self._budget_refuses(1):
             return r.verdict
         if not self._recalled(load, res, runs.rep + RERUN):  # recalled: not said again
@@ -297,6 +300,7 @@ class Execution:
 
             # a configuration is named only where the spec has some (a caller's runner may not know of them)
             run = ends.runner if ends is not None else self.run_experiment
+            capped = self._limit(run, ends)
             r = run(load, res, rep, on_lag=on_lag, **({"config": self.config} if self.config else {}))
         if confirms:
             r = dataclasses.replace(r, confirms=confirms)
@@ -307,9 +311,31 @@ class Execution:
         self.ran += 1
         self.done[key] = r
         self.results.append(r)
+        if capped and r.verdict == "undecided" and not math.isfinite(r.decided_s):
+            self.cut.add(key)  # undecided at the end the time budget gave it, before its longest
         duration = ends.duration_s if ends is not None else self.runs.duration_s
-        console.print(run_line(r, self.runs.slos.latency_p95_ms, duration), highlight=False)
+        line = run_line(r, self.runs.slos.latency_p95_ms, duration, cut=key in self.cut)
+        console.print(line, highlight=False)
         return r
+
+    def _limit(self, run, ends: EndRuns | None) -> bool:
+        """Tell ``run`` (a runner with an ``until``: ExperimentRunner) when a run of it still
+        undecided stops under the time budget: a search's run at its end, a run under the SLOs at
+        its share of what is left (shared by the runs under the SLOs still planned), less what a run
+        takes beyond its load; strategy.confirm's long runs are whole. Whether that comes before
+        the run's longest."""
+        from streamscale.benchmark.bracket import run_cost
+
+        if not hasattr(run, "until"):
+            return False
+        whole = ends is not None and ends.rep == LONG_REP
+        if self.deadline is None or whole:
+            run.until = None
+            return False
+        left = self.deadline - time.monotonic()
+        share = left / self.ends_left if ends is not None else left
+        run.until = time.monotonic() + share - run_cost(0.0, self.overheads)
+        return run.longest_now() < run.runs.longest_s - 0.5
 
     def most_experiments(self) -> int:
         """The most experiments the spec's search can run: each point's repetitions with their extra
@@ -338,9 +364,9 @@ class Execution:
     def run(self, search: Search | None = None) -> dict:
         """The spec's search (or ``search``, a :class:`~streamscale.benchmark.search.Search`) for
         each configuration in turn; then summary.csv, summary.json and the plot, once."""
-        st = self.runs.strategy
-        self.deadline = time.monotonic() + st.time_budget_s if st.time_budget_s else None
         names = self.plan.config_names
+        budget = self.runs.time_budget_s
+        self.deadline = time.monotonic() + budget if budget else None
         outcomes = {}
         for i, name in enumerate(names, 1):
             self.config = name
@@ -425,10 +451,11 @@ class Execution:
     def _keys(self) -> tuple[str, str]:
         return ("load", "resources") if self.runs.metric == "demand" else ("resources", "load")
 
-    def ends_decided(self, b: dict, whole: bool) -> dict:
+    def ends_decided(self, b: dict, whole: bool, later: int = 0) -> dict:
         """An amount's bracket with its ends decided by the runs that decide them (:class:`EndRuns`:
         strategy.confirm's long runs, or runs under the SLO), refined where they do not hold
-        (streamscale.benchmark.confirm)."""
+        (streamscale.benchmark.confirm); ``later``: the brackets after it, whose two ends each share
+        the time budget left."""
         from streamscale.benchmark.confirm import confirm_bracket, held_unchecked, search_loads
 
         st, runs, res = self.runs.strategy, self.ends, b["resources"]
@@ -443,6 +470,7 @@ class Execution:
         to_run = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None and float(b[k]) not in failed]
         if self._budget_refuses(len(to_run)):
             return {**b, "ends_unchecked": "the time budget held no runs of them"}
+        self.ends_left = len(to_run) + 2 * later
         how = f"over {st.confirm_s:g} s each" if runs.rep == LONG_REP else "under the SLOs"
         if to_run:
             which = "ends" if len(to_run) > 1 else "end"
@@ -543,8 +571,13 @@ class Execution:
         return self.ends is not None and self.ends.rep == SLO_REP and self._after_deadline(runs)
 
     def _after_deadline(self, runs: int) -> bool:
-        """Whether ``runs`` more runs would end after the time budget (never without one)."""
-        return self.deadline is not None and time.monotonic() + runs * self.run_cost() > self.deadline
+        """Whether ``runs`` more runs under the SLOs would end after the time budget (never without
+        one), each at its shortest: the budget ends a run still undecided at its share of it
+        (:meth:`_limit`)."""
+        from streamscale.benchmark.bracket import run_cost
+
+        shortest = self.runs.repetitions * run_cost(self.runs.duration_s, self.overheads)
+        return self.deadline is not None and time.monotonic() + runs * shortest > self.deadline
 
     def _summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
         ex = self.runs

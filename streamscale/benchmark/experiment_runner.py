@@ -88,6 +88,9 @@ class ExperimentRunner:
         self.preflown = False  # every other configuration checked in a run's session before its load
         self.executor_parents: tuple = ()  # a cluster's worker daemons here: their executors' CPU counts
         self.recovery = None  # the running experiment's Recovery, on a cluster of hosts it watches
+        # when a run still undecided stops at the latest, its load's end (time.monotonic(); None: at
+        # its longest): a time budget's share for it, never before its duration_s
+        self.until: float | None = None
 
     def close(self) -> None:
         """Stop a session the runner kept (its own sessions only)."""
@@ -186,8 +189,17 @@ class ExperimentRunner:
             # a node that died decides the run at its next look: what follows measures the fault
             judge = _stopping_on_fault(judge, self.watch)
         first = self.looks.first_s if judge is not None else None
-        policy = StopPolicy(ex.duration_s, judge, first, max_duration_s=ex.longest_s)
+        policy = StopPolicy(ex.duration_s, judge, first, max_duration_s=self.longest_now())
         return self._sut(point, point.params, policy, on_lag)
+
+    def longest_now(self) -> float:
+        """How long a run starting now may go on while undecided: its longest, or less where
+        ``until`` comes first (the looks keep their plan for the longest: a run stopped sooner is
+        judged at a look's stricter level)."""
+        longest = self.runs.longest_s
+        if self.until is None:
+            return longest
+        return max(self.runs.duration_s, min(longest, self.until - time.monotonic()))
 
     def drain(self, load: float, resources: int, config: str, records: int, batch_records: int):
         """A drain probe's run (:mod:`.drainprobe`): ``records`` of the point's records written

@@ -74,6 +74,7 @@ class Runs:
     load_type: str
     resource_type: str
     master: str | None  # the spec's Spark master (None: as each resource amount places it)
+    time_budget_s: float | None = None  # the whole search's (ExecutionSpec.time_budget; None: none)
 
     @classmethod
     def of(cls, ex: ExecutionSpec) -> Runs:
@@ -93,6 +94,7 @@ class Runs:
             strategy=ex.strategy,
             slos=ex.slos,
             configs=dict(ex.configs),
+            time_budget_s=ex.time_budget(max(1, len(ex.configs))),
             load_type=ex.load.type,
             resource_type=ex.resources.type,
             master=ex.master,

@@ -12,9 +12,15 @@ from streamscale.benchmark.sloregistry import run_line_words
 _COLOUR = {"pass": "green", "fail": "red", "undecided": "yellow", "invalid": "red"}
 
 
-def run_line(r: ExperimentResult, latency_limit_ms: float | None = None, duration_s: float | None = None) -> str:
+def run_line(
+    r: ExperimentResult,
+    latency_limit_ms: float | None = None,
+    duration_s: float | None = None,
+    cut: bool = False,
+) -> str:
     """One experiment's line: its verdict and the figures that decided it (unmeasured ones left out);
-    a run that went on past its ``duration_s`` because it was undecided there says so."""
+    a run that went on past its ``duration_s`` because it was undecided there says so, and one a
+    time budget ended (``cut``), before its longest, says that."""
     colour = _COLOUR.get(r.verdict, "red")
     if math.isnan(r.lag_slope) and r.note:  # nothing measured: Spark's JVM died under the load
         return f"  [{colour}]{r.verdict.upper()}[/] {escape(r.note)}, after {r.ran_s:.0f} s"
@@ -41,7 +47,7 @@ def run_line(r: ExperimentResult, latency_limit_ms: float | None = None, duratio
     if math.isfinite(r.median_batch_ms):
         parts.append(f"median batch {r.median_batch_ms:,.0f} ms")
     if math.isfinite(r.ran_s):
-        parts.append(f"{r.ran_s:.0f} s run{_extension(r, duration_s)}")
+        parts.append(f"{r.ran_s:.0f} s run{_extension(r, duration_s, cut)}")
     if math.isfinite(r.spark_cpu_pct):
         parts.append(f"Spark {r.spark_cpu_pct / 100:.1f} CPUs")
     gen = f"generator {r.generator_rate:,.0f}/s"
@@ -73,8 +79,11 @@ def _output_latency_text(r: ExperimentResult, limit: float | None) -> str:
     return f"{text} ({bound})"
 
 
-def _extension(r: ExperimentResult, duration_s: float | None) -> str:
-    """Why a run lasted longer than its duration_s ("" where it did not)."""
+def _extension(r: ExperimentResult, duration_s: float | None, cut: bool = False) -> str:
+    """Why a run lasted longer than its duration_s, or not as long as its longest ("" where
+    neither)."""
+    if cut:
+        return " (undecided when the time budget ended it, before its longest)"
     if duration_s is None or not r.ran_s > duration_s + 1:
         return ""
     if math.isfinite(r.decided_s):

@@ -324,6 +324,12 @@ class SLOSpec(StrictModel):
         return {**kept, "others": {**kept.get("others", {}), **extra}} if extra else kept
 
 
+# the time budget of a bracket search by default, per resource amount and configuration: the search
+# and its ends under the SLOs; with strategy.confirm, the search and each amount's first two long runs
+AUTO_BUDGET_S = 720.0
+CONFIRMED_BUDGET_S = 1200.0
+
+
 class StrategySpec(StrictModel):
     name: Literal["full", "linear", "binary", "bracket"] = "linear"
     lower_bound: bool = True
@@ -372,14 +378,32 @@ class StrategySpec(StrictModel):
             raise ValueError(f"{v!r}: a share of the load (0 or more), auto or null")
         return x
 
-    time_budget_s: float | None = Field(
-        None,
-        gt=0,
+    time_budget_s: Annotated[float, Field(gt=0)] | Literal["auto"] | None = Field(
+        "auto",
         description="bracket: seconds for the whole search, shared by the resource amounts (one without "
         "both ends or wider than the resolution may use the later ones' shares, leaving each one run); no load "
-        "starts whose runs would end after it (each: duration_s and the most a run here took beyond it), and "
-        "the answer says the resolution reached",
+        "starts whose runs would end after it (a search's run: max_duration_s and the most a run here took "
+        "beyond it; one under the SLOs: duration_s and that, ended at its share of what is left), and the answer "
+        f"says the resolution reached; auto: {AUTO_BUDGET_S:g} s per resource amount and configuration "
+        f"(with confirm: {CONFIRMED_BUDGET_S:g} s, less each amount's first two long runs, for the search); "
+        "null: none",
     )
+
+    @field_validator("time_budget_s", mode="before")
+    @classmethod
+    def _budget(cls, v):
+        """One line for a value that is no budget (the union's own error is one line per branch)."""
+        import math
+
+        if v is None or v == "auto":
+            return v
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            x = float("nan")
+        if isinstance(v, bool) or not math.isfinite(x) or x <= 0:
+            raise ValueError(f"{v!r}: seconds (more than 0), auto or null")
+        return x
 
 
 # How long a run undecided at its duration_s may go on by default: long enough for the lag trend's
@@ -581,6 +605,21 @@ class ExecutionSpec(StrictModel):
         if st.search_lag_threshold == "auto":
             return max(own, st.resolution / 4)
         return max(own, float(st.search_lag_threshold))
+
+    def time_budget(self, configs: int = 1) -> float | None:
+        """The search's time budget in seconds (None: none): strategy.time_budget_s, or by default a
+        bracket search's AUTO_BUDGET_S per resource amount and configuration; with strategy.confirm
+        CONFIRMED_BUDGET_S less two long runs (each confirm_s and ~10 s beyond its load), which
+        the budget does not end, at least half of AUTO_BUDGET_S."""
+        st = self.strategy
+        if st.time_budget_s != "auto":
+            return st.time_budget_s
+        if st.name != "bracket":
+            return None
+        per = AUTO_BUDGET_S
+        if st.confirm:
+            per = max(AUTO_BUDGET_S / 2, CONFIRMED_BUDGET_S - 2 * (st.confirm_s + 10.0))
+        return per * len(self.resources.values) * configs
 
     @property
     def longest_s(self) -> float:

@@ -6,10 +6,12 @@ import math
 
 import pytest
 
+from streamscale.benchmark import experiment_runner
 from streamscale.benchmark.answer import bracket_answer
 from streamscale.benchmark.bracket import between
 from streamscale.benchmark.confirm import Past, confirm_bracket, end_holds, refine
 from streamscale.benchmark.execution import LONG_REP, Execution
+from streamscale.benchmark.experiment_runner import ExperimentRunner
 from streamscale.benchmark.plan import long_execution
 from streamscale.benchmark.results import read_results
 from streamscale.benchmark.spec import with_confirm
@@ -390,13 +392,15 @@ def test_an_end_run_that_failed_early_a_load_the_search_held_is_not_run_again(tm
     assert (b["held"], b["failed"], b["disputed"], b["long_confirmed"]) == (48_000, 63_000, [57_000], False)
 
 
-@pytest.mark.parametrize("budget_s, rejudged", [(450, False), (500, True)])
+@pytest.mark.parametrize("last_s, rejudged", [(300, False), (270, True)])
 def test_a_brackets_ends_run_under_the_slo_only_where_the_time_budget_holds_them(
-    tmp_path, monkeypatch, budget_s, rejudged
+    tmp_path, monkeypatch, last_s, rejudged
 ):
-    # each run takes 30 s of a fake clock and is planned at 300 s (max_duration_s) + 10 s: the search's
-    # five runs (20k, 40k, 80k, 57k, 68k) end at 150 s; the held end under the SLO needs 310 s more
-    # (460 s); the failed end, which the search failed, needs no run
+    # runs take 30 s of a fake clock, the search's last (68k) ``last_s``; a search's run is planned
+    # at 300 s (max_duration_s) + 10 s, one under the SLO at its shortest, 30 s (duration_s) + 10 s,
+    # since the budget ends it at its share. The search's five runs (20k, 40k, 80k, 57k, 68k) end at
+    # 120 s + last_s of the 450; the held end under the SLO needs 40 s more (the failed end, which
+    # the search failed, none)
     import streamscale.benchmark.execution as execution
 
     clock, ran = [0.0], []
@@ -405,15 +409,15 @@ def test_a_brackets_ends_run_under_the_slo_only_where_the_time_budget_holds_them
     def timed(kind):
         inner = runner(60_000, ran, kind)
 
-        def run(*args, **kwargs):
-            clock[0] += 30
-            return inner(*args, **kwargs)
+        def run(load, *args, **kwargs):
+            clock[0] += last_s if (kind, load) == ("search", 68_000) else 30
+            return inner(load, *args, **kwargs)
 
         return run
 
     from streamscale.benchmark.plan import resolve
 
-    plan = resolve(_spec(confirm=False, time_budget_s=budget_s))
+    plan = resolve(_spec(confirm=False, time_budget_s=450))
     summary = Execution(plan, tmp_path, timed("search"), slo_experiment=timed("slo")).run()
     [b] = summary["answer"]["brackets"]
     assert [x[1] for x in ran if x[0] == "search"] == [20_000, 40_000, 80_000, 57_000, 68_000]
@@ -428,26 +432,27 @@ def test_a_brackets_ends_run_under_the_slo_only_where_the_time_budget_holds_them
 def test_the_time_budget_ends_the_runs_that_decide_a_bracket_anew_and_the_answer_says_so(tmp_path, monkeypatch):
     # Found in a demo: its held end stayed undecided under the SLO with 37 s of its budget left, and
     # four more runs below it (each a load of the bracket decided anew) ran past the budget, the
-    # demo taking 353 s of its 240. Here runs take 30 s of a fake clock, planned at 310 s: the
-    # search's five end at 150 s, the held end (57,000) under the SLO fits the 470 s budget and
-    # fails (the SLO holds up to 50,000); a run at 40,000 would end at 490 s: none is run.
+    # demo taking 353 s of its 240. Here runs take 30 s of a fake clock, the held end's under the
+    # SLO 280 s (it went on to its longest): the search's five end at 150 s, the held end (57,000)
+    # under the SLO fails (the SLO holds up to 50,000) at 430 s; a run at 40,000, at its shortest
+    # (30 s and 10 s), would end at 470 s, after the 460 s budget: none is run.
     import streamscale.benchmark.execution as execution
     from streamscale.benchmark.plan import resolve
 
     clock, ran = [0.0], []
     monkeypatch.setattr(execution.time, "monotonic", lambda: clock[0])
 
-    def timed(capacity, kind):
+    def timed(capacity, kind, took_s=30):
         inner = runner(capacity, ran, kind)
 
         def run(*args, **kwargs):
-            clock[0] += 30
+            clock[0] += took_s
             return inner(*args, **kwargs)
 
         return run
 
-    plan = resolve(_spec(confirm=False, time_budget_s=470))
-    summary = Execution(plan, tmp_path, timed(60_000, "search"), slo_experiment=timed(50_000, "slo")).run()
+    plan = resolve(_spec(confirm=False, time_budget_s=460))
+    summary = Execution(plan, tmp_path, timed(60_000, "search"), slo_experiment=timed(50_000, "slo", 280)).run()
     [b] = summary["answer"]["brackets"]
     assert [x[1] for x in ran if x[0] == "slo"] == [57_000]
     # the held end failed under the SLO; below it, the highest load the search held, not run again
@@ -459,6 +464,54 @@ def test_the_time_budget_ends_the_runs_that_decide_a_bracket_anew_and_the_answer
         "1 core held ~40,000 records/s and failed ~57,000 records/s "
         "(the held end not run under the SLOs: the time budget ended their runs, runs at the upper end disagreed)"
     )
+
+
+class _Undecided:
+    """A runner under the SLOs whose runs stay undecided: each goes on to the longest its time
+    budget gives it (ExperimentRunner.longest_now, from its ``until``), on a fake clock, with 10 s
+    beyond its load."""
+
+    longest_now = ExperimentRunner.longest_now
+
+    def __init__(self, plan, clock: list, ran: list):
+        self.runs, self.until, self.clock, self.ran = plan.runs, None, clock, ran
+
+    def __call__(self, load, res, rep, on_lag=None, config=""):
+        longest = self.longest_now()
+        self.ran.append(("slo", load, longest))
+        self.clock[0] += longest + 10
+        r = fake_result(load, res, rep, passed=False)
+        return dataclasses.replace(r, verdict="undecided", ran_s=longest, decided_s=math.nan)
+
+
+def test_a_run_under_the_slos_the_time_budget_would_outlast_is_ended_at_its_share_and_not_run_again(
+    tmp_path, monkeypatch, capsys
+):
+    # The search's runs take 30 s of a fake clock (10 s beyond their load), its last (68k) 270 s:
+    # its five end at 390 s of the 450 s budget. The held end (57k) under the SLOs, at its
+    # shortest (30 s and 10 s), fits: it starts, and stays undecided until the budget ends it, at
+    # 450 - 390 - 10 = 50 s, not at its longest (300 s). A run the budget ended is not run again,
+    # and the execution ends with it.
+    import streamscale.benchmark.execution as execution
+    from streamscale.benchmark.plan import resolve
+
+    clock, ran = [0.0], []
+    monkeypatch.setattr(execution.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(experiment_runner.time, "monotonic", lambda: clock[0])
+
+    def search(load, res, rep, on_lag=None, config=""):
+        took = 270 if load == 68_000 else 30
+        clock[0] += took
+        return dataclasses.replace(fake_result(load, res, rep, passed=load <= 60_000), ran_s=took - 10.0)
+
+    plan = resolve(_spec(confirm=False, time_budget_s=450))
+    summary = Execution(plan, tmp_path, search, slo_experiment=_Undecided(plan, clock, ran)).run()
+    assert [x for x in ran if x[0] == "slo"] == [("slo", 57_000, 50.0)]
+    assert clock[0] == 450
+    [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith("  UNDECIDED")]
+    assert "50 s run (undecided when the time budget ended it, before its longest)" in line
+    [b] = summary["answer"]["brackets"]
+    assert b["slo_runs"]["57000"] == "undecided"
 
 
 def test_a_bracket_the_time_budget_ended_keeps_the_search_held_end_below_those_not_passed():

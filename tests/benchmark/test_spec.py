@@ -43,6 +43,8 @@ def test_examples_cover_every_uc_small_and_paper_size():
             lambda d: d["execution"].update(strategy={"name": "bracket", "search_lag_threshold": -1}),
             "a share of the load",
         ),
+        (lambda d: d["execution"].update(strategy={"name": "bracket", "time_budget_s": 0}), "auto or null"),
+        (lambda d: d["execution"].update(strategy={"name": "bracket", "time_budget_s": "soon"}), "auto or null"),
     ],
 )
 def test_bad_specs_name_the_field(mutate, field):
@@ -65,6 +67,24 @@ def test_a_run_may_go_on_to_300_s_or_its_duration_and_a_long_run_is_whole():
     assert ex.longest_s == 90 and ex.judged_as_it_goes  # looked at from its duration on, to go on
     long = long_execution(parse_spec(d)).execution
     assert long.longest_s == long.duration_s == 300 and not long.judged_as_it_goes
+
+
+def test_a_bracket_search_has_a_time_budget_of_12_minutes_per_amount_and_configuration_by_default():
+    d = base()
+    d["execution"].update(metric="capacity", strategy={"name": "bracket"})
+    d["execution"]["resources"].update(values=[1, 2])
+    assert resolve(parse_spec(d)).runs.time_budget_s == 2 * 720
+    d["execution"]["configs"] = {"a": {}, "b": {}, "c": {}}
+    assert resolve(parse_spec(d)).runs.time_budget_s == 3 * 2 * 720
+    # with long runs to decide the ends: 20 minutes less two 300 s long runs (and 10 s each beyond)
+    d["execution"]["strategy"].update(confirm=True)
+    assert resolve(parse_spec(d)).runs.time_budget_s == 3 * 2 * (1200 - 2 * 310)
+    del d["execution"]["configs"]
+    for given, budget in [(900, 900.0), (None, None)]:
+        d["execution"]["strategy"].update(time_budget_s=given)
+        assert resolve(parse_spec(d)).runs.time_budget_s == budget
+    d["execution"]["strategy"] = {"name": "binary"}  # a budget bounds a bracket only
+    assert resolve(parse_spec(d)).runs.time_budget_s is None
 
 
 def test_yaml_errors(tmp_path):
