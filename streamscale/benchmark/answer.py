@@ -298,10 +298,14 @@ def _long_words(row: dict) -> list[str]:
     length = f"{row['long_s']:g} s"
     held, failed, held_ok, failed_verdict = _end_verdicts(row, "long")
     failed_ok = failed_verdict == "fail"
+    ended = row.get("ends_out_of_time") and row.get("width") is not None and not row.get("held_unchecked")
     if held_ok and failed_ok:
-        return [f"ends decided by {length} runs"]
+        short = [f"the time budget ended the long runs {row['width']:.0%} apart"] if ended else []
+        return [f"ends decided by {length} runs", *short]
     said = []
-    if held is not None:
+    if held is not None and row.get("held_unchecked"):
+        said.append(f"the held end not run for {length}: the time budget ended the long runs")
+    elif held is not None:
         said.append(f"the held end {'decided by a' if held_ok else 'not decided by its'} {length} run")
     if failed is not None and not failed_ok:
         said.append(

@@ -142,7 +142,10 @@ class Execution:
         self.config = ""  # the configuration being searched (execution.configs; "": the spec names none)
         self.overheads: list[float] = []  # what each run here took beyond its load (seconds)
         self.started = time.monotonic()
-        self.deadline: float | None = None  # the bracket search's time budget ends (time.monotonic())
+        self.deadline: float | None = None  # the configuration's search's time budget ends (time.monotonic())
+        self.long_deadline: float | None = None  # and its ends' long runs' (strategy.confirm)
+        self.budget_end: float | None = None  # the whole execution's time budget ends
+        self.later = 0  # the brackets after the one whose ends are being decided
         self.ends_left = 1  # the runs under the SLOs still planned: the time left is shared among them
         self.cut: set[tuple] = set()  # the keys of runs the time budget ended before their longest
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -357,19 +360,22 @@ class Execution:
         """[k of at most n, elapsed, and the time left of a time budget]."""
         k, n = len(self.done) + 1, max(self.most_experiments(), len(self.done) + 1)
         said = [f"{k} of at most {n}", f"{_duration(time.monotonic() - self.started)} elapsed"]
-        if self.deadline is not None:
-            said.append(f"{_duration(max(0.0, self.deadline - time.monotonic()))} of the time budget left")
+        if self.budget_end is not None:
+            said.append(f"{_duration(max(0.0, self.budget_end - time.monotonic()))} of the time budget left")
         return escape("[" + ", ".join(said) + "]")
 
     def run(self, search: Search | None = None) -> dict:
         """The spec's search (or ``search``, a :class:`~streamscale.benchmark.search.Search`) for
         each configuration in turn; then summary.csv, summary.json and the plot, once."""
         names = self.plan.config_names
-        budget = self.runs.time_budget_s
-        self.deadline = time.monotonic() + budget if budget else None
+        budget, reserve = self.runs.time_budget_s, self._long_reserve()
+        self.budget_end = time.monotonic() + budget + reserve * len(names) if budget else None
         outcomes = {}
         for i, name in enumerate(names, 1):
             self.config = name
+            if self.budget_end is not None:  # each configuration its share of what is left
+                whole = time.monotonic() + (self.budget_end - time.monotonic()) / (len(names) - i + 1)
+                self.deadline, self.long_deadline = whole - reserve, whole
             if name:
                 console.print(f"[bold]configuration {name}[/] ({i} of {len(names)})")
             outcomes[name] = (search or self.search()).run(self)
@@ -468,25 +474,18 @@ class Execution:
         # that one pass over the search's failures would put the held end where runs disagree.
         failed = search_loads(b, "fail") if runs.rep == SLO_REP else set()
         to_run = [f"{k} {b[k]:g}" for k in ("held", "failed") if b.get(k) is not None and float(b[k]) not in failed]
-        if self._budget_refuses(len(to_run)):
+        self.ends_left, self.later = len(to_run) + 2 * later, later
+        # strategy.confirm's long runs of the ends themselves always run: the budget kept them
+        if runs.rep == SLO_REP and self._budget_refuses(len(to_run)):
             return {**b, "ends_unchecked": "the time budget held no runs of them"}
-        self.ends_left = len(to_run) + 2 * later
-        how = f"over {st.confirm_s:g} s each" if runs.rep == LONG_REP else "under the SLOs"
-        if to_run:
-            which = "ends" if len(to_run) > 1 else "end"
-            console.print(f"  {res} x: the bracket's {which} ({', '.join(to_run)}) {how}", highlight=False)
-        if len(to_run) < len(ends):
-            console.print(
-                f"  {res} x: failed {b['failed']:g} stands (it failed the search's looser rule)", highlight=False
-            )
-
+        self._say_ends(b, to_run, len(ends))
         refused = []
 
         def verdict(x, end: str) -> str | None:
             if x in failed:
                 return "fail"
             # a load other than the ends (one that narrows them, or one of a bracket decided anew)
-            # is run under the SLO only within the search's time budget
+            # is run only within the time budget
             if end not in ("held", "failed") and self._budget_refuses(1):
                 refused.append(x)
                 return None
@@ -494,8 +493,11 @@ class Execution:
 
         out = confirm_bracket(b, verdict, st.resolution, st.confirm_runs, whole, self._past(b, res))
         if refused:
-            console.print(f"  {res} x: the time budget ended the runs under the SLOs", highlight=False)
+            which = "long runs" if runs.rep == LONG_REP else "runs under the SLOs"
+            console.print(f"  {res} x: the time budget ended the {which}", highlight=False)
             out = held_unchecked(b, out)
+            if runs.rep == LONG_REP:
+                out["ends_out_of_time"] = True
         if runs.rep == SLO_REP:
             out = self._past_disputed(out, res, verdict, whole)
         said = "the ends hold" if out["long_confirmed"] else "decided anew"
@@ -509,6 +511,18 @@ class Execution:
         # the loads whose verdict under the SLO is the search's failure, not a run of their own
         taken = sorted(f"{x:g}" for x in failed if f"{x:g}" in verdicts)
         return {**out, "slo_runs": verdicts, **({"slo_runs_from_search": taken} if taken else {})}
+
+    def _say_ends(self, b: dict, to_run: list[str], ends: int) -> None:
+        """Which of bracket ``b``'s ``ends`` are run now (``to_run``), and how."""
+        res, st = b["resources"], self.runs.strategy
+        how = f"over {st.confirm_s:g} s each" if self.ends.rep == LONG_REP else "under the SLOs"
+        if to_run:
+            which = "ends" if len(to_run) > 1 else "end"
+            console.print(f"  {res} x: the bracket's {which} ({', '.join(to_run)}) {how}", highlight=False)
+        if len(to_run) < ends:
+            console.print(
+                f"  {res} x: failed {b['failed']:g} stands (it failed the search's looser rule)", highlight=False
+            )
 
     def _said_at(self, x: float, res) -> tuple[int, int]:
         """(how many runs held, how many failed) load ``x`` on ``res`` in the configuration searched."""
@@ -565,10 +579,27 @@ class Execution:
         """Whether that run is done already (run before, or read back on resume)."""
         return self._key(load, res, rep) in self.done
 
+    def _long_reserve(self) -> float:
+        """What a configuration's time budget keeps beyond its search for strategy.confirm's long
+        runs: two per resource amount, each confirm_s and ~10 s beyond its load (0 without them)."""
+        from streamscale.benchmark.bracket import RUN_OVERHEAD_S
+
+        if self.ends is None or self.ends.rep != LONG_REP:
+            return 0.0
+        return 2 * (self.ends.longest_s + RUN_OVERHEAD_S) * len(self.runs.resource_values)
+
     def _budget_refuses(self, runs: int) -> bool:
-        """Whether the time budget refuses ``runs`` more runs that decide ends: it bounds the runs
-        under the SLOs, not strategy.confirm's long runs."""
-        return self.ends is not None and self.ends.rep == SLO_REP and self._after_deadline(runs)
+        """Whether the time budget refuses ``runs`` more runs that decide ends: runs under the SLOs
+        each at its shortest (:meth:`_after_deadline`); strategy.confirm's long runs whole, with
+        two kept for each later bracket's ends."""
+        from streamscale.benchmark.bracket import run_cost
+
+        if self.ends is None or self.deadline is None:
+            return False
+        if self.ends.rep == SLO_REP:
+            return self._after_deadline(runs)
+        long = run_cost(self.ends.longest_s, self.overheads)
+        return time.monotonic() + (runs + 2 * self.later) * long > self.long_deadline
 
     def _after_deadline(self, runs: int) -> bool:
         """Whether ``runs`` more runs under the SLOs would end after the time budget (never without

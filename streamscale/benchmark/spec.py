@@ -385,8 +385,8 @@ class StrategySpec(StrictModel):
         "starts whose runs would end after it (a search's run: max_duration_s and the most a run here took "
         "beyond it; one under the SLOs: duration_s and that, ended at its share of what is left), and the answer "
         f"says the resolution reached; auto: {AUTO_BUDGET_S:g} s per resource amount and configuration "
-        f"(with confirm: {CONFIRMED_BUDGET_S:g} s, less each amount's first two long runs, for the search); "
-        "null: none",
+        f"(with confirm: {CONFIRMED_BUDGET_S:g} s less two long runs, which it keeps for each amount's ends; a "
+        "long run past them starts only where it ends within both); null: none",
     )
 
     @field_validator("time_budget_s", mode="before")

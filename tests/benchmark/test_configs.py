@@ -19,7 +19,7 @@ STORE = "spark.sql.streaming.stateStore.providerClass"
 ROCKS = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
-def spec(strategy=None, configs=None, metric="capacity"):
+def spec(strategy=None, configs=None, metric="capacity", loads=(1000, 2000, 4000, 8000), resources=(1, 2)):
     return parse_spec(
         {
             "name": "cfg",
@@ -28,8 +28,8 @@ def spec(strategy=None, configs=None, metric="capacity"):
                 "records": {"key": "k", "fields": {"k": {"type": "string", "gen": "keys:10"}}},
             },
             "execution": {
-                "load": {"type": "rate", "values": [1000, 2000, 4000, 8000]},
-                "resources": {"type": "cores", "values": [1, 2]},
+                "load": {"type": "rate", "values": list(loads)},
+                "resources": {"type": "cores", "values": list(resources)},
                 "metric": metric,
                 "strategy": strategy or {"name": "bracket", "resolution": 0.3},
                 "configs": configs
@@ -141,3 +141,27 @@ def test_a_configuration_may_run_another_version_of_the_job(monkeypatch, tmp_pat
 def test_a_configuration_s_sut_that_is_none_is_one_line(sut, words):
     with pytest.raises(ConfigError, match=words):
         spec(configs={"v1": {}, "v2": {"sut": sut}})
+
+
+def test_each_configuration_gets_its_share_of_the_time_budget(tmp_path, monkeypatch):
+    # runs of 60 s on a fake clock, every load held (the search climbs by 1.5 up to 64 x 100): a run is
+    # planned at 300 s (max_duration_s) and 10 s beyond. Of 900 s for two configurations, the
+    # first has 450: runs at 0, 60 and 120 s (the next would end at 490 s); the second the rest,
+    # 720 s from 180 s: runs from 180 s to 540 s, seven. Sharing one deadline, the first ran ten
+    # and the second one.
+    import streamscale.benchmark.bracket as bracket
+    import streamscale.benchmark.execution as execution
+
+    clock, ran = [0.0], []
+    for module in (execution, bracket):
+        monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
+
+    def run(load, res, rep, on_lag=None, config=""):
+        ran.append(config)
+        clock[0] += 60
+        return dataclasses.replace(fake_result(load, res, rep, passed=True), config=config)
+
+    budget = {"name": "bracket", "resolution": 0.3, "factor": 1.5, "time_budget_s": 900, "probe": False}
+    s = spec(budget, {"hdfs": {}, "rocksdb": {STORE: ROCKS}}, loads=(100,), resources=(1,))  # up to 6,400/s
+    Execution(s, tmp_path, run).run()
+    assert (ran.count("hdfs"), ran.count("rocksdb")) == (3, 7)

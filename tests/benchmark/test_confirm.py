@@ -466,6 +466,57 @@ def test_the_time_budget_ends_the_runs_that_decide_a_bracket_anew_and_the_answer
     )
 
 
+def _confirmed_on_a_clock(tmp_path, monkeypatch, resources):
+    """An execution with strategy.confirm and its default time budget (20 min per resource amount,
+    two long runs of each kept from the search's share) on a fake clock: short runs take 30 s and
+    hold up to 60,000 records/s a core, long ones 310 s (300 s and 10 s beyond) and hold 50,000.
+    (the long loads run, the clock at the end, the answer's sentence)."""
+    import streamscale.benchmark.execution as execution
+    from streamscale.benchmark.plan import resolve
+
+    clock, ran = [0.0], []
+    monkeypatch.setattr(execution.time, "monotonic", lambda: clock[0])
+
+    def timed(capacity, kind, took):
+        inner = runner(capacity, ran, kind)
+
+        def run(*args, **kwargs):
+            clock[0] += took
+            return inner(*args, **kwargs)
+
+        return run
+
+    st = {"name": "bracket", "resolution": 0.2, "max_runs": 10, "confirm": True}
+    plan = resolve(capacity_spec("long", st, resources=resources))
+    assert plan.runs.time_budget_s == len(resources) * (1200 - 2 * 310)
+    ex = Execution(plan, tmp_path, timed(60_000, "short", 30), long_experiment=timed(50_000, "long", 310))
+    sentence = ex.run()["answer"]["sentence"]
+    return [x[1:3] for x in ran if x[0] == "long"], clock[0], sentence
+
+
+def test_confirms_long_runs_end_within_its_time_budget_and_the_answer_says_how_far_apart(tmp_path, monkeypatch):
+    # the search (150 s) and both ends long (57k fails, 68k fails: 770 s); the held end walks down
+    # to 40k (1,080 s), and 48k between 40k and 57k would end at 1,390 s, after the 1,200 s
+    long, took, sentence = _confirmed_on_a_clock(tmp_path, monkeypatch, (1,))
+    assert long == [(57_000, LONG_REP), (68_000, LONG_REP), (40_000, LONG_REP)] and took <= 1200
+    assert sentence.endswith(
+        "1 core held ~40,000 records/s and failed ~57,000 records/s "
+        "(ends decided by 300 s runs; the time budget ended the long runs 43% apart)"
+    )
+
+
+def test_confirms_long_runs_keep_two_for_each_later_amounts_ends(tmp_path, monkeypatch):
+    # 2 amounts: 40 min. 1 core's searches end at 150 s, 2 cores' at 270 s; 1 core's long runs
+    # (57k, 68k, 40k, 48k) end at 1,510 s, keeping 620 s for 2 cores' two ends (to 2,130 s); a
+    # fifth long run would end at 2,440 s, after the 2,400 s
+    long, took, sentence = _confirmed_on_a_clock(tmp_path, monkeypatch, (1, 2))
+    assert [x for x, _ in long] == [57_000, 68_000, 40_000, 48_000, 120_000, 140_000] and took <= 2400
+    assert sentence.endswith(
+        "2 cores held ~98,000 records/s and failed ~120,000 records/s "
+        "(the held end not run for 300 s: the time budget ended the long runs, the upper end decided by a 300 s run)"
+    )
+
+
 class _Undecided:
     """A runner under the SLOs whose runs stay undecided: each goes on to the longest its time
     budget gives it (ExperimentRunner.longest_now, from its ``until``), on a fake clock, with 10 s
