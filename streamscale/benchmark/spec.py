@@ -324,6 +324,22 @@ class SLOSpec(StrictModel):
         return {**kept, "others": {**kept.get("others", {}), **extra}} if extra else kept
 
 
+def _auto_or_number(v, fits, what: str):
+    """``v`` as a field that is a number, auto or null takes it: None, "auto", or a finite number
+    that ``fits``; else a ValueError of one line saying ``what`` it must be."""
+    import math
+
+    if v is None or v == "auto":
+        return v
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if isinstance(v, bool) or not math.isfinite(x) or not fits(x):
+        raise ValueError(f"{v!r}: {what}, auto or null")
+    return x
+
+
 # the time budget of a bracket search by default, per resource amount and configuration: the search
 # and its ends under the SLOs; with strategy.confirm, the search and each amount's first two long runs
 AUTO_BUDGET_S = 720.0
@@ -366,17 +382,7 @@ class StrategySpec(StrictModel):
     @classmethod
     def _threshold(cls, v):
         """One line for a value that is no threshold (the union's own error is one line per branch)."""
-        import math
-
-        if v is None or v == "auto":
-            return v
-        try:
-            x = float(v)
-        except (TypeError, ValueError):
-            x = float("nan")
-        if isinstance(v, bool) or not math.isfinite(x) or x < 0:
-            raise ValueError(f"{v!r}: a share of the load (0 or more), auto or null")
-        return x
+        return _auto_or_number(v, lambda x: x >= 0, "a share of the load (0 or more)")
 
     time_budget_s: Annotated[float, Field(gt=0)] | Literal["auto"] | None = Field(
         "auto",
@@ -393,17 +399,7 @@ class StrategySpec(StrictModel):
     @classmethod
     def _budget(cls, v):
         """One line for a value that is no budget (the union's own error is one line per branch)."""
-        import math
-
-        if v is None or v == "auto":
-            return v
-        try:
-            x = float(v)
-        except (TypeError, ValueError):
-            x = float("nan")
-        if isinstance(v, bool) or not math.isfinite(x) or x <= 0:
-            raise ValueError(f"{v!r}: seconds (more than 0), auto or null")
-        return x
+        return _auto_or_number(v, lambda x: x > 0, "seconds (more than 0)")
 
 
 # How long a run undecided at its duration_s may go on by default: long enough for the lag trend's
