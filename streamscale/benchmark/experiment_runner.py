@@ -97,14 +97,17 @@ class ExperimentRunner:
         if self.own_sessions:
             self.sessions.close()
 
-    def judge(self, point: Point) -> Callable:
+    def judge(self, point: Point, longest_s: float | None = None) -> Callable:
         """Whether a run so far is decided (:func:`~streamscale.benchmark.outcome.looking`); its
-        looks are the running experiment's (``self.looks``)."""
+        looks are the running experiment's (``self.looks``), planned up to ``longest_s`` (default:
+        the longest a run may go on)."""
         from streamscale.experiment.sequential import Looks
         from streamscale.experiment.sut import CHECK_EVERY_S
 
-        # the looks are planned up to the longest a run may go on (an undecided one goes past duration_s)
-        self.looks = Looks(self.runs.longest_s, first_look_s(self.runs, point), CHECK_EVERY_S)
+        # the looks are planned up to the longest this run may go on (an undecided one goes past
+        # duration_s; a time budget may end it sooner): its error is spent by then
+        longest = self.runs.longest_s if longest_s is None else longest_s
+        self.looks = Looks(longest, first_look_s(self.runs, point), CHECK_EVERY_S)
         return looking(self.runs, point, self.looks)
 
     def __call__(
@@ -172,15 +175,15 @@ class ExperimentRunner:
         looks = self.looks
         if looks is None or not looks.taken:
             return 0.95
-        if ran_s < self.runs.longest_s - 0.5:
+        if ran_s < looks.longest_s - 0.5:
             return 1 - looks.per_look()
         return looks.final_confidence()
 
     def _run_sut(self, point: Point, on_lag):
         from streamscale.experiment.sut import StopPolicy
 
-        ex = self.runs
-        judge = self.judge(point) if ex.judged_as_it_goes else None  # sets self.looks
+        ex, longest = self.runs, self.longest_now()
+        judge = self.judge(point, longest) if ex.judged_as_it_goes else None  # sets self.looks
         self.recovery = None
         if judge is not None and self.watch is not None and self.watch.recovers:
             # a host that died: the run goes on to see the job recover (it is invalid all the same)
@@ -189,13 +192,13 @@ class ExperimentRunner:
             # a node that died decides the run at its next look: what follows measures the fault
             judge = _stopping_on_fault(judge, self.watch)
         first = self.looks.first_s if judge is not None else None
-        policy = StopPolicy(ex.duration_s, judge, first, max_duration_s=self.longest_now())
+        policy = StopPolicy(ex.duration_s, judge, first, max_duration_s=longest)
         return self._sut(point, point.params, policy, on_lag)
 
     def longest_now(self) -> float:
         """How long a run starting now may go on while undecided: its longest, or less where
-        ``until`` comes first (the looks keep their plan for the longest: a run stopped sooner is
-        judged at a look's stricter level)."""
+        ``until`` comes first (its looks are then planned up to that, and its verdict there takes
+        the error they left, as at the longest)."""
         longest = self.runs.longest_s
         if self.until is None:
             return longest

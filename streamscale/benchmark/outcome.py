@@ -58,7 +58,7 @@ def looking(runs: Runs, point: Point, looks) -> Callable[..., bool]:
     checkers, warmup = look_checkers(runs, point), runs.warmup_s
 
     def decided(lag, batches, t0_wall, topic) -> bool:
-        obs = Observation(lag, batches, t0_wall, warmup, topic, point.period_s, longest_s=runs.longest_s)
+        obs = Observation(lag, batches, t0_wall, warmup, topic, point.period_s, longest_s=looks.longest_s)
         return judge(obs, checkers, looks.confidence(), look=True).decided
 
     return decided

@@ -404,3 +404,26 @@ def test_every_experiment_says_which_of_at_most_how_many_it_is_and_the_time(tmp_
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("experiment ")]
     assert lines[0].endswith("[1 of at most 10, 0 s elapsed, 10 min 00 s of the time budget left]")
     assert lines[1].endswith("[2 of at most 10, 1 min 05 s elapsed, 8 min 55 s of the time budget left]")
+
+
+def test_a_run_a_time_budget_ends_sooner_plans_its_looks_up_to_there_and_is_judged_at_what_they_left(monkeypatch):
+    # 40 s runs that may go on to 300 s; the time budget leaves this one 120 s: its load stops
+    # there, its looks are planned up to there, and a verdict there takes the error they left
+    # (97.5 % less what they spent), not one look's 99.99 %
+    from streamscale.benchmark import experiment_runner as er
+
+    clock = [1000.0]
+    monkeypatch.setattr(er.time, "monotonic", lambda: clock[0])
+    spec = parse_spec(spec_dict(duration_s=40, warmup_s=10, max_duration_s=300))
+    runner = er.ExperimentRunner(spec, Path("."), "127.0.0.1:9092")
+    monkeypatch.setattr(runner, "_sut", lambda point, params, policy, on_lag: policy)
+    point = runner.plan.point(2000, 1)
+    assert runner._run_sut(point, None).longest_s == runner.looks.longest_s == 300  # no budget: its longest
+    runner.until = 1120.0
+    policy = runner._run_sut(point, None)
+    assert policy.longest_s == runner.looks.longest_s == 120
+    runner.looks.taken = runner.looks.planned
+    assert runner._confidence(120.0) == pytest.approx(1 - 0.05 * 0.75)
+    assert runner._confidence(60.0) == pytest.approx(1 - 0.05 * 0.25 / runner.looks.planned)  # a look's
+    runner.until = 1010.0  # never shorter than duration_s
+    assert runner._run_sut(point, None).longest_s == 40
