@@ -759,3 +759,33 @@ def test_an_end_where_runs_disagreed_moves_past_it_half_a_resolution_where_a_run
     undecided = {**b, "failed_undecided": True}
     assert past_disputed(undecided, lambda x, end: end == "failed", verdict_of({}), 0.075, middle) is undecided
     assert ran == []
+
+
+def test_under_confirm_the_search_plans_its_runs_at_the_longest_one_took(tmp_path, monkeypatch):
+    # Found on 16 rounds of hashes: from a probe that underrated the job 20 times, the search's
+    # runs took 22-87 s, but each was planned at 300 s (max_duration_s): it stopped after six, at
+    # 5 min of its 9 min 40 s, "higher untested". Here each search run takes 60 s (50 s of load):
+    # from 1,000 records/s it needs nine to bracket 60,000, which the 580 s hold when each is
+    # planned at 60 s (five at 310 s); the two long runs follow within the 20 minutes.
+    import streamscale.benchmark.execution as execution
+    from streamscale.benchmark.plan import resolve
+
+    clock, ran = [0.0], []
+    monkeypatch.setattr(execution.time, "monotonic", lambda: clock[0])
+
+    def search(load, res, rep, on_lag=None, config=""):
+        ran.append(("search", load))
+        clock[0] += 60
+        return dataclasses.replace(fake_result(load, res, rep, passed=load <= 60_000), ran_s=50.0)
+
+    def long(load, res, rep, on_lag=None, config=""):
+        ran.append(("long", load))
+        clock[0] += 310
+        return fake_result(load, res, rep, passed=load <= 60_000)
+
+    st = {"name": "bracket", "resolution": 0.2, "max_runs": 12, "confirm": True}
+    plan = resolve(capacity_spec("long", st, loads=(1000,)))
+    [b] = Execution(plan, tmp_path, search, long_experiment=long).run()["answer"]["brackets"]
+    assert [x for k, x in ran if k == "search"] == [1000, 2000, 4000, 8000, 16_000, 32_000, 64_000, 45_000, 54_000]
+    assert [x for k, x in ran if k == "long"] == [54_000, 64_000] and clock[0] <= 1200
+    assert (b["held"], b["failed"], b["long_confirmed"]) == (54_000, 64_000, True)
