@@ -238,6 +238,8 @@ def _bracket_words(row: dict, axes: Axes) -> str:
     held, failed = row["held"], row["failed"]
     if held is None:
         ended = " before the time budget ended the search" if row.get("out_of_time") else ""
+        if row.get("ends_out_of_time"):  # its long runs failed the search's held end, and no more fit
+            ended = " before the time budget ended the long runs"
         if failed is None:  # every run it had was invalid (the load fell short): nothing judged
             why = f" ({row['ceiling']})" if row.get("ceiling") else ""
             return f"{who} could not be judged at any load tried{ended}{why}"

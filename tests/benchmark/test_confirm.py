@@ -789,3 +789,16 @@ def test_under_confirm_the_search_plans_its_runs_at_the_longest_one_took(tmp_pat
     assert [x for k, x in ran if k == "search"] == [1000, 2000, 4000, 8000, 16_000, 32_000, 64_000, 45_000, 54_000]
     assert [x for k, x in ran if k == "long"] == [54_000, 64_000] and clock[0] <= 1200
     assert (b["held"], b["failed"], b["long_confirmed"]) == (54_000, 64_000, True)
+
+
+def test_a_bracket_whose_long_runs_failed_its_held_end_before_the_budget_ended_them_says_so():
+    # Found on 16 rounds of hashes under --confirm: the search held 72,000 and failed 82,000, both
+    # failed their 300 s runs, and no long run below fitted the 3 min 42 s left: "held none of the
+    # loads tried", as if every load had been run long
+    row = {"resources": 1, "held": None, "failed": 72_000.0, "failed_undecided": False, "held_assumed": False,
+           "width": None, "verdicts": {"72000": "pass", "82000": "fail"}, "long_s": 300.0,
+           "long": {"72000": "fail", "82000": "fail"}, "ends_out_of_time": True}  # fmt: skip
+    assert bracket_answer([row], Axes(), "job")["sentence"].startswith(
+        "job on this machine: 1 core held none of the loads tried before the time budget ended the long runs "
+        "(down to ~72,000 records/s"
+    )
