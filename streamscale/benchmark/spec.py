@@ -606,7 +606,7 @@ class ExecutionSpec(StrictModel):
         """The search's time budget in seconds (None: none): strategy.time_budget_s, or by default a
         bracket search's AUTO_BUDGET_S per resource amount and configuration; with strategy.confirm
         CONFIRMED_BUDGET_S less two long runs (each confirm_s and ~10 s beyond its load), which
-        the budget does not end, at least half of AUTO_BUDGET_S."""
+        the execution keeps beside it for each amount's ends, at least half of AUTO_BUDGET_S."""
         st = self.strategy
         if st.time_budget_s != "auto":
             return st.time_budget_s
