@@ -38,7 +38,7 @@ from streamscale.benchmark.results import (
 from streamscale.benchmark.runline import run_line
 from streamscale.benchmark.search import MetricSearch, Outcome, Search
 from streamscale.benchmark.setting import broker_change_note, embedded_kafka, short_for_windows
-from streamscale.benchmark.spec import Spec
+from streamscale.benchmark.spec import Spec, long_runs_kept_s
 from streamscale.benchmark.verdict import majority_verdict
 from streamscale.broker.connection import KafkaConnection, build_connection, masked
 from streamscale.errors import ConfigError
@@ -588,35 +588,26 @@ class Execution:
         return self._key(load, res, rep) in self.done
 
     def _long_reserve(self) -> float:
-        """What a configuration's time budget keeps beyond its search for strategy.confirm's long
-        runs: two per resource amount, each confirm_s and ~10 s beyond its load (0 without them)."""
-        from streamscale.benchmark.bracket import RUN_OVERHEAD_S
-
+        """What a configuration's time budget keeps beside its search for strategy.confirm's long
+        runs (0 without them)."""
         if self.ends is None or self.ends.rep != LONG_REP:
             return 0.0
-        return 2 * (self.ends.longest_s + RUN_OVERHEAD_S) * len(self.runs.resource_values)
+        return long_runs_kept_s(self.ends.longest_s, len(self.runs.resource_values))
 
     def _budget_refuses(self, runs: int) -> bool:
-        """Whether the time budget refuses ``runs`` more runs that decide ends: runs under the SLOs
-        each at its shortest (:meth:`_after_deadline`); strategy.confirm's long runs whole, with
-        two kept for each later bracket's ends."""
+        """Whether the time budget (none: never) refuses ``runs`` more runs that decide ends: runs
+        under the SLOs each at its shortest (the budget ends one still undecided at its share of it:
+        :meth:`_limit`); strategy.confirm's long runs whole, with two kept for each later bracket's
+        ends."""
         from streamscale.benchmark.bracket import run_cost
 
         if self.ends is None or self.deadline is None:
             return False
         if self.ends.rep == SLO_REP:
-            return self._after_deadline(runs)
+            shortest = self.runs.repetitions * run_cost(self.runs.duration_s, self.overheads)
+            return time.monotonic() + runs * shortest > self.deadline
         long = run_cost(self.ends.longest_s, self.overheads)
         return time.monotonic() + (runs + 2 * self.later) * long > self.long_deadline
-
-    def _after_deadline(self, runs: int) -> bool:
-        """Whether ``runs`` more runs under the SLOs would end after the time budget (never without
-        one), each at its shortest: the budget ends a run still undecided at its share of it
-        (:meth:`_limit`)."""
-        from streamscale.benchmark.bracket import run_cost
-
-        shortest = self.runs.repetitions * run_cost(self.runs.duration_s, self.overheads)
-        return self.deadline is not None and time.monotonic() + runs * shortest > self.deadline
 
     def _summary(self, metric: dict, assumed: set | frozenset = frozenset(), brackets=None) -> dict:
         ex = self.runs

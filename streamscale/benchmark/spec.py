@@ -346,6 +346,15 @@ AUTO_BUDGET_S = 720.0
 CONFIRMED_BUDGET_S = 1200.0
 
 
+def long_runs_kept_s(confirm_s: float, amounts: int) -> float:
+    """What a configuration's time budget keeps beside its search for strategy.confirm's long
+    runs: two per resource amount (its ends), each ``confirm_s`` and what a run takes beyond its
+    load before any ran (streamscale.benchmark.bracket.RUN_OVERHEAD_S)."""
+    from streamscale.benchmark.bracket import RUN_OVERHEAD_S
+
+    return 2 * (confirm_s + RUN_OVERHEAD_S) * amounts
+
+
 class StrategySpec(StrictModel):
     name: Literal["full", "linear", "binary", "bracket"] = "linear"
     lower_bound: bool = True
@@ -605,8 +614,8 @@ class ExecutionSpec(StrictModel):
     def time_budget(self, configs: int = 1) -> float | None:
         """The search's time budget in seconds (None: none): strategy.time_budget_s, or by default a
         bracket search's AUTO_BUDGET_S per resource amount and configuration; with strategy.confirm
-        CONFIRMED_BUDGET_S less two long runs (each confirm_s and ~10 s beyond its load), which
-        the execution keeps beside it for each amount's ends, at least half of AUTO_BUDGET_S."""
+        CONFIRMED_BUDGET_S less the long runs the execution keeps beside it for each amount's ends
+        (:func:`long_runs_kept_s`), at least half of AUTO_BUDGET_S."""
         st = self.strategy
         if st.time_budget_s != "auto":
             return st.time_budget_s
@@ -614,7 +623,7 @@ class ExecutionSpec(StrictModel):
             return None
         per = AUTO_BUDGET_S
         if st.confirm:
-            per = max(AUTO_BUDGET_S / 2, CONFIRMED_BUDGET_S - 2 * (st.confirm_s + 10.0))
+            per = max(AUTO_BUDGET_S / 2, CONFIRMED_BUDGET_S - long_runs_kept_s(st.confirm_s, 1))
         return per * len(self.resources.values) * configs
 
     @property
